@@ -568,3 +568,55 @@ mod timeout {
         assert!(svc.call("x").await.unwrap_err().is::<Rejected>());
     }
 }
+
+/// Compile-time contract: layers are `Clone + Send + Sync`; services and
+/// response futures are `Send` (and `Sync` where the inner parts are).
+#[allow(dead_code)]
+fn contracts() {
+    use fusebox::tower::{breaker, bulkhead, fallback, Bulkhead, CircuitBreaker, Fallback};
+    use fusebox::tower::{BulkheadLayer, FallbackLayer};
+    type Inner = mock::Mock<(), ()>;
+    type InnerFut = mock::future::ResponseFuture<()>;
+    type Fb = fallback::FromFn<fn(BoxError) -> Result<(), BoxError>>;
+
+    fn layer<T: Clone + Send + Sync + 'static>() {}
+    fn service<T: Send + Sync + 'static>() {}
+    fn future<T: Send + 'static>() {}
+
+    layer::<CircuitBreakerLayer>();
+    layer::<BulkheadLayer>();
+    layer::<FallbackLayer<Fb>>();
+    service::<CircuitBreaker<Inner>>();
+    service::<Bulkhead<Inner>>();
+    service::<Fallback<Inner, Fb>>();
+    future::<breaker::future::ResponseFuture<InnerFut, breaker::DefaultClassifier>>();
+    future::<bulkhead::future::ResponseFuture<InnerFut>>();
+    future::<fallback::future::ResponseFuture<InnerFut, Fb>>();
+    #[cfg(feature = "tokio")]
+    {
+        use fusebox::tower::{timeout, Timeout, TimeoutLayer};
+        layer::<TimeoutLayer>();
+        service::<Timeout<Inner>>();
+        future::<timeout::future::ResponseFuture<InnerFut>>();
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_inner_future_counts_as_a_failure() {
+    use tower::{Service, ServiceExt};
+    let clock = ManualClock::new();
+    let cb = breaker(&clock);
+    let inner = tower::service_fn(|fail: bool| async move {
+        if fail {
+            panic!("the inner future panics");
+        }
+        Ok::<_, BoxError>(())
+    });
+    let mut svc = tower::Layer::layer(&CircuitBreakerLayer::new(cb.clone()), inner);
+    for _ in 0..2 {
+        let fut = svc.ready().await.unwrap().call(true);
+        let joined = tokio::spawn(fut).await;
+        assert!(joined.unwrap_err().is_panic());
+    }
+    assert_eq!(cb.state(), State::Open, "two panics = two failures");
+}

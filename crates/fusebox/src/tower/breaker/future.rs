@@ -27,7 +27,7 @@ pin_project! {
         Admitted {
             #[pin]
             future: F,
-            permit: Option<Permit>,
+            permit: PermitGuard,
             classifier: C,
         },
         Refused {
@@ -36,12 +36,28 @@ pin_project! {
     }
 }
 
+/// The permit of a running call. Dropped without a verdict it is released,
+/// except while a panic unwinds (the inner future panicked): that counts as a
+/// failure, as in [`CircuitBreaker::call_async`](crate::CircuitBreaker::call_async).
+struct PermitGuard(Option<Permit>);
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        if let Some(permit) = self.0.take() {
+            if std::thread::panicking() {
+                permit.failure();
+            }
+            // Otherwise `permit` drops here: released, no verdict.
+        }
+    }
+}
+
 impl<F, C> ResponseFuture<F, C> {
     pub(crate) fn admitted(future: F, permit: Permit, classifier: C) -> Self {
         ResponseFuture {
             kind: Kind::Admitted {
                 future,
-                permit: Some(permit),
+                permit: PermitGuard(Some(permit)),
                 classifier,
             },
         }
@@ -72,7 +88,7 @@ where
                 classifier,
             } => {
                 let result = ready!(future.poll(cx));
-                if let Some(permit) = permit.take() {
+                if let Some(permit) = permit.0.take() {
                     permit.record(classifier.classify(&result));
                 }
                 Poll::Ready(result.map_err(Into::into))
@@ -88,7 +104,7 @@ where
 impl<F, C> fmt::Debug for ResponseFuture<F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.kind {
-            Kind::Admitted { permit, .. } if permit.is_some() => "running",
+            Kind::Admitted { permit, .. } if permit.0.is_some() => "running",
             Kind::Admitted { .. } => "done",
             Kind::Refused { rejected: Some(_) } => "refused",
             Kind::Refused { rejected: None } => "done",

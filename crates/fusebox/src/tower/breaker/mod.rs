@@ -25,7 +25,8 @@
 //! completes releases the permit without a verdict: a half-open breaker gets
 //! its probe slot back instead of waiting for a probe that will never report.
 //! A permit taken by `poll_ready` and never used (the service is dropped, or
-//! `call` is never made) is released the same way.
+//! `call` is never made) is released the same way. An inner future that
+//! panics counts as a failure.
 //!
 //! # Examples
 //!
