@@ -29,12 +29,18 @@ const HEALTHY: u8 = 0;
 const FAILING: u8 = 1;
 const SLOW: u8 = 2;
 
-async fn weather(State(mode): State<Arc<AtomicU8>>, Path(city): Path<String>) -> (StatusCode, String) {
+async fn weather(
+    State(mode): State<Arc<AtomicU8>>,
+    Path(city): Path<String>,
+) -> (StatusCode, String) {
     if city == "atlantis" {
         return (StatusCode::NOT_FOUND, format!("no such city: {city}"));
     }
     match mode.load(Ordering::Relaxed) {
-        FAILING => (StatusCode::SERVICE_UNAVAILABLE, "database unavailable".into()),
+        FAILING => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database unavailable".into(),
+        ),
         SLOW => {
             tokio::time::sleep(Duration::from_secs(1)).await;
             (StatusCode::OK, format!("{city}: 21°C (late)"))
@@ -167,7 +173,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     println!("phase 1: healthy; unknown cities get 404 (not failures):");
-    for city in ["tokyo", "atlantis", "atlantis", "atlantis", "atlantis", "paris"] {
+    for city in [
+        "tokyo", "atlantis", "atlantis", "atlantis", "atlantis", "paris",
+    ] {
         lookup(city).await;
     }
     println!("phase 2: the API answers 503:");
@@ -175,7 +183,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for city in ["tokyo", "paris", "berlin", "rome", "oslo"] {
         lookup(city).await;
     }
-    println!("phase 3: the API is slow (1 s; we give up after 150 ms); wait out the open period first:");
+    println!(
+        "phase 3: the API is slow (1 s; we give up after 150 ms); wait out the open period first:"
+    );
     mode.store(SLOW, Ordering::Relaxed);
     tokio::time::sleep(Duration::from_millis(400)).await;
     for city in ["tokyo", "paris", "berlin"] {
@@ -188,6 +198,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         lookup(city).await;
     }
     let s = client.breaker.snapshot();
-    println!("\nbreaker '{}' ends {} after {} transitions", client.breaker.name().unwrap_or("?"), s.state, s.generation);
+    println!(
+        "\nbreaker '{}' ends {} after {} transitions",
+        client.breaker.name().unwrap_or("?"),
+        s.state,
+        s.generation
+    );
     Ok(())
 }

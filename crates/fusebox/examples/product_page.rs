@@ -1,0 +1,176 @@
+//! Seed 001's product page, async.
+//!
+//! A product-detail handler gets the product and its price locally (fast) and
+//! the reviews from a separate reviews service. One day the reviews service
+//! does not die, it gets slow: 5 s per call instead of 30 ms. Unprotected,
+//! every page then waits 5 s, and the pages pile up until the service falls
+//! over, even for users who only wanted the price.
+//!
+//! Here the reviews call is guarded, outermost first, by a fallback (show the
+//! page without reviews, and say why), a breaker (failure rate over the last
+//! calls), a bulkhead (at most 8 review calls in flight, never queue) and a
+//! timeout (300 ms). Users keep arriving (one page every 10 ms) while the
+//! reviews service is healthy, then slow, then healthy again. The example
+//! prints a line per 250 ms window: pages served, how many had reviews, why
+//! the others did not, and how long pages took.
+//!
+//! Run: `cargo run -p fusebox --example product_page --features tokio`
+
+use fusebox::{Bulkhead, CircuitBreaker, Error};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const RUN: Duration = Duration::from_millis(2500);
+const ARRIVAL_EVERY: Duration = Duration::from_millis(10);
+const SLOW_FROM: Duration = Duration::from_millis(500);
+const SLOW_UNTIL: Duration = Duration::from_millis(1500);
+const WINDOW: Duration = Duration::from_millis(250);
+
+/// Why a page was shown without reviews.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Missing {
+    BulkheadFull,
+    BreakerOpen,
+    TimedOut,
+}
+
+/// The reviews service: 30 ms when healthy, 5 s while slow.
+async fn fetch_reviews(start: Instant, id: u64) -> Result<Vec<String>, String> {
+    let slow = (SLOW_FROM..SLOW_UNTIL).contains(&start.elapsed());
+    tokio::time::sleep(if slow {
+        Duration::from_secs(5)
+    } else {
+        Duration::from_millis(30)
+    })
+    .await;
+    Ok(vec![
+        format!("great product #{id}"),
+        "fast shipping".to_string(),
+    ])
+}
+
+struct Guards {
+    bulkhead: Bulkhead,
+    breaker: CircuitBreaker,
+    timeout: Duration,
+}
+
+/// The guarded reviews call: bulkhead, then breaker, then timeout.
+async fn reviews(g: &Guards, start: Instant, id: u64) -> Result<Vec<String>, Missing> {
+    let _slot = g
+        .bulkhead
+        .try_acquire()
+        .map_err(|_| Missing::BulkheadFull)?;
+    let timeout = g.timeout;
+    let r = g
+        .breaker
+        .call_async(|| async move {
+            tokio::time::timeout(timeout, fetch_reviews(start, id))
+                .await
+                .map_err(|_| Missing::TimedOut)?
+                .map_err(|_| Missing::TimedOut)
+        })
+        .await;
+    match r {
+        Ok(list) => Ok(list),
+        Err(Error::Rejected(_)) => Err(Missing::BreakerOpen),
+        Err(e) => Err(e.into_inner().unwrap_or(Missing::TimedOut)),
+    }
+}
+
+struct Page {
+    at: Duration,
+    took: Duration,
+    missing: Option<Missing>,
+    html: String,
+}
+
+/// The handler: local data, plus reviews or a fallback.
+async fn product_page(g: Arc<Guards>, start: Instant, id: u64) -> Page {
+    let t = Instant::now();
+    let product = format!("product #{id}");
+    let price = format!("{}.99 EUR", 10 + id % 90);
+    let (reviews, missing) = match reviews(&g, start, id).await {
+        Ok(list) => (format!("{} reviews", list.len()), None),
+        // The fallback: the page is still useful without reviews.
+        Err(why) => (format!("reviews unavailable ({why:?})"), Some(why)),
+    };
+    Page {
+        at: t - start,
+        took: t.elapsed(),
+        missing,
+        html: format!("{product} | {price} | {reviews}"),
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), fusebox::ConfigError> {
+    let start = Instant::now();
+    let guards = Arc::new(Guards {
+        bulkhead: Bulkhead::new(8),
+        breaker: CircuitBreaker::builder()
+            .name("reviews")
+            .failure_rate(0.5)
+            .count_window(20)
+            .min_calls(5)
+            .open_for(Duration::from_millis(300))
+            .on_transition(move |t| {
+                let at = start.elapsed().as_millis();
+                println!(
+                    "  t={at:>4}ms  breaker {} -> {}: {:?}",
+                    t.from, t.to, t.reason
+                )
+            })
+            .build()?,
+        timeout: Duration::from_millis(300),
+    });
+    println!(
+        "one page every {ARRIVAL_EVERY:?} for {RUN:?}; reviews take 5 s from {SLOW_FROM:?} to {SLOW_UNTIL:?}, else 30 ms\n"
+    );
+
+    let pages = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut id = 0;
+    while start.elapsed() < RUN {
+        let (g, pages) = (guards.clone(), pages.clone());
+        tasks.spawn(async move {
+            let page = product_page(g, start, id).await;
+            pages.lock().unwrap().push(page);
+        });
+        id += 1;
+        tokio::time::sleep_until((start + ARRIVAL_EVERY * id as u32).into()).await;
+    }
+    while tasks.join_next().await.is_some() {}
+
+    let mut pages = std::mem::take(&mut *pages.lock().unwrap());
+    pages.sort_by_key(|p| p.at);
+    println!("\n  window     pages  reviews  bulkhead-full  breaker-open  timed-out  slowest page  sample");
+    let mut from = Duration::ZERO;
+    while from < RUN {
+        let w: Vec<&Page> = pages
+            .iter()
+            .filter(|p| p.at >= from && p.at < from + WINDOW)
+            .collect();
+        let count = |m: Option<Missing>| w.iter().filter(|p| p.missing == m).count();
+        let slowest = w.iter().map(|p| p.took).max().unwrap_or_default();
+        println!(
+            "  {:>4}-{:<4}ms {:>4} {:>8} {:>14} {:>13} {:>10} {:>13.0?}  {}",
+            from.as_millis(),
+            (from + WINDOW).as_millis(),
+            w.len(),
+            count(None),
+            count(Some(Missing::BulkheadFull)),
+            count(Some(Missing::BreakerOpen)),
+            count(Some(Missing::TimedOut)),
+            slowest,
+            w.last().map(|p| p.html.as_str()).unwrap_or(""),
+        );
+        from += WINDOW;
+    }
+    let slowest = pages.iter().map(|p| p.took).max().unwrap_or_default();
+    println!(
+        "\n{} pages, every one with product and price; the slowest took {slowest:.0?} (the reviews service took 5 s)",
+        pages.len()
+    );
+    Ok(())
+}
