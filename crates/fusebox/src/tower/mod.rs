@@ -59,4 +59,13 @@ pub use self::timeout::{Timeout, TimeoutLayer};
 /// The error type on the tower path: any error, boxed.
 ///
 /// The same alias as `tower::BoxError`; downcast it to fusebox's types.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::tower::BoxError;
+///
+/// let err: BoxError = fusebox::Bulkhead::new(0).try_acquire().unwrap_err().into();
+/// assert!(err.is::<fusebox::BulkheadFull>());
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

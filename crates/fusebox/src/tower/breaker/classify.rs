@@ -23,6 +23,15 @@ use std::any::Any;
 /// ```
 pub trait Classify<T, E> {
     /// The verdict for one result.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::tower::breaker::{Classify, DefaultClassifier};
+    ///
+    /// let r: Result<(), std::io::Error> = Ok(());
+    /// assert_eq!(DefaultClassifier.classify(&r), fusebox::Outcome::Success);
+    /// ```
     fn classify(&self, result: &Result<T, E>) -> Outcome;
 }
 

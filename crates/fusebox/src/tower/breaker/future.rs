@@ -15,6 +15,22 @@ pin_project! {
     /// Holds the breaker's permit while the inner call runs. When the call
     /// completes, its result is classified and recorded. Dropped before then,
     /// the permit is released without a verdict.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::tower::CircuitBreaker;
+    /// use tower::{service_fn, Service, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), fusebox::tower::BoxError> {
+    /// let breaker = fusebox::CircuitBreaker::builder().build()?;
+    /// let mut svc = CircuitBreaker::new(service_fn(|()| async { Ok::<_, std::io::Error>(1) }), breaker);
+    /// let future = svc.ready().await?.call(()); // a ResponseFuture
+    /// assert_eq!(future.await?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub struct ResponseFuture<F, C> {
         #[pin]
         kind: Kind<F, C>,

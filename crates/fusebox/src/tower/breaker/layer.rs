@@ -99,7 +99,12 @@ impl<C> CircuitBreakerLayer<C> {
     /// time; the breaker keeps its own clock. A breaker forced open (no
     /// `retry_after`) still rejects in `call`, since there is no time to wait
     /// for. While half-open with every probe slot taken, readiness is checked
-    /// again every [`BACK_PRESSURE_MIN_WAIT`](super::service::BACK_PRESSURE_MIN_WAIT).
+    /// again every [`BACK_PRESSURE_MIN_WAIT`](super::BACK_PRESSURE_MIN_WAIT).
+    ///
+    /// # Panics
+    ///
+    /// The service's `poll_ready` panics if it must wait outside a tokio
+    /// runtime with the time driver enabled.
     ///
     /// # Examples
     ///

@@ -12,6 +12,12 @@ use tower::Service;
 /// In back-pressure mode, the shortest wait before the breaker is asked again
 /// (used when the breaker says "now", e.g. half-open with every probe slot
 /// taken, so readiness is not polled in a busy loop).
+///
+/// # Examples
+///
+/// ```
+/// assert!(fusebox::tower::breaker::BACK_PRESSURE_MIN_WAIT > std::time::Duration::ZERO);
+/// ```
 #[cfg(feature = "tokio")]
 pub const BACK_PRESSURE_MIN_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 

@@ -13,6 +13,24 @@ pin_project! {
     ///
     /// Holds the bulkhead slot until the inner call completes or the future
     /// is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::tower::Bulkhead;
+    /// use tower::{service_fn, Service, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), fusebox::tower::BoxError> {
+    /// let bulkhead = fusebox::Bulkhead::new(1);
+    /// let mut svc = Bulkhead::new(service_fn(|()| async { Ok::<_, std::io::Error>(1) }), bulkhead.clone());
+    /// let future = svc.ready().await?.call(()); // holds the slot
+    /// assert_eq!(bulkhead.snapshot().in_use, 1);
+    /// drop(future);
+    /// assert_eq!(bulkhead.snapshot().in_use, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub struct ResponseFuture<F> {
         #[pin]
         kind: Kind<F>,

@@ -11,6 +11,22 @@ use std::task::{ready, Context, Poll};
 pin_project! {
     /// Response future of the [`Fallback`](super::Fallback) service: the
     /// inner call, then, if it failed, the fallback.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::tower::{BoxError, FallbackLayer};
+    /// use tower::{service_fn, Layer, Service, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), BoxError> {
+    /// let mut svc = FallbackLayer::new(|_e: BoxError| Ok::<_, BoxError>(0))
+    ///     .layer(service_fn(|()| async { Err::<u32, BoxError>("down".into()) }));
+    /// let future = svc.ready().await?.call(());
+    /// assert_eq!(future.await?, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub struct ResponseFuture<F, R: Recover> {
         #[pin]
         state: State<F, R>,

@@ -37,6 +37,19 @@ pub trait Recover {
 
     /// Answers a failed call: `Ok` replaces the failure, `Err` lets it (or
     /// another error) through.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::tower::fallback::{FromFn, Recover};
+    /// use fusebox::tower::BoxError;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let zero = FromFn::new(|_e: BoxError| Ok::<u32, BoxError>(0));
+    /// assert_eq!(zero.recover("down".into()).await.unwrap(), 0);
+    /// # }
+    /// ```
     fn recover(&self, error: BoxError) -> Self::Future;
 }
 

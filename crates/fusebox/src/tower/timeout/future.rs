@@ -13,6 +13,23 @@ use tokio::time::Sleep;
 pin_project! {
     /// Response future of the [`Timeout`](super::Timeout) service: the inner
     /// call raced against a tokio timer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::tower::Timeout;
+    /// use std::time::Duration;
+    /// use tower::{service_fn, Service, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), fusebox::tower::BoxError> {
+    /// let inner = service_fn(|()| async { Ok::<_, std::io::Error>(1) });
+    /// let mut svc = Timeout::new(inner, Duration::from_secs(1));
+    /// let future = svc.ready().await?.call(()); // the timer starts here
+    /// assert_eq!(future.await?, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub struct ResponseFuture<F> {
         #[pin]
         response: F,

@@ -116,6 +116,10 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    /// # Panics
+    ///
+    /// Outside a tokio runtime with the time driver enabled (the timer is
+    /// created here), like tower's own timeout.
     fn call(&mut self, request: Request) -> Self::Future {
         let response = self.inner.call(request);
         ResponseFuture::new(response, tokio::time::sleep(self.timeout), self.timeout)
