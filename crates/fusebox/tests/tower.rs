@@ -620,3 +620,174 @@ async fn a_panicking_inner_future_counts_as_a_failure() {
     }
     assert_eq!(cb.state(), State::Open, "two panics = two failures");
 }
+
+#[cfg(feature = "tokio")]
+mod retry {
+    use super::*;
+    use fusebox::tower::RetryLayer;
+    use tokio::time::Instant;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_after_each_backoff_delay_until_success() {
+        let (mut svc, mut handle) =
+            mock::spawn_layer::<&str, &str, _>(RetryLayer::new(4, [ms(10), ms(20), ms(40)]));
+        handle.allow(10);
+        assert_ready_ok!(svc.poll_ready());
+        let t0 = Instant::now();
+        let fut = tokio::spawn(svc.call("req"));
+
+        let mut seen = Vec::new();
+        for answer in [Err(Boom), Err(Boom), Ok("third time")] {
+            let (req, send) = handle.next_request().await.unwrap();
+            seen.push((req, t0.elapsed()));
+            match answer {
+                Ok(r) => send.send_response(r),
+                Err(e) => send.send_error(e),
+            }
+        }
+        assert_eq!(fut.await.unwrap().unwrap(), "third time");
+        assert_eq!(seen, vec![("req", ms(0)), ("req", ms(10)), ("req", ms(30))]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn gives_up_after_max_attempts_with_the_last_error() {
+        let (mut svc, mut handle) =
+            mock::spawn_layer::<&str, &str, _>(RetryLayer::new(3, std::iter::repeat(ms(5))));
+        handle.allow(10);
+        assert_ready_ok!(svc.poll_ready());
+        let fut = tokio::spawn(svc.call("req"));
+        for _ in 0..3 {
+            let (_, send) = handle.next_request().await.unwrap();
+            send.send_error(Boom);
+        }
+        assert!(fut.await.unwrap().unwrap_err().is::<Boom>());
+        tokio::time::sleep(ms(100)).await;
+        assert!(handle.poll_request().is_pending(), "no fourth attempt");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn predicate_decides_what_is_retried() {
+        let layer = RetryLayer::new(3, [ms(1); 2]).when(|e: &BoxError| !e.is::<Boom>());
+        let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(layer);
+        handle.allow(10);
+        assert_ready_ok!(svc.poll_ready());
+        let fut = tokio::spawn(svc.call("req"));
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_error(Boom);
+        assert!(fut.await.unwrap().unwrap_err().is::<Boom>());
+        assert!(handle.poll_request().is_pending(), "Boom is not retryable");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn breaker_inside_stops_the_retries_once_it_opens() {
+        let clock = ManualClock::new();
+        let cb = breaker(&clock); // opens after 2 failures
+        let stack = tower::ServiceBuilder::new()
+            .layer(RetryLayer::new(10, std::iter::repeat(ms(1))))
+            .layer(CircuitBreakerLayer::new(cb.clone()))
+            .into_inner();
+        let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(stack);
+        handle.allow(10);
+        assert_ready_ok!(svc.poll_ready());
+        let fut = tokio::spawn(svc.call("req"));
+        for _ in 0..2 {
+            let (_, send) = handle.next_request().await.unwrap();
+            send.send_error(Boom);
+        }
+        let err = fut.await.unwrap().unwrap_err();
+        assert!(
+            err.is::<Rejected>(),
+            "the open breaker ends the retries: {err}"
+        );
+        assert!(
+            handle.poll_request().is_pending(),
+            "2 calls reached the dependency, not 10"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refusals_are_retried_only_when_asked_and_not_before_retry_after() {
+        let cb = fusebox::CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .open_for(Duration::from_secs(10))
+            .clock(TokioClock(Instant::now()))
+            .build()
+            .unwrap();
+        cb.try_acquire().unwrap().failure();
+        assert_eq!(cb.state(), State::Open);
+        let inner = tower::service_fn(|()| async { Ok::<_, BoxError>("fresh") });
+
+        use tower::{Service, ServiceExt};
+        let breaker_layer = CircuitBreakerLayer::new(cb.clone());
+        let mut plain = tower::ServiceBuilder::new()
+            .layer(RetryLayer::new(3, [ms(1); 2]))
+            .layer(breaker_layer.clone())
+            .service(inner);
+        let t0 = Instant::now();
+        let err = plain.ready().await.unwrap().call(()).await.unwrap_err();
+        assert!(err.is::<Rejected>());
+        assert_eq!(t0.elapsed(), Duration::ZERO, "not retried, no wait");
+
+        let mut asked = tower::ServiceBuilder::new()
+            .layer(RetryLayer::new(3, [ms(1); 2]).retry_refusals())
+            .layer(breaker_layer)
+            .service(inner);
+        let t0 = Instant::now();
+        assert_eq!(
+            asked.ready().await.unwrap().call(()).await.unwrap(),
+            "fresh"
+        );
+        assert_eq!(
+            t0.elapsed(),
+            Duration::from_secs(10),
+            "waited retry_after, not 1 ms"
+        );
+
+        cb.force_open();
+        let t0 = Instant::now();
+        let err = asked.ready().await.unwrap().call(()).await.unwrap_err();
+        assert_eq!(
+            err.downcast_ref::<Rejected>().unwrap().state(),
+            State::ForcedOpen
+        );
+        assert_eq!(t0.elapsed(), Duration::ZERO, "forced open is never retried");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn full_bulkhead_is_retried_only_when_asked() {
+        use fusebox::tower::BulkheadLayer;
+        use tower::{Service, ServiceExt};
+        let bulkhead = fusebox::Bulkhead::new(1);
+        let held = bulkhead.try_acquire().unwrap();
+        let inner = tower::service_fn(|()| async { Ok::<_, BoxError>("in") });
+        let mut plain = tower::ServiceBuilder::new()
+            .layer(RetryLayer::new(3, [ms(5); 2]))
+            .layer(BulkheadLayer::new(bulkhead.clone()))
+            .service(inner);
+        assert!(plain
+            .ready()
+            .await
+            .unwrap()
+            .call(())
+            .await
+            .unwrap_err()
+            .is::<fusebox::BulkheadFull>());
+        assert_eq!(bulkhead.snapshot().rejected, 1, "one attempt only");
+
+        let mut asked = tower::ServiceBuilder::new()
+            .layer(RetryLayer::new(3, [ms(5); 2]).retry_refusals())
+            .layer(BulkheadLayer::new(bulkhead.clone()))
+            .service(inner);
+        let call = tokio::spawn(asked.ready().await.unwrap().call(()));
+        // Attempts at 0 ms and 5 ms are refused; the slot frees at 7 ms; the
+        // attempt at 10 ms gets in.
+        tokio::time::sleep(ms(7)).await;
+        drop(held);
+        assert_eq!(call.await.unwrap().unwrap(), "in");
+        assert_eq!(bulkhead.snapshot().rejected, 1 + 2);
+    }
+}

@@ -9,6 +9,7 @@
 //! | circuit breaker | [`CircuitBreakerLayer`] | [`CircuitBreaker`] | [`Rejected`](crate::Rejected) |
 //! | bulkhead | [`BulkheadLayer`] | [`Bulkhead`] | [`BulkheadFull`](crate::BulkheadFull) |
 //! | timeout (feature `tokio`) | `TimeoutLayer` | `Timeout` | [`Elapsed`](crate::Elapsed) (feature `tokio`) |
+//! | retry (feature `tokio`) | `RetryLayer` | none: retries errors |
 //! | fallback | [`FallbackLayer`] | [`Fallback`] | none: replaces errors |
 //!
 //! On this path every error is a [`BoxError`]: the inner service's own errors
@@ -48,11 +49,15 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod fallback;
 #[cfg(feature = "tokio")]
+pub mod retry;
+#[cfg(feature = "tokio")]
 pub mod timeout;
 
 pub use self::breaker::{CircuitBreaker, CircuitBreakerLayer};
 pub use self::bulkhead::{Bulkhead, BulkheadLayer};
 pub use self::fallback::{Fallback, FallbackLayer};
+#[cfg(feature = "tokio")]
+pub use self::retry::{Retry, RetryLayer};
 #[cfg(feature = "tokio")]
 pub use self::timeout::{Timeout, TimeoutLayer};
 
