@@ -59,13 +59,9 @@ pub use breaker::{
 };
 pub use clock::{Clock, ManualClock, MonotonicClock};
 #[path = "stub_bulkhead.rs"]
-pub mod bulkhead; // TEMP
-pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot}; // TEMP
 
 #[cfg(feature = "tokio")]
-mod stub_timeout; // TEMP
 #[cfg(feature = "tokio")]
-pub use stub_timeout::Elapsed; // TEMP
 
 #[cfg(feature = "tower")]
 pub mod tower;
