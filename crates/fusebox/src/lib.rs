@@ -5,4 +5,7 @@
 mod clock;
 mod sync;
 
+pub mod bulkhead;
+
+pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
