@@ -1460,3 +1460,292 @@ fn closed_path_does_not_allocate() {
         assert_eq!(cb.state(), State::Closed);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Found by reading the implementation (some ignored: see the reasons).
+
+/// An exhaustive `match` on the two variants the issue names must compile in
+/// user code. `Error` is `#[non_exhaustive]`, so this needs a wildcard arm;
+/// this helper shows the workaround a user is forced into.
+fn classify_error<E>(e: &Error<E>) -> &'static str {
+    #[allow(unreachable_patterns)]
+    match e {
+        Error::Rejected(_) => "rejected",
+        Error::Inner(_) => "inner",
+        _ => "unknown (forced by #[non_exhaustive])",
+    }
+}
+
+#[test]
+fn error_variants_are_the_two_the_issue_names() {
+    assert_eq!(classify_error::<()>(&Error::Inner(())), "inner");
+    let clock = ManualClock::new();
+    let cb = consecutive(&clock, 1, secs(1));
+    trip(&cb);
+    assert_eq!(classify_error(&succeed(&cb).unwrap_err()), "rejected");
+}
+
+#[test]
+#[ignore = "library: reset() under concurrent closed-state traffic leaves the count window's running totals out of step with its slots (clear() is not atomic w.r.t. records of the same generation; drift persists until the next close)"]
+fn reset_under_load_keeps_count_window_exact() {
+    use std::sync::atomic::AtomicBool;
+    const N: usize = 4000;
+    let clock = ManualClock::new();
+    let cb = CircuitBreaker::builder()
+        .failure_rate(1.0)
+        .count_window(N)
+        .min_calls(N as u32)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    // Each trial: one reset while other threads call, then a quiet check.
+    // (A later reset would hide the drift, so check after every one.)
+    for trial in 0..50 {
+        let stop = AtomicBool::new(false);
+        let running = Barrier::new(4);
+        thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    running.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = succeed(&cb);
+                    }
+                });
+            }
+            running.wait();
+            thread::yield_now();
+            cb.reset();
+            stop.store(true, Ordering::Relaxed);
+        });
+        // Quiet now. N successes overwrite every slot of the ring exactly once.
+        for _ in 0..N {
+            succeed(&cb).unwrap();
+        }
+        let s = cb.snapshot();
+        assert_eq!(
+            s.calls, N as u64,
+            "trial {trial}: window totals drifted: {s:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "library: reset() under concurrent closed-state traffic leaves the time window's running totals below the buckets' sum (negative drift: calls are undercounted until the next close)"]
+fn reset_under_load_keeps_time_window_exact() {
+    use std::sync::atomic::AtomicBool;
+    let clock = ManualClock::new();
+    let cb = CircuitBreaker::builder()
+        .failure_rate(1.0)
+        .time_window(secs(100))
+        .buckets(20_000)
+        .min_calls(1_000_000)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    for trial in 0..50 {
+        let stop = AtomicBool::new(false);
+        let running = Barrier::new(4);
+        thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    running.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = succeed(&cb);
+                    }
+                });
+            }
+            running.wait();
+            thread::yield_now();
+            cb.reset();
+            stop.store(true, Ordering::Relaxed);
+        });
+        // Everything recorded so far leaves the window.
+        clock.advance(secs(1000));
+        assert_eq!(cb.snapshot().calls, 0);
+        for _ in 0..5 {
+            succeed(&cb).unwrap();
+        }
+        let s = cb.snapshot();
+        assert_eq!(s.calls, 5, "trial {trial}: window totals drifted: {s:?}");
+        clock.advance(secs(1000));
+    }
+}
+
+#[test]
+#[ignore = "library: an in-flight call_async future dropped while the thread unwinds from an unrelated panic is recorded as a failure (CallGuard uses thread::panicking()), not released"]
+fn async_call_dropped_during_unrelated_panic_is_released() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let clock = ManualClock::new();
+    let cb = consecutive(&clock, 1, secs(10));
+    let mut fut = Box::pin(cb.call_async(std::future::pending::<Result<(), &str>>));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Pending)); // admitted, in flight
+    let r = panic::catch_unwind(AssertUnwindSafe(move || {
+        let _owned_by_a_dying_task = fut;
+        panic!("unrelated bug elsewhere in the task");
+    }));
+    assert!(r.is_err());
+    // "dropping the future mid-call releases the permit"
+    assert_eq!(
+        cb.state(),
+        State::Closed,
+        "a cancelled call is not a failure"
+    );
+    assert_eq!(cb.snapshot().calls, 0);
+}
+
+#[test]
+fn permit_dropped_during_unrelated_panic_is_released() {
+    let clock = ManualClock::new();
+    let cb = consecutive(&clock, 1, secs(10));
+    let p = cb.try_acquire().unwrap();
+    let r = panic::catch_unwind(AssertUnwindSafe(move || {
+        let _p = p;
+        panic!("unrelated");
+    }));
+    assert!(r.is_err());
+    assert_eq!(cb.state(), State::Closed);
+}
+
+#[test]
+#[ignore = "library: one slow but successful probe reopens the breaker (Reason::ProbeFailed) whatever the slow_calls rate r and successes_to_close; issue: slow calls trip by rate, and only a probe *failure* reopens"]
+fn slow_probe_success_is_judged_by_the_slow_rate() {
+    let clock = ManualClock::new();
+    let cb = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .slow_calls(secs(1), 0.5)
+        .successes_to_close(4)
+        .open_for(secs(10))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    trip(&cb);
+    clock.advance(secs(10));
+    let v = cb.call(|| {
+        clock.advance(secs(2));
+        Ok::<_, &str>("slow")
+    });
+    assert_eq!(v.unwrap(), "slow");
+    for _ in 0..3 {
+        succeed(&cb).unwrap();
+    }
+    // 1 slow of 4 probes = 25 % < 50 %: Resilience4j would close here.
+    assert_eq!(cb.state(), State::Closed);
+}
+
+#[test]
+#[ignore = "library (ambiguous): reset() does not clear the snapshot's rejected count; issue: 'reset() (Closed, counters cleared)'; Resilience4j's reset zeroes not-permitted calls"]
+fn reset_clears_rejected_count() {
+    let clock = ManualClock::new();
+    let cb = consecutive(&clock, 1, secs(10));
+    trip(&cb);
+    let _ = succeed(&cb);
+    let _ = succeed(&cb);
+    assert_eq!(cb.snapshot().rejected, 2);
+    cb.reset();
+    assert_eq!(cb.snapshot().rejected, 0);
+}
+
+#[test]
+fn cooldown_transition_happens_once_under_contention() {
+    let clock = ManualClock::new();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let l = log.clone();
+    let cb = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .half_open_probes(4)
+        .open_for(secs(10))
+        .clock(clock.clone())
+        .on_transition(move |t| l.lock().unwrap().push((t.from, t.to, t.at)))
+        .build()
+        .unwrap();
+    trip(&cb);
+    clock.advance(secs(10));
+    let admitted = AtomicUsize::new(0);
+    let start = Barrier::new(12);
+    let done = Barrier::new(12);
+    thread::scope(|s| {
+        for i in 0..12 {
+            let (cb, admitted, start, done) = (&cb, &admitted, &start, &done);
+            s.spawn(move || {
+                start.wait();
+                let p = if i % 2 == 0 {
+                    let _ = cb.state();
+                    cb.try_acquire()
+                } else {
+                    cb.try_acquire()
+                };
+                if p.is_ok() {
+                    admitted.fetch_add(1, Ordering::SeqCst);
+                }
+                done.wait();
+                drop(p);
+            });
+        }
+    });
+    assert_eq!(admitted.load(Ordering::SeqCst), 4);
+    let log = log.lock().unwrap().clone();
+    assert_eq!(
+        log,
+        vec![
+            (State::Closed, State::Open, secs(0)),
+            (State::Open, State::HalfOpen, secs(10)),
+        ]
+    );
+}
+
+/// A clock that counts its readings.
+#[derive(Clone)]
+struct CountingClock {
+    inner: ManualClock,
+    reads: Arc<AtomicUsize>,
+}
+
+impl fusebox::Clock for CountingClock {
+    fn now(&self) -> Duration {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        fusebox::Clock::now(&self.inner)
+    }
+}
+
+fn counting_clock() -> (CountingClock, Arc<AtomicUsize>) {
+    let reads = Arc::new(AtomicUsize::new(0));
+    let c = CountingClock {
+        inner: ManualClock::new(),
+        reads: reads.clone(),
+    };
+    (c, reads)
+}
+
+#[test]
+fn closed_success_path_reads_no_clock_with_consecutive_policy() {
+    let (clock, reads) = counting_clock();
+    let cb = CircuitBreaker::builder()
+        .consecutive_failures(5)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let before = reads.load(Ordering::Relaxed);
+    for _ in 0..1000 {
+        succeed(&cb).unwrap();
+    }
+    assert_eq!(reads.load(Ordering::Relaxed) - before, 0);
+}
+
+#[test]
+#[ignore = "library (hot-path cost): with a count window and no slow-call policy, every closed-state success reads the clock, though the time is needed only when that success trips"]
+fn closed_success_path_reads_no_clock_with_count_window() {
+    let (clock, reads) = counting_clock();
+    let cb = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .count_window(100)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let before = reads.load(Ordering::Relaxed);
+    for _ in 0..1000 {
+        succeed(&cb).unwrap();
+    }
+    assert_eq!(reads.load(Ordering::Relaxed) - before, 0);
+}
