@@ -59,6 +59,10 @@ pub use breaker::{
 };
 
 pub mod bulkhead;
+mod timeout;
 
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+#[cfg(feature = "tokio")]
+pub use timeout::{timeout, Timeout};
+pub use timeout::{Elapsed, TimeoutError};
