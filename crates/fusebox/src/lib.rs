@@ -57,11 +57,15 @@ pub use breaker::{
     Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener, Outcome, Permit, Reason,
     Rejected, Snapshot, State, Transition,
 };
-pub use clock::{Clock, ManualClock, MonotonicClock};
-#[path = "stub_bulkhead.rs"]
 
+pub mod bulkhead;
+mod timeout;
+
+pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
+pub use clock::{Clock, ManualClock, MonotonicClock};
 #[cfg(feature = "tokio")]
-#[cfg(feature = "tokio")]
+pub use timeout::{timeout, Timeout};
+pub use timeout::{Elapsed, TimeoutError};
 
 #[cfg(feature = "tower")]
 pub mod tower;

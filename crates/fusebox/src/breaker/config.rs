@@ -165,7 +165,6 @@ impl fmt::Debug for Builder {
             .field("open", &self.open)
             .field("half_open_probes", &self.probes)
             .field("successes_to_close", &self.successes)
-            .field("clock", &self.clock)
             .field("listeners", &self.listeners.len())
             .finish()
     }
