@@ -71,6 +71,8 @@ enum ApiError {
     Server(StatusCode),
     /// Connection refused, reset, ...
     Transport(reqwest::Error),
+    /// No answer in time.
+    TimedOut(fusebox::Elapsed),
 }
 
 impl fmt::Display for ApiError {
@@ -79,19 +81,22 @@ impl fmt::Display for ApiError {
             ApiError::Client(s, body) => write!(f, "{s}: {body}"),
             ApiError::Server(s) => write!(f, "server error {s}"),
             ApiError::Transport(e) => write!(f, "transport: {e}"),
+            ApiError::TimedOut(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for ApiError {}
 
-/// The classification seed 002 asks for: 5xx and transport errors are
-/// failures, 4xx are not.
+/// The classification seed 002 asks for: 5xx, transport errors and timeouts
+/// are failures, 4xx are not.
 fn classify(result: &Result<String, ApiError>) -> Outcome {
     match result {
         Ok(_) => Outcome::Success,
         Err(ApiError::Client(..)) => Outcome::Ignore,
-        Err(ApiError::Server(_) | ApiError::Transport(_)) => Outcome::Failure,
+        Err(ApiError::Server(_) | ApiError::Transport(_) | ApiError::TimedOut(_)) => {
+            Outcome::Failure
+        }
     }
 }
 
@@ -125,9 +130,9 @@ impl WeatherClient {
         let r = self
             .breaker
             .call_async_with(classify, || async move {
-                match tokio::time::timeout(timeout, Self::fetch(http, url)).await {
+                match fusebox::timeout(timeout, Self::fetch(http, url)).await {
                     Ok(r) => r,
-                    Err(_) => Err(ApiError::Server(StatusCode::GATEWAY_TIMEOUT)),
+                    Err(elapsed) => Err(ApiError::TimedOut(elapsed)),
                 }
             })
             .await;

@@ -65,7 +65,7 @@ async fn reviews(g: &Guards, start: Instant, id: u64) -> Result<Vec<String>, Mis
     let r = g
         .breaker
         .call_async(|| async move {
-            tokio::time::timeout(timeout, fetch_reviews(start, id))
+            fusebox::timeout(timeout, fetch_reviews(start, id))
                 .await
                 .map_err(|_| Missing::TimedOut)?
                 .map_err(|_| Missing::TimedOut)
