@@ -364,7 +364,12 @@ impl<F> Fallback<F> {
     /// // A failure (not a refusal): no fallback, the error comes through.
     /// assert!(fb.call(|| Err::<i32, _>(std::io::Error::other("x"))).is_err());
     /// ```
-    pub const fn new(f: F) -> Self {
+    pub const fn new<E, T>(f: F) -> Self
+    where
+        // Stated here (not only on `call`) so an unannotated closure
+        // `|why| ...` is inferred to accept a `Cause` of any lifetime.
+        F: Fn(Cause<'_, E>) -> Option<T>,
+    {
         Fallback { f }
     }
 
