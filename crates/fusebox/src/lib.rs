@@ -59,10 +59,14 @@ pub use breaker::{
 };
 
 pub mod bulkhead;
+pub mod fallback;
+pub mod retry;
 mod timeout;
 
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use fallback::{Cause, Fallback, PolicyError};
+pub use retry::Retry;
 #[cfg(feature = "tokio")]
 pub use timeout::{timeout, Timeout};
 pub use timeout::{Elapsed, TimeoutError};
