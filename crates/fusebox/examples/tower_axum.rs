@@ -23,7 +23,7 @@ use axum::http::Request;
 use axum::routing::get;
 use axum::Router;
 use fusebox::tower::{BoxError, BulkheadLayer, CircuitBreakerLayer, FallbackLayer, TimeoutLayer};
-use fusebox::{BulkheadFull, Elapsed, Rejected};
+use fusebox::{Cause, PolicyError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,16 +61,13 @@ async fn product_page(State(app): State<App>, Path(id): Path<u32>) -> String {
     format!("{product} | {price} | {reviews}")
 }
 
-/// Why the reviews are missing, from the boxed error.
+/// The fallback: why the reviews are missing, from the boxed error.
 fn placeholder(err: BoxError) -> Result<String, BoxError> {
-    let why = if err.is::<Rejected>() {
-        "breaker open".to_string()
-    } else if err.is::<BulkheadFull>() {
-        "too many calls in flight".to_string()
-    } else if err.is::<Elapsed>() {
-        "timed out".to_string()
-    } else {
-        format!("failed: {err}")
+    let why = match err.cause() {
+        Cause::Rejected(_) => "breaker open".to_string(),
+        Cause::BulkheadFull(_) => "too many calls in flight".to_string(),
+        Cause::TimedOut(_) => "timed out".to_string(),
+        _ => format!("failed: {err}"),
     };
     Ok(format!("(reviews unavailable: {why})"))
 }

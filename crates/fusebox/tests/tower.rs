@@ -671,7 +671,7 @@ mod retry {
 
     #[tokio::test(start_paused = true)]
     async fn predicate_decides_what_is_retried() {
-        let layer = RetryLayer::new(3, [ms(1); 2]).when(|e: &BoxError| !e.is::<Boom>());
+        let layer = RetryLayer::new(3, [ms(1); 2]).retry_if(|e: &BoxError| !e.is::<Boom>());
         let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(layer);
         handle.allow(10);
         assert_ready_ok!(svc.poll_ready());
@@ -733,7 +733,7 @@ mod retry {
         assert_eq!(t0.elapsed(), Duration::ZERO, "not retried, no wait");
 
         let mut asked = tower::ServiceBuilder::new()
-            .layer(RetryLayer::new(3, [ms(1); 2]).retry_refusals())
+            .layer(RetryLayer::new(3, [ms(1); 2]).retry_rejections(true))
             .layer(breaker_layer)
             .service(inner);
         let t0 = Instant::now();
@@ -758,6 +758,73 @@ mod retry {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn budget_caps_the_extra_load_on_a_dead_dependency() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+        use tower::{Service, ServiceExt};
+        const CALLERS: u64 = 200;
+        const RATIO: f64 = 0.2;
+        let budget = fusebox::retry::RetryBudget::builder()
+            .ratio(RATIO)
+            .min_per_second(0)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let calls = Arc::new(AtomicU64::new(0));
+        let dead = {
+            let calls = calls.clone();
+            tower::service_fn(move |()| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                async { Err::<(), BoxError>(Box::new(Boom)) }
+            })
+        };
+        // Every caller would like 5 attempts.
+        let layer = RetryLayer::new(5, [Duration::ZERO; 4]).budget(budget.clone());
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..CALLERS {
+            let mut svc = tower::Layer::layer(&layer, dead.clone());
+            tasks.spawn(async move { svc.ready().await?.call(()).await });
+        }
+        while let Some(r) = tasks.join_next().await {
+            assert!(r.unwrap().unwrap_err().is::<Boom>());
+        }
+        let total = calls.load(Ordering::Relaxed);
+        let cap = (CALLERS as f64 * (1.0 + RATIO)).ceil() as u64 + 1;
+        assert!(
+            total <= cap,
+            "{total} calls for {CALLERS} callers; cap {cap}"
+        );
+        assert!(total > CALLERS, "the budget allowed some retries: {total}");
+        assert!(budget.refused() > 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeouts_are_retried_unless_told_not_to() {
+        use fusebox::tower::TimeoutLayer;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::sync::Arc;
+        use tower::{Service, ServiceExt};
+        let calls = Arc::new(AtomicU32::new(0));
+        let stuck = {
+            let calls = calls.clone();
+            tower::service_fn(move |()| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                std::future::pending::<Result<(), BoxError>>()
+            })
+        };
+        for (retry, expected) in [(true, 3), (false, 1)] {
+            calls.store(0, Ordering::Relaxed);
+            let mut svc = tower::ServiceBuilder::new()
+                .layer(RetryLayer::new(3, [ms(1); 2]).retry_timeouts(retry))
+                .layer(TimeoutLayer::new(ms(50)))
+                .service(stuck.clone());
+            let err = svc.ready().await.unwrap().call(()).await.unwrap_err();
+            assert!(err.is::<fusebox::Elapsed>());
+            assert_eq!(calls.load(Ordering::Relaxed), expected);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn full_bulkhead_is_retried_only_when_asked() {
         use fusebox::tower::BulkheadLayer;
         use tower::{Service, ServiceExt};
@@ -779,7 +846,7 @@ mod retry {
         assert_eq!(bulkhead.snapshot().rejected, 1, "one attempt only");
 
         let mut asked = tower::ServiceBuilder::new()
-            .layer(RetryLayer::new(3, [ms(5); 2]).retry_refusals())
+            .layer(RetryLayer::new(3, [ms(5); 2]).retry_rejections(true))
             .layer(BulkheadLayer::new(bulkhead.clone()))
             .service(inner);
         let call = tokio::spawn(asked.ready().await.unwrap().call(()));

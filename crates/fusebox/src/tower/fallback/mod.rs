@@ -12,6 +12,10 @@
 //! default, a degraded page) or asynchronous ([`FallbackLayer::with_future`]:
 //! a backup service, a queue for later).
 //!
+//! The reason is in the error: [`PolicyError::cause`](crate::PolicyError::cause)
+//! on the [`BoxError`](crate::tower::BoxError) says whether a breaker rejected
+//! the request, the bulkhead was full, it timed out, or it failed.
+//!
 //! # Examples
 //!
 //! A product page whose reviews are optional: whatever goes wrong, show a
@@ -19,16 +23,15 @@
 //!
 //! ```
 //! use fusebox::tower::{BoxError, FallbackLayer};
+//! use fusebox::{Cause, PolicyError};
 //! use tower::{service_fn, Layer, Service, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), BoxError> {
-//! let layer = FallbackLayer::new(|err: BoxError| {
-//!     if err.is::<fusebox::Rejected>() {
-//!         Ok("reviews are resting (breaker open)".to_string())
-//!     } else {
-//!         Ok(format!("reviews unavailable: {err}"))
-//!     }
+//! let layer = FallbackLayer::new(|err: BoxError| match err.cause() {
+//!     Cause::Rejected(_) => Ok("reviews are resting (breaker open)".to_string()),
+//!     Cause::BulkheadFull(_) => Ok("reviews are busy".to_string()),
+//!     _ => Ok(format!("reviews unavailable: {err}")),
 //! });
 //! let mut reviews = layer.layer(service_fn(|_id: u32| async {
 //!     Err::<String, BoxError>("database is down".into())

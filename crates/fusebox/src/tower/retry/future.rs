@@ -1,7 +1,7 @@
 //! [`Future`] types
 
 use super::policy::{Next, Rules};
-use super::Retryable;
+use crate::retry::RetryIf;
 use crate::tower::BoxError;
 use pin_project_lite::pin_project;
 use std::fmt;
@@ -95,7 +95,7 @@ where
     S::Error: Into<BoxError>,
     Request: Clone,
     B: Iterator<Item = Duration>,
-    P: Retryable,
+    P: RetryIf<BoxError>,
 {
     type Output = Result<S::Response, BoxError>;
 

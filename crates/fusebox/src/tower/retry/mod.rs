@@ -1,16 +1,22 @@
 //! Middleware that retries failed requests (features `tower` and `tokio`).
 //!
-//! [`RetryLayer`] wraps a service in a [`Retry`] service. A failed request is
-//! sent again after the next delay of a backoff (any `Iterator` of
-//! [`Duration`](std::time::Duration)s, for instance fusebox's backoffs), up to
-//! a number of attempts, when a predicate says the error is worth retrying.
+//! [`RetryLayer`] wraps a service in a [`Retry`] service. It makes the same
+//! decisions as [`fusebox::retry::Retry`](crate::retry::Retry), on the boxed
+//! errors of the tower path: a failed request is sent again after the next
+//! delay of a backoff (any `Iterator` of [`Duration`](std::time::Duration)s,
+//! such as [`fusebox::retry::backoff`](crate::retry::backoff)'s), up to a
+//! number of attempts, when a [`RetryIf`](crate::retry::RetryIf) predicate says
+//! the error is worth it.
 //!
 //! Retries must not turn a small fault into a storm, so:
 //!
+//! * A [`RetryBudget`](crate::retry::RetryBudget) shared by every caller of
+//!   the dependency ([`RetryLayer::budget`]) caps retries at a fraction of
+//!   recent requests.
 //! * A refusal by fusebox itself ([`Rejected`](crate::Rejected) by a breaker,
 //!   [`BulkheadFull`](crate::BulkheadFull)) is never retried unless
-//!   [`RetryLayer::retry_refusals`] asks for it; then the wait is at least the
-//!   rejection's `retry_after`, and a breaker forced open is not retried.
+//!   [`RetryLayer::retry_rejections`] asks for it; then the wait is at least
+//!   the rejection's `retry_after`, and a breaker forced open is not retried.
 //! * Put the retry layer *outside* the breaker (the documented order is
 //!   fallback, retry, breaker, bulkhead, timeout): every attempt then goes
 //!   through the breaker, and once it opens the retries stop at once.
@@ -53,5 +59,4 @@ mod policy;
 mod service;
 
 pub use self::layer::RetryLayer;
-pub use self::policy::{AnyError, Retryable};
 pub use self::service::Retry;

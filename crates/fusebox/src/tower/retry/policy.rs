@@ -1,62 +1,7 @@
+use crate::retry::{RetryBudget, RetryIf};
 use crate::tower::BoxError;
+use crate::{Cause, PolicyError};
 use std::time::Duration;
-
-/// Decides whether an error is worth another attempt.
-///
-/// Implemented for every `Fn(&BoxError) -> bool`. Fusebox's own refusals
-/// never reach it: whether those are retried is
-/// [`RetryLayer::retry_refusals`](super::RetryLayer::retry_refusals)'s call.
-///
-/// # Examples
-///
-/// ```
-/// use fusebox::tower::retry::Retryable;
-/// use fusebox::tower::BoxError;
-///
-/// // Only timeouts are worth retrying.
-/// let timeouts = |e: &BoxError| e.is::<fusebox::Elapsed>();
-/// assert!(!timeouts.is_retryable(&"bad request".into()));
-/// ```
-pub trait Retryable {
-    /// Whether `error` may be retried.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use fusebox::tower::retry::{AnyError, Retryable};
-    ///
-    /// assert!(AnyError.is_retryable(&"connection reset".into()));
-    /// ```
-    fn is_retryable(&self, error: &BoxError) -> bool;
-}
-
-impl<F> Retryable for F
-where
-    F: Fn(&BoxError) -> bool,
-{
-    fn is_retryable(&self, error: &BoxError) -> bool {
-        self(error)
-    }
-}
-
-/// The default [`Retryable`]: every error may be retried (fusebox's own
-/// refusals aside, see [`Retryable`]).
-///
-/// # Examples
-///
-/// ```
-/// use fusebox::tower::retry::{AnyError, Retryable};
-///
-/// assert!(AnyError.is_retryable(&"anything".into()));
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AnyError;
-
-impl Retryable for AnyError {
-    fn is_retryable(&self, _error: &BoxError) -> bool {
-        true
-    }
-}
 
 /// What to do after a failed attempt.
 pub(crate) enum Next {
@@ -66,48 +11,61 @@ pub(crate) enum Next {
     After(Duration),
 }
 
-/// The retry rules, shared by the layer, the service and its futures.
+/// The retry rules, shared by the layer, the service and its futures. The
+/// same decisions as [`crate::retry::Retry`], on boxed errors.
 #[derive(Debug, Clone)]
 pub(crate) struct Rules<P> {
     pub(crate) max_attempts: u32,
-    pub(crate) retryable: P,
-    pub(crate) refusals: bool,
+    pub(crate) retry_if: P,
+    pub(crate) rejections: bool,
+    pub(crate) timeouts: bool,
+    pub(crate) budget: Option<RetryBudget>,
 }
 
-impl<P: Retryable> Rules<P> {
+impl<P: RetryIf<BoxError>> Rules<P> {
+    /// Called once per request, before its first attempt.
+    pub(crate) fn start(&self) {
+        if let Some(budget) = &self.budget {
+            budget.deposit();
+        }
+    }
+
     /// The decision after attempt number `attempt` (1-based) failed with
-    /// `error`; `backoff` is this request's remaining delays.
+    /// `error`; `backoff` is this request's remaining delays. Takes a budget
+    /// token only when everything else allows the retry.
     pub(crate) fn next(
         &self,
         attempt: u32,
         error: &BoxError,
         backoff: &mut impl Iterator<Item = Duration>,
     ) -> Next {
+        let at_least = match error.cause() {
+            // Refused by fusebox: the call never ran. Only when asked, never
+            // sooner than the breaker says a call may pass, and never when
+            // the breaker is forced open (waiting cannot help).
+            Cause::Rejected(r) if self.rejections => match r.retry_after() {
+                Some(after) => after,
+                None => return Next::Stop,
+            },
+            Cause::BulkheadFull(_) if self.rejections => Duration::ZERO,
+            Cause::Rejected(_) | Cause::BulkheadFull(_) => return Next::Stop,
+            Cause::TimedOut(_) if self.timeouts => Duration::ZERO,
+            Cause::TimedOut(_) => return Next::Stop,
+            Cause::Failed(e) if self.retry_if.retry_if(e) => Duration::ZERO,
+            _ => return Next::Stop,
+        };
         if attempt >= self.max_attempts {
             return Next::Stop;
         }
-        // Fusebox's own refusals: only when asked, never sooner than the
-        // breaker says a call may pass.
-        let floor = if let Some(rejected) = error.downcast_ref::<crate::Rejected>() {
-            match (self.refusals, rejected.retry_after()) {
-                (true, Some(after)) => after,
-                _ => return Next::Stop,
-            }
-        } else if error.is::<crate::BulkheadFull>() {
-            if !self.refusals {
-                return Next::Stop;
-            }
-            Duration::ZERO
-        } else {
-            if !self.retryable.is_retryable(error) {
-                return Next::Stop;
-            }
-            Duration::ZERO
+        let Some(delay) = backoff.next() else {
+            // The backoff is exhausted: so are the retries.
+            return Next::Stop;
         };
-        match backoff.next() {
-            Some(delay) => Next::After(delay.max(floor)),
-            // The backoff is exhausted: no more attempts.
-            None => Next::Stop,
+        if let Some(budget) = &self.budget {
+            if !budget.try_withdraw() {
+                return Next::Stop;
+            }
         }
+        Next::After(delay.max(at_least))
     }
 }

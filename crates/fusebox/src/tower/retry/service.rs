@@ -1,6 +1,6 @@
 use super::future::ResponseFuture;
 use super::policy::Rules;
-use super::Retryable;
+use crate::retry::RetryIf;
 use crate::tower::BoxError;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -20,7 +20,7 @@ use tower::Service;
 /// assert_eq!(*svc.get_ref(), ());
 /// ```
 #[derive(Debug, Clone)]
-pub struct Retry<S, B, P = super::AnyError> {
+pub struct Retry<S, B, P = crate::retry::AnyError> {
     inner: S,
     rules: Rules<P>,
     backoff: B,
@@ -90,7 +90,7 @@ where
     S: Service<Request> + Clone,
     S::Error: Into<BoxError>,
     B: IntoIterator<Item = Duration> + Clone,
-    P: Retryable + Clone,
+    P: RetryIf<BoxError> + Clone,
     Request: Clone,
 {
     type Response = S::Response;
@@ -104,6 +104,7 @@ where
     fn call(&mut self, request: Request) -> Self::Future {
         // The ready service answers this first attempt; a fresh clone (not
         // yet ready) goes into the future for the retries, as tower's Retry does.
+        self.rules.start();
         let retries = self.inner.clone();
         let future = self.inner.call(request.clone());
         ResponseFuture::new(
