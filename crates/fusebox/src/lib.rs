@@ -60,12 +60,14 @@ pub use breaker::{
 
 pub mod bulkhead;
 pub mod fallback;
+pub mod pipeline;
 pub mod retry;
 mod timeout;
 
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use fallback::{Cause, Fallback, PolicyError};
+pub use pipeline::{Pipeline, PipelineError};
 pub use retry::Retry;
 #[cfg(feature = "tokio")]
 pub use timeout::{timeout, Timeout};

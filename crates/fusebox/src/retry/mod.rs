@@ -628,6 +628,34 @@ where
         }
     }
 
+    /// Starts a call: deposits in the budget, returns this call's backoff.
+    pub(crate) fn begin(&self) -> B {
+        if let Some(b) = &self.budget {
+            b.deposit();
+        }
+        self.backoff.clone()
+    }
+
+    /// After failed attempt number `attempt` with `err`: the wait before the
+    /// next attempt, or `None` to stop.
+    pub(crate) fn after_failure<E>(
+        &self,
+        backoff: &mut B,
+        attempt: u32,
+        err: &E,
+    ) -> Option<Duration>
+    where
+        E: PolicyError,
+        P: RetryIf<E::Inner>,
+    {
+        self.next_delay(backoff, attempt, self.decide(err))
+    }
+
+    /// The sync sleeper.
+    pub(crate) fn sleeper(&self) -> &dyn Sleep {
+        &*self.sleeper
+    }
+
     /// The wait before the next attempt, or `None` to stop. Takes a budget
     /// token only when everything else allows the retry.
     fn next_delay(&self, backoff: &mut B, attempt: u32, decision: Decision) -> Option<Duration> {
