@@ -631,10 +631,26 @@ mod retry {
         Duration::from_millis(n)
     }
 
+    /// A retry policy with `attempts` tries and `backoff` delays.
+    fn retry<B>(
+        attempts: u32,
+        backoff: B,
+    ) -> fusebox::retry::RetryBuilder<B, fusebox::retry::AnyError>
+    where
+        B: Iterator<Item = Duration> + Clone,
+    {
+        fusebox::retry::Retry::builder()
+            .max_attempts(attempts)
+            .backoff(backoff)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn retries_after_each_backoff_delay_until_success() {
-        let (mut svc, mut handle) =
-            mock::spawn_layer::<&str, &str, _>(RetryLayer::new(4, [ms(10), ms(20), ms(40)]));
+        let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(RetryLayer::new(
+            retry(4, [ms(10), ms(20), ms(40)].into_iter())
+                .build()
+                .unwrap(),
+        ));
         handle.allow(10);
         assert_ready_ok!(svc.poll_ready());
         let t0 = Instant::now();
@@ -655,8 +671,9 @@ mod retry {
 
     #[tokio::test(start_paused = true)]
     async fn gives_up_after_max_attempts_with_the_last_error() {
-        let (mut svc, mut handle) =
-            mock::spawn_layer::<&str, &str, _>(RetryLayer::new(3, std::iter::repeat(ms(5))));
+        let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(RetryLayer::new(
+            retry(3, std::iter::repeat(ms(5))).build().unwrap(),
+        ));
         handle.allow(10);
         assert_ready_ok!(svc.poll_ready());
         let fut = tokio::spawn(svc.call("req"));
@@ -671,7 +688,12 @@ mod retry {
 
     #[tokio::test(start_paused = true)]
     async fn predicate_decides_what_is_retried() {
-        let layer = RetryLayer::new(3, [ms(1); 2]).retry_if(|e: &BoxError| !e.is::<Boom>());
+        let layer = RetryLayer::new(
+            retry(3, [ms(1); 2].into_iter())
+                .retry_if(|e: &BoxError| !e.is::<Boom>())
+                .build()
+                .unwrap(),
+        );
         let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(layer);
         handle.allow(10);
         assert_ready_ok!(svc.poll_ready());
@@ -687,7 +709,9 @@ mod retry {
         let clock = ManualClock::new();
         let cb = breaker(&clock); // opens after 2 failures
         let stack = tower::ServiceBuilder::new()
-            .layer(RetryLayer::new(10, std::iter::repeat(ms(1))))
+            .layer(RetryLayer::new(
+                retry(10, std::iter::repeat(ms(1))).build().unwrap(),
+            ))
             .layer(CircuitBreakerLayer::new(cb.clone()))
             .into_inner();
         let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(stack);
@@ -724,7 +748,9 @@ mod retry {
         use tower::{Service, ServiceExt};
         let breaker_layer = CircuitBreakerLayer::new(cb.clone());
         let mut plain = tower::ServiceBuilder::new()
-            .layer(RetryLayer::new(3, [ms(1); 2]))
+            .layer(RetryLayer::new(
+                retry(3, [ms(1); 2].into_iter()).build().unwrap(),
+            ))
             .layer(breaker_layer.clone())
             .service(inner);
         let t0 = Instant::now();
@@ -733,7 +759,12 @@ mod retry {
         assert_eq!(t0.elapsed(), Duration::ZERO, "not retried, no wait");
 
         let mut asked = tower::ServiceBuilder::new()
-            .layer(RetryLayer::new(3, [ms(1); 2]).retry_rejections(true))
+            .layer(RetryLayer::new(
+                retry(3, [ms(1); 2].into_iter())
+                    .retry_rejections(true)
+                    .build()
+                    .unwrap(),
+            ))
             .layer(breaker_layer)
             .service(inner);
         let t0 = Instant::now();
@@ -779,7 +810,12 @@ mod retry {
             })
         };
         // Every caller would like 5 attempts.
-        let layer = RetryLayer::new(5, [Duration::ZERO; 4]).budget(budget.clone());
+        let layer = RetryLayer::new(
+            retry(5, [Duration::ZERO; 4].into_iter())
+                .budget(budget.clone())
+                .build()
+                .unwrap(),
+        );
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..CALLERS {
             let mut svc = tower::Layer::layer(&layer, dead.clone());
@@ -812,10 +848,15 @@ mod retry {
                 std::future::pending::<Result<(), BoxError>>()
             })
         };
-        for (retry, expected) in [(true, 3), (false, 1)] {
+        for (again, expected) in [(true, 3), (false, 1)] {
             calls.store(0, Ordering::Relaxed);
             let mut svc = tower::ServiceBuilder::new()
-                .layer(RetryLayer::new(3, [ms(1); 2]).retry_timeouts(retry))
+                .layer(RetryLayer::new(
+                    retry(3, [ms(1); 2].into_iter())
+                        .retry_timeouts(again)
+                        .build()
+                        .unwrap(),
+                ))
                 .layer(TimeoutLayer::new(ms(50)))
                 .service(stuck.clone());
             let err = svc.ready().await.unwrap().call(()).await.unwrap_err();
@@ -832,7 +873,9 @@ mod retry {
         let held = bulkhead.try_acquire().unwrap();
         let inner = tower::service_fn(|()| async { Ok::<_, BoxError>("in") });
         let mut plain = tower::ServiceBuilder::new()
-            .layer(RetryLayer::new(3, [ms(5); 2]))
+            .layer(RetryLayer::new(
+                retry(3, [ms(5); 2].into_iter()).build().unwrap(),
+            ))
             .layer(BulkheadLayer::new(bulkhead.clone()))
             .service(inner);
         assert!(plain
@@ -846,7 +889,12 @@ mod retry {
         assert_eq!(bulkhead.snapshot().rejected, 1, "one attempt only");
 
         let mut asked = tower::ServiceBuilder::new()
-            .layer(RetryLayer::new(3, [ms(5); 2]).retry_rejections(true))
+            .layer(RetryLayer::new(
+                retry(3, [ms(5); 2].into_iter())
+                    .retry_rejections(true)
+                    .build()
+                    .unwrap(),
+            ))
             .layer(BulkheadLayer::new(bulkhead.clone()))
             .service(inner);
         let call = tokio::spawn(asked.ready().await.unwrap().call(()));

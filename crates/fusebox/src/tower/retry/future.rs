@@ -1,6 +1,5 @@
 //! [`Future`] types
 
-use super::policy::{Next, Rules};
 use crate::retry::RetryIf;
 use crate::tower::BoxError;
 use pin_project_lite::pin_project;
@@ -22,13 +21,13 @@ pin_project! {
     /// # Examples
     ///
     /// ```
+    /// use fusebox::retry::Retry;
     /// use fusebox::tower::{BoxError, RetryLayer};
-    /// use std::time::Duration;
     /// use tower::{service_fn, Layer, Service, ServiceExt};
     ///
     /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() -> Result<(), BoxError> {
-    /// let mut svc = RetryLayer::new(3, [Duration::from_millis(5); 2])
+    /// let mut svc = RetryLayer::new(Retry::builder().max_attempts(3).build()?)
     ///     .layer(service_fn(|()| async { Err::<(), BoxError>("down".into()) }));
     /// let future = svc.ready().await?.call(());
     /// assert!(future.await.is_err()); // after 3 attempts
@@ -43,7 +42,7 @@ pin_project! {
         state: State<S::Future>,
         service: S,
         request: Request,
-        rules: Rules<P>,
+        retry: crate::retry::Retry<B, P>,
         backoff: B,
         attempt: u32,
     }
@@ -75,14 +74,18 @@ where
         future: S::Future,
         service: S,
         request: Request,
-        rules: Rules<P>,
-        backoff: B,
-    ) -> Self {
+        retry: crate::retry::Retry<B, P>,
+    ) -> Self
+    where
+        B: Iterator<Item = Duration> + Clone,
+    {
+        // Deposits in the budget (once per request); this request's delays.
+        let backoff = retry.begin();
         ResponseFuture {
             state: State::Called { future },
             service,
             request,
-            rules,
+            retry,
             backoff,
             attempt: 1,
         }
@@ -94,7 +97,7 @@ where
     S: Service<Request>,
     S::Error: Into<BoxError>,
     Request: Clone,
-    B: Iterator<Item = Duration>,
+    B: Iterator<Item = Duration> + Clone,
     P: RetryIf<BoxError>,
 {
     type Output = Result<S::Response, BoxError>;
@@ -108,9 +111,12 @@ where
                         Ok(response) => return Poll::Ready(Ok(response)),
                         Err(error) => error.into(),
                     };
-                    match this.rules.next(*this.attempt, &error, this.backoff) {
-                        Next::Stop => return Poll::Ready(Err(error)),
-                        Next::After(delay) => this.state.set(State::Waiting {
+                    match this
+                        .retry
+                        .after_failure(this.backoff, *this.attempt, &error)
+                    {
+                        None => return Poll::Ready(Err(error)),
+                        Some(delay) => this.state.set(State::Waiting {
                             sleep: tokio::time::sleep(delay),
                         }),
                     }

@@ -1,32 +1,32 @@
-//! Middleware that retries failed requests (features `tower` and `tokio`).
+//! Middleware that retries failed requests with a fusebox
+//! [`Retry`](crate::retry::Retry) (features `tower` and `tokio`).
 //!
-//! [`RetryLayer`] wraps a service in a [`Retry`] service. It makes the same
-//! decisions as [`fusebox::retry::Retry`](crate::retry::Retry), on the boxed
-//! errors of the tower path: a failed request is sent again after the next
-//! delay of a backoff (any `Iterator` of [`Duration`](std::time::Duration)s,
-//! such as [`fusebox::retry::backoff`](crate::retry::backoff)'s), up to a
-//! number of attempts, when a [`RetryIf`](crate::retry::RetryIf) predicate says
-//! the error is worth it.
+//! [`RetryLayer`] wraps a service in a [`Retry`] service that makes exactly
+//! the decisions of the [`Retry`](crate::retry::Retry) policy it is given, on
+//! the boxed errors of the tower path: the attempts, the backoff, the
+//! [`RetryIf`](crate::retry::RetryIf) predicate (it sees the
+//! [`BoxError`](crate::tower::BoxError)), the shared
+//! [`RetryBudget`](crate::retry::RetryBudget), and:
 //!
-//! Retries must not turn a small fault into a storm, so:
+//! * a refusal by fusebox itself ([`Rejected`](crate::Rejected) by a breaker,
+//!   [`BulkheadFull`](crate::BulkheadFull)) is retried only with
+//!   `retry_rejections(true)`, then no sooner than the rejection's
+//!   `retry_after`, and never while a breaker is forced open;
+//! * a timeout ([`Elapsed`](crate::Elapsed)) is retried unless
+//!   `retry_timeouts(false)`.
 //!
-//! * A [`RetryBudget`](crate::retry::RetryBudget) shared by every caller of
-//!   the dependency ([`RetryLayer::budget`]) caps retries at a fraction of
-//!   recent requests.
-//! * A refusal by fusebox itself ([`Rejected`](crate::Rejected) by a breaker,
-//!   [`BulkheadFull`](crate::BulkheadFull)) is never retried unless
-//!   [`RetryLayer::retry_rejections`] asks for it; then the wait is at least
-//!   the rejection's `retry_after`, and a breaker forced open is not retried.
-//! * Put the retry layer *outside* the breaker (the documented order is
-//!   fallback, retry, breaker, bulkhead, timeout): every attempt then goes
-//!   through the breaker, and once it opens the retries stop at once.
+//! Waits use tokio's timer (the policy's own sleeper is for the sync path).
+//! Put the retry layer *outside* the breaker (the documented order is
+//! fallback, retry, breaker, bulkhead, timeout): every attempt then asks the
+//! breaker, and once it opens the retries stop at once.
 //!
 //! The service and the request must be `Clone`: the response future keeps a
-//! clone of each to send the request again. Waiting uses tokio's timer.
+//! clone of each to send the request again.
 //!
 //! # Examples
 //!
 //! ```
+//! use fusebox::retry::{Constant, Retry};
 //! use fusebox::tower::{BoxError, RetryLayer};
 //! use std::sync::atomic::{AtomicU32, Ordering};
 //! use std::sync::Arc;
@@ -43,9 +43,11 @@
 //!         async move { if n < 2 { Err::<u32, BoxError>("flaky".into()) } else { Ok(n) } }
 //!     })
 //! };
-//! // Up to 4 attempts, waiting 10 ms, 20 ms, 40 ms between them.
-//! let backoff = [10, 20, 40].map(Duration::from_millis);
-//! let mut svc = RetryLayer::new(4, backoff).layer(flaky);
+//! let retry = Retry::builder()
+//!     .max_attempts(4)
+//!     .backoff(Constant::new(Duration::from_millis(10)))
+//!     .build()?;
+//! let mut svc = RetryLayer::new(retry).layer(flaky);
 //!
 //! assert_eq!(svc.ready().await?.call(()).await?, 2);
 //! assert_eq!(calls.load(Ordering::Relaxed), 3);
@@ -55,7 +57,6 @@
 
 pub mod future;
 mod layer;
-mod policy;
 mod service;
 
 pub use self::layer::RetryLayer;

@@ -1,38 +1,60 @@
 use super::future::ResponseFuture;
-use super::policy::Rules;
-use crate::retry::RetryIf;
+use crate::retry::{AnyError, DefaultBackoff, RetryIf};
 use crate::tower::BoxError;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tower::Service;
 
-/// Retries failed requests of the inner service; built by
-/// [`RetryLayer`](super::RetryLayer), see the [module docs](super).
+/// Retries failed requests of the inner service with a fusebox
+/// [`Retry`](crate::retry::Retry) policy; see the [module docs](super).
 ///
 /// # Examples
 ///
 /// ```
-/// use fusebox::tower::{Retry, RetryLayer};
-/// use std::time::Duration;
-/// use tower::Layer;
+/// use fusebox::retry::Retry;
+/// use fusebox::tower::Retry as RetryService;
 ///
-/// let svc: Retry<_, _> = RetryLayer::new(2, [Duration::from_millis(1)]).layer(());
-/// assert_eq!(*svc.get_ref(), ());
+/// let svc = RetryService::new((), Retry::builder().build()?);
+/// assert_eq!(svc.retry().max_attempts(), 3);
+/// # Ok::<(), fusebox::retry::RetryConfigError>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Retry<S, B, P = crate::retry::AnyError> {
+pub struct Retry<S, B = DefaultBackoff, P = AnyError> {
     inner: S,
-    rules: Rules<P>,
-    backoff: B,
+    retry: crate::retry::Retry<B, P>,
 }
 
 impl<S, B, P> Retry<S, B, P> {
-    pub(crate) fn from_parts(inner: S, rules: Rules<P>, backoff: B) -> Self {
-        Retry {
-            inner,
-            rules,
-            backoff,
-        }
+    /// Wraps `inner`; failed requests are retried as `retry` says.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
+    ///
+    /// let svc = RetryService::new(7, Retry::builder().build()?);
+    /// assert_eq!(*svc.get_ref(), 7);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub const fn new(inner: S, retry: crate::retry::Retry<B, P>) -> Self {
+        Retry { inner, retry }
+    }
+
+    /// The retry policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
+    ///
+    /// let svc = RetryService::new((), Retry::builder().max_attempts(5).build()?);
+    /// assert_eq!(svc.retry().max_attempts(), 5);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn retry(&self) -> &crate::retry::Retry<B, P> {
+        &self.retry
     }
 
     /// Gets a reference to the inner service.
@@ -40,12 +62,12 @@ impl<S, B, P> Retry<S, B, P> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::RetryLayer;
-    /// use std::time::Duration;
-    /// use tower::Layer;
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
     ///
-    /// let svc = RetryLayer::new(2, [Duration::from_millis(1)]).layer(7);
+    /// let svc = RetryService::new(7, Retry::builder().build()?);
     /// assert_eq!(*svc.get_ref(), 7);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
     /// ```
     pub fn get_ref(&self) -> &S {
         &self.inner
@@ -56,13 +78,13 @@ impl<S, B, P> Retry<S, B, P> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::RetryLayer;
-    /// use std::time::Duration;
-    /// use tower::Layer;
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
     ///
-    /// let mut svc = RetryLayer::new(2, [Duration::from_millis(1)]).layer(7);
+    /// let mut svc = RetryService::new(7, Retry::builder().build()?);
     /// *svc.get_mut() = 8;
     /// assert_eq!(*svc.get_ref(), 8);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
     /// ```
     pub fn get_mut(&mut self) -> &mut S {
         &mut self.inner
@@ -73,12 +95,12 @@ impl<S, B, P> Retry<S, B, P> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::RetryLayer;
-    /// use std::time::Duration;
-    /// use tower::Layer;
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
     ///
-    /// let svc = RetryLayer::new(2, [Duration::from_millis(1)]).layer(7);
+    /// let svc = RetryService::new(7, Retry::builder().build()?);
     /// assert_eq!(svc.into_inner(), 7);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
     /// ```
     pub fn into_inner(self) -> S {
         self.inner
@@ -89,30 +111,23 @@ impl<S, B, P, Request> Service<Request> for Retry<S, B, P>
 where
     S: Service<Request> + Clone,
     S::Error: Into<BoxError>,
-    B: IntoIterator<Item = Duration> + Clone,
+    B: Iterator<Item = Duration> + Clone,
     P: RetryIf<BoxError> + Clone,
     Request: Clone,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S, Request, B::IntoIter, P>;
+    type Future = ResponseFuture<S, Request, B, P>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        // The ready service answers this first attempt; a fresh clone (not
-        // yet ready) goes into the future for the retries, as tower's Retry does.
-        self.rules.start();
+        // The ready service answers this first attempt; a clone (not yet
+        // ready) goes into the future for the retries, as tower's Retry does.
         let retries = self.inner.clone();
         let future = self.inner.call(request.clone());
-        ResponseFuture::new(
-            future,
-            retries,
-            request,
-            self.rules.clone(),
-            self.backoff.clone().into_iter(),
-        )
+        ResponseFuture::new(future, retries, request, self.retry.clone())
     }
 }
