@@ -6,17 +6,19 @@
 //! every page then waits 5 s, and the pages pile up until the service falls
 //! over, even for users who only wanted the price.
 //!
-//! Here the reviews call is guarded, outermost first, by a fallback (show the
-//! page without reviews, and say why), a breaker (failure rate over the last
-//! calls), a bulkhead (at most 8 review calls in flight, never queue) and a
-//! timeout (300 ms). Users keep arriving (one page every 10 ms) while the
+//! Here the reviews call goes through a `fusebox::Pipeline`: outermost first,
+//! a fallback (show the page without reviews, and say why), a breaker (failure
+//! rate over the last calls), a bulkhead (at most 8 review calls in flight,
+//! never queue) and a timeout (300 ms). Users keep arriving (one page every 10 ms) while the
 //! reviews service is healthy, then slow, then healthy again. The example
 //! prints a line per 250 ms window: pages served, how many had reviews, why
 //! the others did not, and how long pages took.
 //!
 //! Run: `cargo run -p fusebox --example product_page --features tokio`
 
-use fusebox::{Bulkhead, CircuitBreaker, Error};
+use fusebox::pipeline::AllErrors;
+use fusebox::retry::{AnyError, DefaultBackoff};
+use fusebox::{Bulkhead, Cause, CircuitBreaker, Pipeline};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,51 +34,43 @@ enum Missing {
     BulkheadFull,
     BreakerOpen,
     TimedOut,
+    Failed,
+}
+
+/// What the page shows in the reviews box.
+enum Reviews {
+    Shown(Vec<String>),
+    Missing(Missing),
 }
 
 /// The reviews service: 30 ms when healthy, 5 s while slow.
-async fn fetch_reviews(start: Instant, id: u64) -> Result<Vec<String>, String> {
+async fn fetch_reviews(start: Instant, id: u64) -> Result<Reviews, String> {
     let slow = (SLOW_FROM..SLOW_UNTIL).contains(&start.elapsed());
-    tokio::time::sleep(if slow {
+    let latency = if slow {
         Duration::from_secs(5)
     } else {
         Duration::from_millis(30)
-    })
-    .await;
-    Ok(vec![
+    };
+    tokio::time::sleep(latency).await;
+    Ok(Reviews::Shown(vec![
         format!("great product #{id}"),
-        "fast shipping".to_string(),
-    ])
+        "fast shipping".into(),
+    ]))
 }
 
-struct Guards {
-    bulkhead: Bulkhead,
-    breaker: CircuitBreaker,
-    timeout: Duration,
+/// The fallback: no reviews beats no page. It is told why.
+fn without_reviews(why: Cause<'_, String>) -> Option<Reviews> {
+    Some(Reviews::Missing(match why {
+        Cause::Rejected(_) => Missing::BreakerOpen,
+        Cause::BulkheadFull(_) => Missing::BulkheadFull,
+        Cause::TimedOut(_) => Missing::TimedOut,
+        _ => Missing::Failed,
+    }))
 }
 
-/// The guarded reviews call: bulkhead, then breaker, then timeout.
-async fn reviews(g: &Guards, start: Instant, id: u64) -> Result<Vec<String>, Missing> {
-    let _slot = g
-        .bulkhead
-        .try_acquire()
-        .map_err(|_| Missing::BulkheadFull)?;
-    let timeout = g.timeout;
-    let r = g
-        .breaker
-        .call_async(|| async move {
-            fusebox::timeout(timeout, fetch_reviews(start, id))
-                .await
-                .map_err(|_| Missing::TimedOut)?
-                .map_err(|_| Missing::TimedOut)
-        })
-        .await;
-    match r {
-        Ok(list) => Ok(list),
-        Err(Error::Rejected(_)) => Err(Missing::BreakerOpen),
-        Err(e) => Err(e.into_inner().unwrap_or(Missing::TimedOut)),
-    }
-}
+/// The pipeline's type, with a `fn` fallback so it can be named and shared.
+type Fallback = fn(Cause<'_, String>) -> Option<Reviews>;
+type ReviewsPipeline = Pipeline<DefaultBackoff, AnyError, Fallback, AllErrors>;
 
 struct Page {
     at: Duration,
@@ -85,15 +79,16 @@ struct Page {
     html: String,
 }
 
-/// The handler: local data, plus reviews or a fallback.
-async fn product_page(g: Arc<Guards>, start: Instant, id: u64) -> Page {
+/// The handler: local data, plus reviews or the fallback.
+async fn product_page(reviews: &ReviewsPipeline, start: Instant, id: u64) -> Page {
     let t = Instant::now();
     let product = format!("product #{id}");
     let price = format!("{}.99 EUR", 10 + id % 90);
-    let (reviews, missing) = match reviews(&g, start, id).await {
-        Ok(list) => (format!("{} reviews", list.len()), None),
-        // The fallback: the page is still useful without reviews.
-        Err(why) => (format!("reviews unavailable ({why:?})"), Some(why)),
+    let (reviews, missing) = match reviews.call_async(|| fetch_reviews(start, id)).await {
+        Ok(Reviews::Shown(list)) => (format!("{} reviews", list.len()), None),
+        Ok(Reviews::Missing(why)) => (format!("reviews unavailable ({why:?})"), Some(why)),
+        // The fallback always answers; still, a page never fails for its reviews.
+        Err(e) => (format!("reviews unavailable ({e})"), Some(Missing::Failed)),
     };
     Page {
         at: t - start,
@@ -106,24 +101,28 @@ async fn product_page(g: Arc<Guards>, start: Instant, id: u64) -> Page {
 #[tokio::main]
 async fn main() -> Result<(), fusebox::ConfigError> {
     let start = Instant::now();
-    let guards = Arc::new(Guards {
-        bulkhead: Bulkhead::new(8),
-        breaker: CircuitBreaker::builder()
-            .name("reviews")
-            .failure_rate(0.5)
-            .count_window(20)
-            .min_calls(5)
-            .open_for(Duration::from_millis(300))
-            .on_transition(move |t| {
-                let at = start.elapsed().as_millis();
-                println!(
-                    "  t={at:>4}ms  breaker {} -> {}: {:?}",
-                    t.from, t.to, t.reason
-                )
-            })
-            .build()?,
-        timeout: Duration::from_millis(300),
-    });
+    let breaker = CircuitBreaker::builder()
+        .name("reviews")
+        .failure_rate(0.5)
+        .count_window(20)
+        .min_calls(5)
+        .open_for(Duration::from_millis(300))
+        .on_transition(move |t| {
+            let at = start.elapsed().as_millis();
+            println!(
+                "  t={at:>4}ms  breaker {} -> {}: {:?}",
+                t.from, t.to, t.reason
+            )
+        })
+        .build()?;
+    let reviews: Arc<ReviewsPipeline> = Arc::new(
+        Pipeline::builder()
+            .fallback(without_reviews as Fallback)
+            .breaker(breaker)
+            .bulkhead(Bulkhead::new(8))
+            .timeout(Duration::from_millis(300))
+            .build(),
+    );
     println!(
         "one page every {ARRIVAL_EVERY:?} for {RUN:?}; reviews take 5 s from {SLOW_FROM:?} to {SLOW_UNTIL:?}, else 30 ms\n"
     );
@@ -132,9 +131,9 @@ async fn main() -> Result<(), fusebox::ConfigError> {
     let mut tasks = tokio::task::JoinSet::new();
     let mut id = 0;
     while start.elapsed() < RUN {
-        let (g, pages) = (guards.clone(), pages.clone());
+        let (reviews, pages) = (reviews.clone(), pages.clone());
         tasks.spawn(async move {
-            let page = product_page(g, start, id).await;
+            let page = product_page(&reviews, start, id).await;
             pages.lock().unwrap().push(page);
         });
         id += 1;
@@ -144,7 +143,7 @@ async fn main() -> Result<(), fusebox::ConfigError> {
 
     let mut pages = std::mem::take(&mut *pages.lock().unwrap());
     pages.sort_by_key(|p| p.at);
-    println!("\n  window     pages  reviews  bulkhead-full  breaker-open  timed-out  slowest page  sample");
+    println!("\n  window     pages  reviews  bulkhead-full  breaker-open  timed-out  slowest page  last page");
     let mut from = Duration::ZERO;
     while from < RUN {
         let w: Vec<&Page> = pages
