@@ -1,15 +1,17 @@
 //! Seed 002's API client, in Rust: a weather client built on reqwest (plain
-//! HTTP, no TLS), guarded by fusebox, against a stand-in weather API that the
-//! example starts itself on 127.0.0.1 (axum).
+//! HTTP, no TLS) behind a `fusebox::Pipeline` (retry with a budget, breaker,
+//! timeout), against a stand-in weather API that the example starts itself on
+//! 127.0.0.1 (axum).
 //!
 //! What counts against the dependency: 5xx answers, transport errors and
 //! timeouts. What does not: 4xx answers (an unknown city is the caller's
 //! mistake, not a sign that the API is sick), so no number of 404s opens the
-//! breaker.
+//! breaker, and a 404 is not retried.
 //!
 //! The stand-in API goes through four phases: healthy, failing (503),
 //! slow (answers after 1 s; the client gives up after 150 ms), healthy again.
-//! Every call is printed with what the client saw and the breaker's state.
+//! Every lookup is printed with what the client got, how many requests the
+//! API saw for it (retries included) and the breaker's state.
 //!
 //! Run: `cargo run -p fusebox --example api_client --features tokio`
 
@@ -17,9 +19,11 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use fusebox::{CircuitBreaker, Outcome};
+use fusebox::pipeline::NoFallback;
+use fusebox::retry::{Constant, Retry, RetryBudget};
+use fusebox::{CircuitBreaker, Outcome, Pipeline, PipelineError};
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,14 +33,19 @@ const HEALTHY: u8 = 0;
 const FAILING: u8 = 1;
 const SLOW: u8 = 2;
 
-async fn weather(
-    State(mode): State<Arc<AtomicU8>>,
-    Path(city): Path<String>,
-) -> (StatusCode, String) {
+#[derive(Default)]
+struct Api {
+    mode: AtomicU8,
+    /// Requests received, to show what retries and the breaker cost the API.
+    hits: AtomicU64,
+}
+
+async fn weather(State(api): State<Arc<Api>>, Path(city): Path<String>) -> (StatusCode, String) {
+    api.hits.fetch_add(1, Ordering::Relaxed);
     if city == "atlantis" {
         return (StatusCode::NOT_FOUND, format!("no such city: {city}"));
     }
-    match mode.load(Ordering::Relaxed) {
+    match api.mode.load(Ordering::Relaxed) {
         FAILING => (
             StatusCode::SERVICE_UNAVAILABLE,
             "database unavailable".into(),
@@ -50,10 +59,10 @@ async fn weather(
 }
 
 /// Starts the stand-in API on an ephemeral port; returns its base URL.
-async fn start_api(mode: Arc<AtomicU8>) -> std::io::Result<String> {
+async fn start_api(api: Arc<Api>) -> std::io::Result<String> {
     let app = Router::new()
         .route("/v1/current/{city}", get(weather))
-        .with_state(mode);
+        .with_state(api);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -62,7 +71,8 @@ async fn start_api(mode: Arc<AtomicU8>) -> std::io::Result<String> {
 
 // ---------------------------------------------------------------- the client
 
-/// What a weather lookup can fail with.
+/// What a weather lookup can fail with (timeouts and refusals are the
+/// pipeline's: [`PipelineError`]).
 #[derive(Debug)]
 enum ApiError {
     /// 4xx: our request was wrong. Not the API's fault.
@@ -71,8 +81,6 @@ enum ApiError {
     Server(StatusCode),
     /// Connection refused, reset, ...
     Transport(reqwest::Error),
-    /// No answer in time.
-    TimedOut(fusebox::Elapsed),
 }
 
 impl fmt::Display for ApiError {
@@ -81,30 +89,34 @@ impl fmt::Display for ApiError {
             ApiError::Client(s, body) => write!(f, "{s}: {body}"),
             ApiError::Server(s) => write!(f, "server error {s}"),
             ApiError::Transport(e) => write!(f, "transport: {e}"),
-            ApiError::TimedOut(e) => write!(f, "{e}"),
         }
     }
 }
 
 impl std::error::Error for ApiError {}
 
-/// The classification seed 002 asks for: 5xx, transport errors and timeouts
-/// are failures, 4xx are not.
-fn classify(result: &Result<String, ApiError>) -> Outcome {
-    match result {
-        Ok(_) => Outcome::Success,
-        Err(ApiError::Client(..)) => Outcome::Ignore,
-        Err(ApiError::Server(_) | ApiError::Transport(_) | ApiError::TimedOut(_)) => {
-            Outcome::Failure
-        }
+/// What an error means to the breaker, as seed 002 asks: 5xx and transport
+/// errors are failures (timeouts too: the pipeline counts those itself), 4xx
+/// are not.
+fn classify(e: &ApiError) -> Outcome {
+    match e {
+        ApiError::Client(..) => Outcome::Ignore,
+        ApiError::Server(_) | ApiError::Transport(_) => Outcome::Failure,
     }
 }
+
+/// Which errors are worth another try: not a 4xx (it would fail the same way).
+fn retryable(e: &ApiError) -> bool {
+    !matches!(e, ApiError::Client(..))
+}
+
+/// The pipeline's type, with `fn` items so it can be named in a struct.
+type ApiPipeline = Pipeline<Constant, fn(&ApiError) -> bool, NoFallback, fn(&ApiError) -> Outcome>;
 
 struct WeatherClient {
     http: reqwest::Client,
     base: String,
-    breaker: CircuitBreaker,
-    timeout: Duration,
+    pipeline: ApiPipeline,
 }
 
 impl WeatherClient {
@@ -122,92 +134,94 @@ impl WeatherClient {
         }
     }
 
-    /// The guarded lookup.
-    async fn current(&self, city: &str) -> Result<String, String> {
+    /// The guarded lookup: retry, breaker and timeout around each request.
+    async fn current(&self, city: &str) -> Result<String, PipelineError<ApiError>> {
         let url = format!("{}/v1/current/{city}", self.base);
-        let http = self.http.clone();
-        let timeout = self.timeout;
-        let r = self
-            .breaker
-            .call_async_with(classify, || async move {
-                match fusebox::timeout(timeout, Self::fetch(http, url)).await {
-                    Ok(r) => r,
-                    Err(elapsed) => Err(ApiError::TimedOut(elapsed)),
-                }
-            })
-            .await;
-        r.map_err(|e| e.to_string())
+        self.pipeline
+            .call_async(|| Self::fetch(self.http.clone(), url.clone()))
+            .await
     }
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mode = Arc::new(AtomicU8::new(HEALTHY));
-    let base = start_api(mode.clone()).await?;
+    let api = Arc::new(Api::default());
+    let base = start_api(api.clone()).await?;
     println!("stand-in weather API on {base}\n");
 
+    let breaker = CircuitBreaker::builder()
+        .name("weather-api")
+        .consecutive_failures(3)
+        .open_for(Duration::from_millis(400))
+        .on_transition(|t| println!("      [breaker {} -> {}: {:?}]", t.from, t.to, t.reason))
+        .build()?;
+    let retry = Retry::builder()
+        .max_attempts(3)
+        .backoff(Constant::new(Duration::from_millis(20)))
+        .retry_if(retryable as fn(&ApiError) -> bool)
+        .budget(RetryBudget::builder().ratio(0.2).build()?)
+        .build()?;
     let client = WeatherClient {
         http: reqwest::Client::builder().build()?,
         base,
-        breaker: CircuitBreaker::builder()
-            .name("weather-api")
-            .consecutive_failures(3)
-            .open_for(Duration::from_millis(400))
-            .on_transition(|t| println!("      [breaker {} -> {}: {:?}]", t.from, t.to, t.reason))
-            .build()?,
-        timeout: Duration::from_millis(150),
+        pipeline: Pipeline::builder()
+            .retry(retry)
+            .breaker(breaker.clone())
+            .classify(classify as fn(&ApiError) -> Outcome)
+            .timeout(Duration::from_millis(150))
+            .build(),
     };
 
     let start = Instant::now();
     let lookup = |city: &'static str| {
-        let client = &client;
+        let (client, api, breaker) = (&client, &api, &breaker);
         async move {
             let t = Instant::now();
-            let r = client.current(city).await;
-            let shown = match &r {
+            let hits = api.hits.load(Ordering::Relaxed);
+            let shown = match client.current(city).await {
                 Ok(body) => format!("ok    {body}"),
-                Err(e) => format!("error {e}"),
+                Err(e) => format!("error (stopped by {}) {e}", e.stopped_by()),
             };
             println!(
-                "t={:>4}ms  {city:<9} {:>4}ms  [{}]  {shown}",
+                "t={:>4}ms  {city:<9} {:>4}ms  API saw {}  [{}]  {shown}",
                 start.elapsed().as_millis(),
                 t.elapsed().as_millis(),
-                client.breaker.state(),
+                api.hits.load(Ordering::Relaxed) - hits,
+                breaker.state(),
             );
         }
     };
 
-    println!("phase 1: healthy; unknown cities get 404 (not failures):");
+    println!("phase 1: healthy; unknown cities get 404 (not failures, not retried):");
     for city in [
         "tokyo", "atlantis", "atlantis", "atlantis", "atlantis", "paris",
     ] {
         lookup(city).await;
     }
-    println!("phase 2: the API answers 503:");
-    mode.store(FAILING, Ordering::Relaxed);
-    for city in ["tokyo", "paris", "berlin", "rome", "oslo"] {
+    println!("phase 2: the API answers 503 (each lookup tries up to 3 times):");
+    api.mode.store(FAILING, Ordering::Relaxed);
+    for city in ["tokyo", "paris", "berlin", "rome"] {
         lookup(city).await;
     }
-    println!(
-        "phase 3: the API is slow (1 s; we give up after 150 ms); wait out the open period first:"
-    );
-    mode.store(SLOW, Ordering::Relaxed);
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    for city in ["tokyo", "paris", "berlin"] {
-        lookup(city).await;
-    }
-    println!("phase 4: healthy again; wait out the open period:");
-    mode.store(HEALTHY, Ordering::Relaxed);
+    println!("phase 3: the API is slow (1 s; we give up after 150 ms); after the open period:");
+    api.mode.store(SLOW, Ordering::Relaxed);
     tokio::time::sleep(Duration::from_millis(400)).await;
     for city in ["tokyo", "paris"] {
         lookup(city).await;
     }
-    let s = client.breaker.snapshot();
+    println!("phase 4: healthy again; after the open period:");
+    api.mode.store(HEALTHY, Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    for city in ["tokyo", "paris"] {
+        lookup(city).await;
+    }
+    let s = breaker.snapshot();
     println!(
-        "\nbreaker '{}' ends {} after {} transitions",
-        client.breaker.name().unwrap_or("?"),
+        "\nbreaker '{}' ends {} after {} transitions; the API saw {} requests in all",
+        breaker.name().unwrap_or("?"),
         s.state,
-        s.generation
+        s.generation,
+        api.hits.load(Ordering::Relaxed)
     );
     Ok(())
 }
