@@ -4,7 +4,7 @@
 //! come from a remote reviews service, reached through a tower client stack:
 //!
 //! ```text
-//! FallbackLayer -> CircuitBreakerLayer -> BulkheadLayer -> TimeoutLayer -> reviews client
+//! FallbackLayer -> RetryLayer -> CircuitBreakerLayer -> BulkheadLayer -> TimeoutLayer -> reviews client
 //! ```
 //!
 //! The reviews service turns slow (2 s per call) for a while. The example
@@ -22,7 +22,10 @@ use axum::extract::{Path, State};
 use axum::http::Request;
 use axum::routing::get;
 use axum::Router;
-use fusebox::tower::{BoxError, BulkheadLayer, CircuitBreakerLayer, FallbackLayer, TimeoutLayer};
+use fusebox::retry::{Constant, Retry};
+use fusebox::tower::{
+    BoxError, BulkheadLayer, CircuitBreakerLayer, FallbackLayer, RetryLayer, TimeoutLayer,
+};
 use fusebox::{Cause, PolicyError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -86,8 +89,16 @@ async fn main() -> Result<(), BoxError> {
         let slow = slow.clone();
         service_fn(move |id: u32| remote_reviews(slow.clone(), id))
     };
+    // Retry the dependency's own errors once; not timeouts (the page would
+    // wait twice as long) and never the breaker's or the bulkhead's refusals.
+    let retry = Retry::builder()
+        .max_attempts(2)
+        .backoff(Constant::new(Duration::from_millis(20)))
+        .retry_timeouts(false)
+        .build()?;
     let reviews = ServiceBuilder::new()
         .layer(FallbackLayer::new(placeholder))
+        .layer(RetryLayer::new(retry))
         .layer(CircuitBreakerLayer::new(breaker.clone()))
         .layer(BulkheadLayer::new(fusebox::Bulkhead::new(4)))
         .layer(TimeoutLayer::new(Duration::from_millis(100)))
