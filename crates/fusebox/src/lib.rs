@@ -59,6 +59,7 @@ pub use breaker::{
 };
 
 pub mod bulkhead;
+mod ext;
 pub mod fallback;
 pub mod pipeline;
 pub mod retry;
@@ -66,6 +67,7 @@ mod timeout;
 
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
 pub use fallback::{Cause, Fallback, PolicyError};
 pub use pipeline::{Pipeline, PipelineError};
 pub use retry::Retry;
