@@ -148,7 +148,7 @@ pub trait GuardedFn<T, E>: FnMut() -> Result<T, E> + Sized {
 impl<T, E, F: FnMut() -> Result<T, E>> GuardedFn<T, E> for F {}
 
 /// A policy that can run one future: [`CircuitBreaker`], [`Bulkhead`],
-/// [`Timeout`](crate::Timeout) and [`Pipeline`] (the last two with feature
+/// `Timeout` and [`Pipeline`] (the last two with feature
 /// `tokio`).
 ///
 /// # Examples

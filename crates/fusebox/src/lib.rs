@@ -63,7 +63,7 @@ mod ext;
 pub mod fallback;
 pub mod pipeline;
 pub mod retry;
-mod timeout;
+pub mod timeout;
 
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
