@@ -59,13 +59,15 @@ pub use breaker::{
 };
 
 pub mod bulkhead;
+mod ext;
 pub mod fallback;
 pub mod pipeline;
 pub mod retry;
-mod timeout;
+pub mod timeout;
 
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
 pub use fallback::{Cause, Fallback, PolicyError};
 pub use pipeline::{Pipeline, PipelineError};
 pub use retry::Retry;

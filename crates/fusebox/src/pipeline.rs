@@ -23,10 +23,10 @@
 //! Every layer is optional. One error type, [`PipelineError`], says which
 //! policy stopped the call. The sync path ([`Pipeline::call`]) allocates
 //! nothing and boxes nothing per call. The async path
-//! ([`Pipeline::call_async`]) needs the `tokio` feature (for the timeout and
+//! (`Pipeline::call_async`) needs the `tokio` feature (for the timeout and
 //! the waits between retries).
 //!
-//! A sync call cannot be interrupted (see [the timeout docs](crate::Timeout)
+//! A sync call cannot be interrupted (see [the timeout docs](mod@crate::timeout)
 //! for why), so on the sync path the timeout is a deadline on the *answer*: a
 //! call that returns after it is reported as [`PipelineError::TimedOut`] and
 //! counted as a failure by the breaker.

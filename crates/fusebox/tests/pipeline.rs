@@ -437,3 +437,110 @@ mod with_tokio {
     }
     impl<F: Future<Output = ()>> ThenOk for F {}
 }
+
+// ---- `.guarded(&policy)` ----
+
+mod guarded {
+    use super::*;
+    #[allow(unused_imports)]
+    use fusebox::{GuardedAsyncFn, GuardedFn, GuardedFuture};
+
+    fn get_price(id: u32) -> Result<f64, io::Error> {
+        if id == 0 {
+            Err(io::Error::other("no such product"))
+        } else {
+            Ok(f64::from(id) + 0.99)
+        }
+    }
+
+    #[test]
+    fn sync_closure_guarded_by_each_policy() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        assert_eq!((|| get_price(18)).guarded(&b).unwrap(), 18.99);
+        assert!((|| get_price(0))
+            .guarded(&b)
+            .unwrap_err()
+            .into_inner()
+            .is_some());
+        // The failure opened the breaker: the next call is rejected.
+        assert!((|| get_price(18)).guarded(&b).unwrap_err().is_rejected());
+
+        let full = Bulkhead::new(0);
+        assert_eq!(
+            (|| get_price(1)).guarded(&full).unwrap_err().stopped_by(),
+            "bulkhead"
+        );
+
+        let retry = Retry::builder().sleeper(|_: Duration| {}).build().unwrap();
+        let mut n = 0;
+        let r = (|| {
+            n += 1;
+            get_price(0)
+        })
+        .guarded(&retry);
+        assert!(r.is_err());
+        assert_eq!(n, 3);
+
+        let p = Pipeline::builder().fallback_value(0.0).build();
+        assert_eq!((|| get_price(0)).guarded(&p).unwrap(), 0.0);
+    }
+
+    #[cfg(feature = "tokio")]
+    mod with_tokio {
+        use super::*;
+        use fusebox::Timeout;
+
+        async fn fetch_reviews(id: u32) -> Result<Vec<String>, io::Error> {
+            tokio::time::sleep(Duration::from_millis(u64::from(id))).await;
+            Ok(vec![format!("review {id}")])
+        }
+
+        #[tokio::test(start_paused = true)]
+        async fn futures_and_async_closures() {
+            let t = Timeout::new(Duration::from_millis(50));
+            assert!(fetch_reviews(10).guarded(&t).await.is_ok());
+            assert!(fetch_reviews(60)
+                .guarded(&t)
+                .await
+                .unwrap_err()
+                .is_elapsed());
+
+            let p = Pipeline::builder()
+                .timeout(Duration::from_millis(50))
+                .retry(
+                    Retry::builder()
+                        .backoff(Constant::new(Duration::from_millis(1)))
+                        .build()
+                        .unwrap(),
+                )
+                .build();
+            // A future: one attempt, then timed out.
+            let e = fetch_reviews(60).guarded(&p).await.unwrap_err();
+            assert_eq!(e.stopped_by(), "timeout");
+            // A closure: retried; the third attempt is fast enough.
+            let mut delays = vec![60, 70, 5].into_iter();
+            let r = (|| fetch_reviews(delays.next().unwrap())).guarded(&p).await;
+            assert_eq!(r.unwrap(), vec!["review 5".to_string()]);
+
+            let b = CircuitBreaker::builder().build().unwrap();
+            assert!(fetch_reviews(1).guarded(&b).await.is_ok());
+            assert!((|| fetch_reviews(1)).guarded(&b).await.is_ok());
+            assert!((|| get_price(2)).guarded(&b).is_ok());
+        }
+
+        #[test]
+        fn guarded_futures_are_send() {
+            fn send<T: Send>(_: &T) {}
+            let p = Pipeline::builder()
+                .breaker(CircuitBreaker::builder().build().unwrap())
+                .bulkhead(Bulkhead::new(1))
+                .timeout(Duration::from_secs(1))
+                .build();
+            let f = fetch_reviews(1).guarded(&p);
+            send(&f);
+            let g = (|| fetch_reviews(1)).guarded(&p);
+            send(&g);
+        }
+    }
+}

@@ -223,7 +223,7 @@ impl Rng {
     fn random() -> Self {
         // RandomState is seeded from the OS once per process and varies per
         // instance: enough entropy for jitter, no dependency.
-        Rng::seeded(RandomState::new().hash_one(0x6675_7365_626f_78u64))
+        Rng::seeded(RandomState::new().hash_one(0x0066_7573_6562_6f78_u64))
     }
 }
 

@@ -134,7 +134,7 @@ impl Sleep for ManualSleep {
 }
 
 /// Waits asynchronously for a while (async retries). Runtime-agnostic: bring
-/// your runtime's timer, or use [`TokioSleep`] (feature `tokio`).
+/// your runtime's timer, or use `TokioSleep` (feature `tokio`).
 ///
 /// # Examples
 ///
