@@ -37,6 +37,10 @@ pub struct Transition {
     pub at: Duration,
     /// Why it happened.
     pub reason: Reason,
+    /// The generation the transition started. Listeners run outside the
+    /// breaker's lock, so two transitions close together may reach a listener
+    /// in either order; order them by this.
+    pub generation: u32,
 }
 
 impl fmt::Display for Transition {
