@@ -504,11 +504,18 @@ impl Core {
                 trip = trip.or_else(|| policy.rate_trip(&totals));
             }
         }
-        let reason = trip?;
+        let mut reason = trip?;
         let mut slow = lock(&self.slow);
         let w = self.load();
         if w.generation() != generation || w.state() != State::Closed {
             return None; // someone else already moved the breaker on
+        }
+        if let (Reason::FailureRate { .. } | Reason::SlowCallRate { .. }, Some(window)) =
+            (reason, &self.window)
+        {
+            // The totals were read one counter at a time while others
+            // recorded; decide again on a fresh reading.
+            reason = policy.rate_trip(&window.totals(now.get()))?;
         }
         Some(self.open(&mut slow, w, now.get(), reason))
     }
