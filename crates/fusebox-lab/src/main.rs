@@ -6,6 +6,8 @@
 //! It writes files only when asked (`--json`, `--html`).
 
 mod downstream;
+#[cfg(test)]
+mod model_check;
 mod real;
 mod report;
 mod run;
