@@ -6,7 +6,10 @@ use crate::report::{article, Summary};
 use crate::run::{Outcome, RequestRecord};
 use crate::scenario::{Client, Scenario};
 use crate::sim;
-use crate::strategy::{self, Admission, LabClock, SeedConfig, StrategyKind, StrategySpec, Ticket};
+use crate::strategy::{
+    self, Admission, FuseboxConfig, FuseboxPolicy, LabClock, SeedConfig, StrategyKind,
+    StrategySpec, Ticket,
+};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -255,8 +258,44 @@ impl Lcg {
     }
 }
 
+fn fusebox_config(g: &mut Lcg) -> FuseboxConfig {
+    let (policy, min_calls) = match g.next(3) {
+        0 => (
+            FuseboxPolicy::Consecutive {
+                failures: 1 + g.next(8) as u32,
+            },
+            None,
+        ),
+        1 => {
+            let window_calls = 2 + g.next(20) as usize;
+            let min = 1 + g.next(window_calls as u64) as u32;
+            (
+                FuseboxPolicy::RateCount {
+                    rate: g.pick(&[0.2, 0.5, 0.8]),
+                    window_calls,
+                },
+                Some(min),
+            )
+        }
+        _ => (
+            FuseboxPolicy::RateTime {
+                rate: g.pick(&[0.2, 0.5, 0.8]),
+                window_time: ms(100 * (1 + g.next(10))),
+            },
+            Some(1 + g.next(5) as u32),
+        ),
+    };
+    FuseboxConfig {
+        policy,
+        open_for: ms(50 + g.next(750)),
+        probes: 1 + g.next(3) as u32,
+        successes: 1 + g.next(3) as u32,
+        min_calls,
+    }
+}
+
 /// Scenarios on a 1 ms grid with a fault or two, some hanging behind a client
-/// timeout, some with a bounded queue; a `none` and a `seed` strategy each.
+/// timeout, some with a bounded queue; a `none`, a `seed` and a `fusebox` strategy each.
 pub(crate) fn generated(seed: u64, count: usize) -> Vec<Scenario> {
     let mut g = Lcg(seed);
     (0..count)
@@ -291,6 +330,10 @@ pub(crate) fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                         failures: 1 + g.next(8) as u32,
                         open_for: ms(50 + g.next(750)),
                     }),
+                },
+                StrategySpec {
+                    name: "fusebox".into(),
+                    kind: StrategyKind::Fusebox(fusebox_config(&mut g)),
                 },
             ];
             Scenario {
@@ -341,7 +384,7 @@ fn event_simulation_matches_the_per_request_model() {
             compared += 1;
         }
     }
-    assert!(compared >= 80);
+    assert!(compared >= 120);
 }
 
 #[test]
@@ -384,4 +427,27 @@ fn generated_scenarios_exercise_every_rule() {
             "no generated run shows {want}: {seen:?}"
         );
     }
+}
+
+#[test]
+fn fusebox_ignores_stale_failures_and_probes_earlier() {
+    let sc = &Scenario::embedded()[0];
+    let s = summary(sc, "fusebox");
+    let log: Vec<(Duration, &str)> = s.transitions.iter().map(|t| (t.at, t.to)).collect();
+    // Trips with the 5th failure like the article's breaker, but the seven
+    // failures of calls admitted before the trip do not move its open period:
+    // the first probe comes at 0.73 + 0.5 s (the next arrival, 1.24 s).
+    assert_eq!(
+        log,
+        vec![
+            (ms(730), "open"),
+            (ms(1240), "half_open"),
+            (ms(1390), "open"),
+            (ms(1900), "half_open"),
+            (ms(1905), "closed"),
+        ]
+    );
+    let seed = summary(sc, "seed");
+    assert!(s.successes > seed.successes);
+    assert_eq!(s.downstream_errors, seed.downstream_errors);
 }
