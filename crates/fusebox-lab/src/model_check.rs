@@ -165,7 +165,7 @@ fn per_request_model(
     let mut tickets: Vec<Option<(Box<dyn Ticket>, crate::downstream::CallResult)>> = Vec::new();
     let mut out: Vec<RequestRecord> = Vec::with_capacity(n);
     let mut seq = 0;
-    let mut settle =
+    let settle =
         |upto: Option<Duration>,
          pending: &mut BinaryHeap<Reverse<(Duration, u64, usize)>>,
          tickets: &mut Vec<Option<(Box<dyn Ticket>, crate::downstream::CallResult)>>| {
