@@ -451,3 +451,60 @@ fn fusebox_ignores_stale_failures_and_probes_earlier() {
     assert!(s.successes > seed.successes);
     assert_eq!(s.downstream_errors, seed.downstream_errors);
 }
+
+fn shipped(name: &str) -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(format!("{name}.toml"));
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn retries_multiply_load_unless_a_breaker_fast_fails_them() {
+    let sc = shipped("retries");
+    assert_eq!(sc.client.retries, 2);
+    let none = sim::run(&sc, &sc.strategies[0]);
+    let seed = sim::run(&sc, &sc.strategies[1]);
+    for r in [&none, &seed] {
+        let attempts: u32 = r.requests.iter().map(|q| q.attempts).sum();
+        assert_eq!(attempts as usize, r.calls.len());
+        assert!(r.requests.iter().all(|q| q.attempts <= 3));
+    }
+    let without_retries = summary(&Scenario::embedded()[0], "none");
+    let (none, seed) = (Summary::of(&sc, &none), Summary::of(&sc, &seed));
+    assert!(
+        none.failed_calls > without_retries.failed_calls,
+        "retries hit the failing downstream more"
+    );
+    assert!(
+        none.latency_fault.unwrap().median_ms > without_retries.latency_fault.unwrap().median_ms,
+        "retries hold workers longer: the pool saturates"
+    );
+    assert!(seed.failed_calls < none.failed_calls / 2);
+}
+
+#[test]
+fn a_hanging_downstream_exhausts_the_pool_and_the_breaker_drains_it() {
+    let sc = shipped("hang-timeout");
+    let none = summary(&sc, "none");
+    let fusebox = summary(&sc, "fusebox");
+    assert!(none.timeouts > 0 && none.timeouts == none.downstream_errors);
+    // Without a breaker requests queue behind hanging calls.
+    assert!(none.latency_fault.unwrap().median_ms >= 1000.0);
+    assert!(fusebox.latency_fault.unwrap().median_ms < none.latency_fault.unwrap().median_ms);
+    assert!(
+        fusebox.backlog.unwrap().finished_after_fault < none.backlog.unwrap().finished_after_fault
+    );
+}
+
+#[test]
+fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
+    let sc = shipped("rate-vs-consecutive");
+    let first_open = |name: &str| {
+        let spec = sc.strategies.iter().find(|s| s.name == name).unwrap();
+        sim::run(&sc, spec).transitions.first().map(|t| t.at)
+    };
+    let flapping_ends = ms(1500);
+    assert!(first_open("consecutive").unwrap() > flapping_ends);
+    assert!(first_open("rate/20 calls").unwrap() < flapping_ends);
+}

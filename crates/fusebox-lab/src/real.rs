@@ -142,7 +142,10 @@ fn worker(sh: &Shared<'_>) -> Vec<CallRecord> {
                 Admission::FastFail => {
                     let mut r = lock(&sh.requests);
                     r[request].end = now;
-                    r[request].outcome = Outcome::FastFail;
+                    // A rejected retry keeps the failure the request already had.
+                    if attempts == 0 {
+                        r[request].outcome = Outcome::FastFail;
+                    }
                     r[request].attempts = attempts;
                     break;
                 }
@@ -159,6 +162,10 @@ fn worker(sh: &Shared<'_>) -> Vec<CallRecord> {
                         result: plan.result,
                     });
                     if !plan.result.is_ok() && attempts <= sh.scenario.client.retries {
+                        let mut r = lock(&sh.requests);
+                        r[request].end = end;
+                        r[request].outcome = Outcome::of(plan.result);
+                        drop(r);
                         now = end;
                         continue;
                     }

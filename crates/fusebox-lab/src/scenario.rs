@@ -519,7 +519,7 @@ mod tests {
                 n += 1;
             }
         }
-        assert!(n >= 2, "found {n} scenario files");
+        assert!(n >= 6, "found {n} scenario files");
     }
 
     fn base() -> String {

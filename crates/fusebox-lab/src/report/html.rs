@@ -343,6 +343,7 @@ fn figures_table(report: &ScenarioReport) -> String {
             "downstream calls",
             Box::new(|s| s.downstream_calls.to_string()),
         ),
+        ("of which failed", Box::new(|s| s.failed_calls.to_string())),
         ("successes", Box::new(|s| s.successes.to_string())),
         (
             "downstream errors",

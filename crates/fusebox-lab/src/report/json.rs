@@ -2,7 +2,7 @@
 //!
 //! One scenario gives `{scenario, mode, ..., strategies: [...]}`; several give
 //! `{scenarios: [that, ...]}`. Each entry of `strategies` has the keys `name`,
-//! `kind`, `downstream_calls`, `successes`, `downstream_errors`, `timeouts`,
+//! `kind`, `downstream_calls`, `downstream_call_failures`, `successes`, `downstream_errors`, `timeouts`,
 //! `fast_fails`, `queue_rejections`, `latency_fault_ms` and `latency_after_ms`
 //! (`{median, max}` or null), `transitions` (`[{at_s, from, to}]`), `windows`
 //! (`[{from_s, ok, fail, fast_fail, rejected}]`), `backlog`
@@ -31,6 +31,7 @@ fn strategy(sum: &Summary, run: &RunResult) -> Value {
         "name": sum.name,
         "kind": sum.kind,
         "downstream_calls": sum.downstream_calls,
+        "downstream_call_failures": sum.failed_calls,
         "successes": sum.successes,
         "downstream_errors": sum.downstream_errors,
         "timeouts": sum.timeouts,
