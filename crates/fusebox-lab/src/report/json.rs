@@ -87,3 +87,67 @@ pub fn document(reports: &[ScenarioReport]) -> Value {
         many => json!({ "scenarios": many.iter().map(scenario).collect::<Vec<_>>() }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn every_strategy_entry_has_the_issue_keys() {
+        let sc = Scenario::embedded().remove(0);
+        let runs = sc
+            .strategies
+            .iter()
+            .map(|s| crate::sim::run(&sc, s))
+            .collect();
+        let doc = document(&[ScenarioReport::new(sc, Mode::Virtual, runs)]);
+        let strategies = doc["strategies"].as_array().unwrap();
+        assert_eq!(strategies.len(), 3);
+        for s in strategies {
+            for key in [
+                "name",
+                "downstream_calls",
+                "successes",
+                "downstream_errors",
+                "fast_fails",
+                "queue_rejections",
+                "latency_fault_ms",
+                "latency_after_ms",
+                "transitions",
+                "windows",
+                "backlog",
+                "requests",
+            ] {
+                assert!(s.get(key).is_some(), "missing {key}");
+            }
+            assert!(s["latency_fault_ms"]["median"].is_number());
+            assert!(s["backlog"]["last_fault_request_done_s"].is_number());
+            assert!(s["backlog"]["finished_after_fault"].is_u64());
+            assert_eq!(s["requests"].as_array().unwrap().len(), 150);
+            for w in s["windows"].as_array().unwrap() {
+                for k in ["from_s", "ok", "fail", "fast_fail"] {
+                    assert!(w.get(k).is_some());
+                }
+            }
+        }
+        let seed = &strategies[1];
+        assert_eq!(seed["downstream_calls"], 86);
+        assert_eq!(seed["transitions"][0]["from"], "closed");
+        assert_eq!(seed["transitions"][2]["from"], "half_open");
+        assert_eq!(seed["transitions"][0]["at_s"], 0.73);
+        // Two scenarios: wrapped in `scenarios`.
+        let two: Vec<_> = Scenario::embedded()
+            .into_iter()
+            .map(|sc| {
+                let runs = sc
+                    .strategies
+                    .iter()
+                    .map(|s| crate::sim::run(&sc, s))
+                    .collect();
+                ScenarioReport::new(sc, Mode::Virtual, runs)
+            })
+            .collect();
+        assert_eq!(document(&two)["scenarios"].as_array().unwrap().len(), 2);
+    }
+}
