@@ -5,7 +5,11 @@
 //! call goes to the downstream) or [`Admission::FastFail`]; when the call ends
 //! the worker hands the ticket back with the result. Every kind of strategy is
 //! named in [`StrategyKind`], parsed in [`RawStrategy::validate`] and built in
-//! [`build`]: adding a kind means one variant and one arm in each.
+//! [`build`]: adding a kind means one variant and one arm in each (plus
+//! `StrategyKind::as_str`, and `StrategyKind::set_param` if it can be swept).
+//! A peer crate's breaker goes in its own module behind a cargo feature: a
+//! type implementing [`Guard`] whose tickets implement [`Ticket`], built on the
+//! run's [`LabClock`] when the peer accepts a clock (otherwise real mode only).
 //!
 //! The lab holds no policy logic of its own except the faithful port of seed
 //! 000's breaker ([`SeedBreaker`]), which exists to check the harness against
