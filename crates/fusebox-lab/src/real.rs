@@ -189,18 +189,22 @@ mod tests {
     /// matching calls. Asserts no timing (the machine may be loaded).
     #[test]
     fn real_run_accounts_for_every_request() {
+        // 20 requests over 100 ms, 1 ms calls, a 40 ms fault of 5 ms failures.
         let text = crate::scenario::EMBEDDED[0]
             .1
-            .replace("duration = \"3s\"", "duration = \"200ms\"")
-            .replace("from = \"500ms\"", "from = \"50ms\"")
-            .replace("until = \"1500ms\"", "until = \"120ms\"")
-            .replace("latency = \"150ms\"", "latency = \"15ms\"")
+            .replace("duration = \"3s\"", "duration = \"100ms\"")
+            .replace("rate = 50.0", "rate = 200.0")
+            .replace("latency = \"5ms\"", "latency = \"1ms\"")
+            .replace("from = \"500ms\"", "from = \"20ms\"")
+            .replace("until = \"1500ms\"", "until = \"60ms\"")
+            .replace("latency = \"150ms\"", "latency = \"5ms\"")
+            .replace("open_for = \"500ms\"", "open_for = \"20ms\"")
             .replace("queue = 0 ", "queue = 2 ");
         let sc = Scenario::parse("short", &text).unwrap();
-        assert_eq!(sc.queue, 2);
+        assert_eq!((sc.queue, sc.request_count()), (2, 20));
         for spec in &sc.strategies {
             let r = run(&sc, spec);
-            assert_eq!(r.requests.len(), 10);
+            assert_eq!(r.requests.len(), 20);
             let attempts: u32 = r.requests.iter().map(|q| q.attempts).sum();
             assert_eq!(attempts as usize, r.calls.len());
             for q in &r.requests {
@@ -213,7 +217,7 @@ mod tests {
             let s = Summary::of(&sc, &r);
             assert_eq!(
                 s.successes + s.downstream_errors + s.fast_fails + s.queue_rejections,
-                10
+                20
             );
         }
     }

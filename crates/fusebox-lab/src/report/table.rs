@@ -130,6 +130,16 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         }
     }
     render(&mut out, &labels, &columns);
+    if report
+        .summaries
+        .iter()
+        .any(|s| article::figures(&sc.name, s.kind).is_some_and(|a| a.backlog.is_some()))
+    {
+        let _ = writeln!(
+            out,
+            "  (article: it counted every request finishing after {fault_end}, including those arriving after it: 202 without a breaker, 150 with one; shown here less those 150)"
+        );
+    }
 
     // Transitions.
     for s in &report.summaries {
