@@ -364,6 +364,9 @@ pub(crate) fn generated(seed: u64, count: usize) -> Vec<Scenario> {
 #[test]
 fn event_simulation_matches_the_per_request_model() {
     let mut scenarios = Scenario::embedded();
+    for name in ["rate-vs-consecutive", "probes-1-vs-3", "hang-timeout"] {
+        scenarios.push(shipped(name));
+    }
     scenarios.extend(generated(7, 40));
     let mut compared = 0;
     for sc in &scenarios {
