@@ -77,7 +77,6 @@ fn product_page(start: Instant, id: u64, guards: Option<&Guards>, tally: &Tally)
                 Err("reviews unavailable (breaker open)".to_string())
             }
             Ok(Err(Error::Inner(e))) => Err(e),
-            Ok(Err(_)) => Err("reviews unavailable".to_string()),
             Err(_full) => {
                 tally.bulkhead_full.fetch_add(1, Ordering::Relaxed);
                 Err("reviews unavailable (busy)".to_string())

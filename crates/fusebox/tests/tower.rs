@@ -906,3 +906,26 @@ mod retry {
         assert_eq!(bulkhead.snapshot().rejected, 1 + 2);
     }
 }
+
+#[tokio::test]
+async fn a_future_dropped_by_an_unrelated_panic_is_released_not_failed() {
+    use tower::{Service, ServiceExt};
+    let clock = ManualClock::new();
+    let cb = breaker(&clock);
+    let inner = tower::service_fn(|()| std::future::pending::<Result<(), BoxError>>());
+    let mut svc = tower::Layer::layer(&CircuitBreakerLayer::new(cb.clone()), inner);
+    for _ in 0..3 {
+        let fut = svc.ready().await.unwrap().call(());
+        let task = tokio::spawn(async move {
+            let _in_flight = fut;
+            panic!("the caller panics; its request is dropped while unwinding");
+        });
+        assert!(task.await.unwrap_err().is_panic());
+    }
+    assert_eq!(cb.snapshot().consecutive_failures, 0);
+    assert_eq!(
+        cb.state(),
+        State::Closed,
+        "three dropped calls are no failures"
+    );
+}

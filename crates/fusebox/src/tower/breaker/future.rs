@@ -53,14 +53,19 @@ pin_project! {
 }
 
 /// The permit of a running call. Dropped without a verdict it is released,
-/// except while a panic unwinds (the inner future panicked): that counts as a
-/// failure, as in [`CircuitBreaker::call_async`](crate::CircuitBreaker::call_async).
-struct PermitGuard(Option<Permit>);
+/// unless it is dropped in the middle of polling the inner future (that poll
+/// panicked): that counts as a failure, as in
+/// [`CircuitBreaker::call_async`](crate::CircuitBreaker::call_async).
+struct PermitGuard {
+    permit: Option<Permit>,
+    /// Set while the inner future is being polled.
+    polling: bool,
+}
 
 impl Drop for PermitGuard {
     fn drop(&mut self) {
-        if let Some(permit) = self.0.take() {
-            if std::thread::panicking() {
+        if let Some(permit) = self.permit.take() {
+            if self.polling {
                 permit.failure();
             }
             // Otherwise `permit` drops here: released, no verdict.
@@ -73,7 +78,10 @@ impl<F, C> ResponseFuture<F, C> {
         ResponseFuture {
             kind: Kind::Admitted {
                 future,
-                permit: PermitGuard(Some(permit)),
+                permit: PermitGuard {
+                    permit: Some(permit),
+                    polling: false,
+                },
                 classifier,
             },
         }
@@ -103,8 +111,13 @@ where
                 permit,
                 classifier,
             } => {
-                let result = ready!(future.poll(cx));
-                if let Some(permit) = permit.0.take() {
+                // If this poll panics, `polling` stays set and the guard,
+                // dropped while unwinding, records a failure.
+                permit.polling = true;
+                let poll = future.poll(cx);
+                permit.polling = false;
+                let result = ready!(poll);
+                if let Some(permit) = permit.permit.take() {
                     permit.record(classifier.classify(&result));
                 }
                 Poll::Ready(result.map_err(Into::into))
@@ -120,7 +133,7 @@ where
 impl<F, C> fmt::Debug for ResponseFuture<F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match &self.kind {
-            Kind::Admitted { permit, .. } if permit.0.is_some() => "running",
+            Kind::Admitted { permit, .. } if permit.permit.is_some() => "running",
             Kind::Admitted { .. } => "done",
             Kind::Refused { rejected: Some(_) } => "refused",
             Kind::Refused { rejected: None } => "done",
