@@ -21,7 +21,7 @@ use axum::routing::get;
 use axum::Router;
 use fusebox::pipeline::NoFallback;
 use fusebox::retry::{Constant, Retry, RetryBudget};
-use fusebox::{CircuitBreaker, Outcome, Pipeline, PipelineError};
+use fusebox::{CircuitBreaker, GuardedAsyncFn, Outcome, Pipeline, PipelineError};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -134,11 +134,12 @@ impl WeatherClient {
         }
     }
 
-    /// The guarded lookup: retry, breaker and timeout around each request.
+    /// The guarded lookup: retry, breaker and timeout around each request
+    /// (the closure makes a fresh request per attempt).
     async fn current(&self, city: &str) -> Result<String, PipelineError<ApiError>> {
         let url = format!("{}/v1/current/{city}", self.base);
-        self.pipeline
-            .call_async(|| Self::fetch(self.http.clone(), url.clone()))
+        (|| Self::fetch(self.http.clone(), url.clone()))
+            .guarded(&self.pipeline)
             .await
     }
 }

@@ -18,7 +18,7 @@
 
 use fusebox::pipeline::AllErrors;
 use fusebox::retry::{AnyError, DefaultBackoff};
-use fusebox::{Bulkhead, Cause, CircuitBreaker, Pipeline};
+use fusebox::{Bulkhead, Cause, CircuitBreaker, GuardedFuture, Pipeline};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -84,7 +84,8 @@ async fn product_page(reviews: &ReviewsPipeline, start: Instant, id: u64) -> Pag
     let t = Instant::now();
     let product = format!("product #{id}");
     let price = format!("{}.99 EUR", 10 + id % 90);
-    let (reviews, missing) = match reviews.call_async(|| fetch_reviews(start, id)).await {
+    // One attempt through the pipeline, read like seed 002's decorator.
+    let (reviews, missing) = match fetch_reviews(start, id).guarded(reviews).await {
         Ok(Reviews::Shown(list)) => (format!("{} reviews", list.len()), None),
         Ok(Reviews::Missing(why)) => (format!("reviews unavailable ({why:?})"), Some(why)),
         // The fallback always answers; still, a page never fails for its reviews.
