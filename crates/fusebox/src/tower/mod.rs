@@ -8,8 +8,8 @@
 //! |---|---|---|---|
 //! | circuit breaker | [`CircuitBreakerLayer`] | [`CircuitBreaker`] | [`Rejected`](crate::Rejected) |
 //! | bulkhead | [`BulkheadLayer`] | [`Bulkhead`] | [`BulkheadFull`](crate::BulkheadFull) |
-//! | timeout (feature `tokio`) | `TimeoutLayer` | `Timeout` | [`Elapsed`](crate::Elapsed) (feature `tokio`) |
-//! | retry (feature `tokio`) | `RetryLayer` | none: retries errors |
+//! | timeout (feature `tokio`) | `TimeoutLayer` | `Timeout` | [`Elapsed`](crate::Elapsed) |
+//! | retry (feature `tokio`) | `RetryLayer` | `Retry` | none: sends the request again as a [`Retry`](crate::retry::Retry) policy says |
 //! | fallback | [`FallbackLayer`] | [`Fallback`] | none: replaces errors |
 //!
 //! On this path every error is a [`BoxError`]: the inner service's own errors
@@ -23,6 +23,11 @@
 //! counts as a failure; the bulkhead sits inside the breaker so that the breaker
 //! rejects before a bulkhead slot is taken, and the breaker's default
 //! classifier ignores a full bulkhead (it is not the dependency's answer).
+//! The retry sits outside the breaker so that every attempt asks it, and an
+//! opening breaker ends the retries.
+//!
+//! The `tower_axum` example (`crates/fusebox/examples/`) puts all five in
+//! front of a slow dependency inside an axum app.
 //!
 //! # Examples
 //!
