@@ -13,7 +13,7 @@
 //! answered in `call`: the future resolves at once to an error that downcasts
 //! to [`Rejected`](crate::Rejected), and the inner service is not called.
 //!
-//! With [`CircuitBreakerLayer::back_pressure`] (feature `tokio`), `poll_ready`
+//! With `CircuitBreakerLayer::back_pressure` (feature `tokio`), `poll_ready`
 //! instead stays pending while the breaker is open and wakes when the breaker's
 //! `retry_after` has passed, so callers that wait for readiness (a `Buffer`, a
 //! load balancer) hold off instead of failing. A breaker that is *forced*
