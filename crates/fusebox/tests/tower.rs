@@ -329,6 +329,32 @@ async fn back_pressure_waits_while_open_and_wakes_when_a_probe_may_go() {
 
 #[cfg(feature = "tokio")]
 #[tokio::test(start_paused = true)]
+async fn back_pressure_waits_for_a_busy_probe_slot_without_spinning() {
+    use fusebox::tower::breaker::BACK_PRESSURE_MIN_WAIT;
+    let cb = fusebox::CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_for(OPEN_FOR)
+        .clock(TokioClock(tokio::time::Instant::now()))
+        .build()
+        .unwrap();
+    cb.try_acquire().unwrap().failure();
+    tokio::time::advance(OPEN_FOR).await;
+    let probe = cb.try_acquire().expect("the one probe slot");
+    assert_eq!(cb.state(), State::HalfOpen);
+
+    let (mut svc, mut handle) =
+        mock::spawn_layer::<&str, &str, _>(CircuitBreakerLayer::new(cb.clone()).back_pressure());
+    handle.allow(1);
+    assert_pending!(svc.poll_ready(), "half-open, slot taken: wait");
+    assert!(!svc.is_woken());
+    probe.success(); // the probe closes the breaker
+    tokio::time::advance(BACK_PRESSURE_MIN_WAIT).await;
+    assert!(svc.is_woken(), "checked again after the minimum wait");
+    assert_ready_ok!(svc.poll_ready());
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
 async fn back_pressure_still_rejects_a_forced_open_breaker() {
     let clock = ManualClock::new();
     let cb = breaker(&clock);
