@@ -1,0 +1,498 @@
+//! Prometheus / OpenMetrics exposition (feature `prometheus`, on the
+//! [`prometheus_client`] crate).
+//!
+//! [`Metrics::new`] registers these families into a registry you own, so they
+//! sit beside your service's own metrics on one `/metrics` endpoint:
+//!
+//! | series | type | labels | value |
+//! |---|---|---|---|
+//! | `fusebox_circuit_state` | gauge | `name`, `state` | 1 for the current state, 0 for the four others |
+//! | `fusebox_calls_total` | counter | `name`, `outcome` | calls by outcome: `success`, `failure`, `ignored`, `rejected` |
+//! | `fusebox_call_duration_seconds` | histogram | `name` | admission to verdict, on the breaker's clock |
+//! | `fusebox_transitions_total` | counter | `name`, `from`, `to` | state changes |
+//! | `fusebox_failure_rate` | gauge | `name` | failure rate in the window, 0 to 1 |
+//! | `fusebox_slow_call_rate` | gauge | `name` | slow-call rate in the window, 0 to 1 |
+//! | `fusebox_breaker_info` | gauge | `name` + one label per tag | always 1; joins tags (e.g. `service`) onto the other series |
+//!
+//! Counters and the histogram are updated by a [`MetricsListener`] on the
+//! breaker; their handles are created when the listener is, so a call costs
+//! a few atomic adds and one histogram observation, and allocates nothing.
+//! (A transition on an edge never taken before creates that edge's series
+//! once; `closed -> open`, `open -> half_open`, `half_open -> closed` and
+//! `half_open -> open` exist from the start, at 0, so `increase()` sees the
+//! first trip.) The gauges are read from [`CircuitBreaker::snapshot`] at
+//! scrape time, so they are exact when scraped, including an open breaker
+//! whose open period just ended (reading the state moves it to half-open).
+//!
+//! # Examples
+//!
+//! ```
+//! use fusebox::metrics::Metrics;
+//! use fusebox::CircuitBreaker;
+//! use prometheus_client::registry::Registry;
+//!
+//! let mut registry = Registry::default();
+//! let metrics = Metrics::new(&mut registry);
+//! let db = metrics.build("db", CircuitBreaker::builder().consecutive_failures(3))?;
+//! db.call(|| Ok::<_, std::io::Error>(()))?;
+//!
+//! let mut text = String::new();
+//! prometheus_client::encoding::text::encode(&mut text, &registry)?;
+//! assert!(text.contains(r#"fusebox_calls_total{name="db",outcome="success"} 1"#));
+//! assert!(text.contains(r#"fusebox_circuit_state{name="db",state="closed"} 1"#));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::registry::{Observer, Tags};
+use crate::sync::{lock, Arc, Mutex};
+use crate::{
+    Builder, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State, Transition,
+};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// Upper bounds of the call-duration buckets, in seconds: 1 ms to 10 s.
+pub const DURATION_BUCKETS: [f64; 13] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+const STATES: [State; 5] = [
+    State::Closed,
+    State::Open,
+    State::HalfOpen,
+    State::ForcedOpen,
+    State::Disabled,
+];
+
+fn state_index(s: State) -> usize {
+    match s {
+        State::Closed => 0,
+        State::Open => 1,
+        State::HalfOpen => 2,
+        State::ForcedOpen => 3,
+        State::Disabled => 4,
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    name: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NameLabels {
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabels {
+    name: String,
+    from: &'static str,
+    to: &'static str,
+}
+
+fn new_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+type HistogramFamily = Family<NameLabels, Histogram, fn() -> Histogram>;
+
+/// fusebox's metric families, registered in a [`Registry`]; see the [module
+/// docs](self).
+///
+/// Cheap to clone; clones share the families and the tracked breakers.
+///
+/// # Examples
+///
+/// With a registry of breakers, every breaker is instrumented as it is built:
+///
+/// ```
+/// use fusebox::metrics::Metrics;
+/// use fusebox::registry::Fusebox;
+/// use prometheus_client::registry::Registry;
+///
+/// let mut registry = Registry::default();
+/// let metrics = Metrics::new(&mut registry);
+/// let fusebox = Fusebox::builder().observer(metrics).build()?;
+/// fusebox.breaker("db").force_open();
+///
+/// let mut text = String::new();
+/// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+/// assert!(text.contains(r#"fusebox_circuit_state{name="db",state="forced_open"} 1"#));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Metrics {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    calls: Family<CallLabels, Counter>,
+    durations: HistogramFamily,
+    transitions: Family<TransitionLabels, Counter>,
+    tracked: Mutex<BTreeMap<String, Tracked>>,
+}
+
+struct Tracked {
+    breaker: CircuitBreaker,
+    tags: Tags,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<String> = lock(&self.shared.tracked).keys().cloned().collect();
+        f.debug_struct("Metrics")
+            .field("tracked", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Registers fusebox's families in `registry`.
+    ///
+    /// Call once per registry: a second `Metrics` in the same registry would
+    /// export every family twice.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// let mut registry = Registry::default();
+    /// let metrics = fusebox::metrics::Metrics::new(&mut registry);
+    /// # let _ = metrics;
+    /// ```
+    pub fn new(registry: &mut Registry) -> Metrics {
+        let shared = Arc::new(Shared {
+            calls: Family::default(),
+            durations: Family::new_with_constructor(new_histogram as fn() -> Histogram),
+            transitions: Family::default(),
+            tracked: Mutex::new(BTreeMap::new()),
+        });
+        registry.register(
+            "fusebox_calls",
+            "Calls through a circuit breaker, by outcome (success, failure, ignored, rejected)",
+            shared.calls.clone(),
+        );
+        registry.register_with_unit(
+            "fusebox_call_duration",
+            "Duration of calls admitted by a circuit breaker, from admission to verdict",
+            Unit::Seconds,
+            shared.durations.clone(),
+        );
+        registry.register(
+            "fusebox_transitions",
+            "Circuit breaker state transitions",
+            shared.transitions.clone(),
+        );
+        registry.register_collector(Box::new(SnapshotCollector(shared.clone())));
+        Metrics { shared }
+    }
+
+    /// A listener that counts the calls, durations and transitions of the
+    /// breaker `name`. Its counters are created now, so calls allocate
+    /// nothing.
+    ///
+    /// Use with [`Metrics::track`] (for the gauges), or use
+    /// [`Metrics::build`], which does both.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::CircuitBreaker;
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let db = CircuitBreaker::builder().name("db").listener(metrics.listener("db")).build()?;
+    /// metrics.track("db", &Default::default(), &db);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn listener(&self, name: &str) -> MetricsListener {
+        let s = &self.shared;
+        let calls = |outcome| {
+            s.calls
+                .get_or_create(&CallLabels {
+                    name: name.to_owned(),
+                    outcome,
+                })
+                .clone()
+        };
+        let edges: [[OnceLock<Counter>; 5]; 5] = Default::default();
+        let listener = MetricsListener {
+            name: name.into(),
+            success: calls("success"),
+            failure: calls("failure"),
+            ignored: calls("ignored"),
+            rejected: calls("rejected"),
+            duration: s
+                .durations
+                .get_or_create(&NameLabels {
+                    name: name.to_owned(),
+                })
+                .clone(),
+            transitions: s.transitions.clone(),
+            edges,
+        };
+        // The automatic edges exist from the start, at 0.
+        for (from, to) in [
+            (State::Closed, State::Open),
+            (State::Open, State::HalfOpen),
+            (State::HalfOpen, State::Closed),
+            (State::HalfOpen, State::Open),
+        ] {
+            listener.edge(from, to);
+        }
+        listener
+    }
+
+    /// Exports the gauges of `breaker` (state, rates, info with `tags`) under
+    /// `name`, read at each scrape. Tracking a name again replaces the
+    /// breaker it reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::CircuitBreaker;
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let mut tags = fusebox::registry::Tags::new();
+    /// tags.insert("service".into(), "orders".into());
+    /// metrics.track("db", &tags, &CircuitBreaker::builder().build()?);
+    ///
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_breaker_info{name="db",service="orders"} 1"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
+        lock(&self.shared.tracked).insert(
+            name.to_owned(),
+            Tracked {
+                breaker: breaker.clone(),
+                tags: tags.clone(),
+            },
+        );
+    }
+
+    /// Stops exporting the gauges of `name` (its counters stay, as counters
+    /// must). Returns whether it was tracked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// let metrics = fusebox::metrics::Metrics::new(&mut Registry::default());
+    /// assert!(!metrics.untrack("db"));
+    /// ```
+    pub fn untrack(&self, name: &str) -> bool {
+        lock(&self.shared.tracked).remove(name).is_some()
+    }
+
+    /// Builds a breaker named `name` from `builder` with a
+    /// [`MetricsListener`], and tracks it.
+    ///
+    /// # Errors
+    ///
+    /// The builder's [`ConfigError`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::CircuitBreaker;
+    /// use prometheus_client::registry::Registry;
+    /// let metrics = Metrics::new(&mut Registry::default());
+    /// let db = metrics.build("db", CircuitBreaker::builder())?;
+    /// assert_eq!(db.name(), Some("db"));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn build(&self, name: &str, builder: Builder) -> Result<CircuitBreaker, ConfigError> {
+        let breaker = builder.name(name).listener(self.listener(name)).build()?;
+        self.track(name, &Tags::new(), &breaker);
+        Ok(breaker)
+    }
+}
+
+impl Observer for Metrics {
+    fn instrument(&self, name: &str, _tags: &Tags, builder: Builder) -> Builder {
+        builder.listener(self.listener(name))
+    }
+
+    fn breaker_added(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
+        self.track(name, tags, breaker);
+    }
+}
+
+/// Counts one breaker's calls, durations and transitions; from
+/// [`Metrics::listener`].
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::metrics::Metrics;
+/// use prometheus_client::registry::Registry;
+/// let listener = Metrics::new(&mut Registry::default()).listener("db");
+/// assert_eq!(listener.name(), "db");
+/// ```
+pub struct MetricsListener {
+    name: Box<str>,
+    success: Counter,
+    failure: Counter,
+    ignored: Counter,
+    rejected: Counter,
+    duration: Histogram,
+    transitions: Family<TransitionLabels, Counter>,
+    /// `[from][to]`, created on first use.
+    edges: [[OnceLock<Counter>; 5]; 5],
+}
+
+impl fmt::Debug for MetricsListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetricsListener")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MetricsListener {
+    /// The breaker name on the series.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// let m = fusebox::metrics::Metrics::new(&mut Registry::default());
+    /// assert_eq!(m.listener("x").name(), "x");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn edge(&self, from: State, to: State) -> &Counter {
+        self.edges[state_index(from)][state_index(to)].get_or_init(|| {
+            self.transitions
+                .get_or_create(&TransitionLabels {
+                    name: self.name.to_string(),
+                    from: from.as_str(),
+                    to: to.as_str(),
+                })
+                .clone()
+        })
+    }
+}
+
+impl Listener for MetricsListener {
+    fn on_transition(&self, t: &Transition) {
+        self.edge(t.from, t.to).inc();
+    }
+
+    fn on_rejected(&self, _: &Rejected) {
+        self.rejected.inc();
+    }
+
+    fn on_call(&self, c: &CallEvent) {
+        match c.outcome {
+            Outcome::Success => self.success.inc(),
+            Outcome::Failure => self.failure.inc(),
+            Outcome::Ignore => self.ignored.inc(),
+        };
+        self.duration.observe(c.duration.as_secs_f64());
+    }
+}
+
+/// Encodes the scrape-time gauges of the tracked breakers.
+struct SnapshotCollector(Arc<Shared>);
+
+impl fmt::Debug for SnapshotCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SnapshotCollector")
+    }
+}
+
+impl Collector for SnapshotCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        // Read every snapshot first, outside the encoder, and without holding
+        // the lock while a snapshot may fire a transition to listeners.
+        let tracked: Vec<(String, CircuitBreaker, Tags)> = lock(&self.0.tracked)
+            .iter()
+            .map(|(n, t)| (n.clone(), t.breaker.clone(), t.tags.clone()))
+            .collect();
+        let snaps: Vec<_> = tracked.iter().map(|(_, b, _)| b.snapshot()).collect();
+
+        let gauge = ConstGauge::new(0i64).metric_type();
+        let mut family = encoder.encode_descriptor(
+            "fusebox_circuit_state",
+            "Circuit breaker state: 1 for the current state, 0 for the others",
+            None,
+            gauge,
+        )?;
+        for ((name, _, _), snap) in tracked.iter().zip(&snaps) {
+            for s in STATES {
+                let labels = [("name", name.as_str()), ("state", s.as_str())];
+                ConstGauge::new(i64::from(snap.state == s))
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "fusebox_failure_rate",
+            "Failure rate in the circuit breaker's window (0 to 1)",
+            None,
+            gauge,
+        )?;
+        for ((name, _, _), snap) in tracked.iter().zip(&snaps) {
+            let labels = [("name", name.as_str())];
+            ConstGauge::new(snap.failure_rate).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "fusebox_slow_call_rate",
+            "Slow-call rate in the circuit breaker's window (0 to 1)",
+            None,
+            gauge,
+        )?;
+        for ((name, _, _), snap) in tracked.iter().zip(&snaps) {
+            let labels = [("name", name.as_str())];
+            ConstGauge::new(snap.slow_call_rate).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "fusebox_breaker_info",
+            "Always 1: the circuit breaker's tags as labels",
+            None,
+            gauge,
+        )?;
+        for (name, _, tags) in &tracked {
+            let mut labels: Vec<(&str, &str)> = vec![("name", name.as_str())];
+            labels.extend(
+                tags.iter()
+                    .filter(|(k, _)| k.as_str() != "name" && valid_label_name(k))
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
+            );
+            ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Prometheus label names: `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`.
+/// Tags that are not valid label names are left out of `fusebox_breaker_info`.
+fn valid_label_name(k: &str) -> bool {
+    let mut chars = k.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !k.starts_with("__")
+}
