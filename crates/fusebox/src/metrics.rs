@@ -177,22 +177,9 @@ impl Metrics {
             transitions: Family::default(),
             tracked: Mutex::new(BTreeMap::new()),
         });
-        registry.register(
-            "fusebox_calls",
-            "Calls through a circuit breaker, by outcome (success, failure, ignored, rejected)",
-            shared.calls.clone(),
-        );
-        registry.register_with_unit(
-            "fusebox_call_duration",
-            "Duration of calls admitted by a circuit breaker, from admission to verdict",
-            Unit::Seconds,
-            shared.durations.clone(),
-        );
-        registry.register(
-            "fusebox_transitions",
-            "Circuit breaker state transitions",
-            shared.transitions.clone(),
-        );
+        // One collector encodes everything, so that the snapshots (which
+        // may move an open breaker to half-open) are taken before the
+        // counters are written and one scrape is self-consistent.
         registry.register_collector(Box::new(SnapshotCollector(shared.clone())));
         Metrics { shared }
     }
@@ -431,6 +418,26 @@ impl Collector for SnapshotCollector {
             .map(|(n, t)| (n.clone(), t.breaker.clone(), t.tags.clone()))
             .collect();
         let snaps: Vec<_> = tracked.iter().map(|(_, b, _)| b.snapshot()).collect();
+
+        let s = &*self.0;
+        s.calls.encode(encoder.encode_descriptor(
+            "fusebox_calls",
+            "Calls through a circuit breaker, by outcome (success, failure, ignored, rejected)",
+            None,
+            s.calls.metric_type(),
+        )?)?;
+        s.durations.encode(encoder.encode_descriptor(
+            "fusebox_call_duration",
+            "Duration of calls admitted by a circuit breaker, from admission to verdict",
+            Some(&Unit::Seconds),
+            s.durations.metric_type(),
+        )?)?;
+        s.transitions.encode(encoder.encode_descriptor(
+            "fusebox_transitions",
+            "Circuit breaker state transitions",
+            None,
+            s.transitions.metric_type(),
+        )?)?;
 
         let gauge = ConstGauge::new(0i64).metric_type();
         let mut family = encoder.encode_descriptor(

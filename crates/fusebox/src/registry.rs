@@ -807,13 +807,18 @@ impl std::error::Error for InvalidConfig {}
 /// Best-effort line of a dotted key in a TOML or YAML source: each segment
 /// is looked for, in order, as a key (`seg =`, `seg:`) or inside a TOML
 /// table header (`[breakers.seg]`), starting where the previous one was found.
+/// A key absent from the source (a missing companion key) gets the line of
+/// the deepest table found.
 #[cfg(feature = "config")]
 fn find_key_line(source: &str, key: &str) -> Option<usize> {
     let lines: Vec<&str> = source.lines().collect();
     let mut at = 0usize;
     let mut found = None;
     for seg in key.split('.') {
-        let hit = (at..lines.len()).find(|&i| line_has_key(lines[i], seg))?;
+        // A key that is missing altogether: the line of its table.
+        let Some(hit) = (at..lines.len()).find(|&i| line_has_key(lines[i], seg)) else {
+            break;
+        };
         at = hit;
         found = Some(hit + 1);
     }
