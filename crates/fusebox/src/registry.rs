@@ -666,6 +666,13 @@ impl FuseboxConfig {
             if let Some(i) = message.find(" at line ") {
                 message.truncate(i);
             }
+            // ... and may start with its own path ("breakers.db: "); the key
+            // is reported separately too.
+            if let Some((head, rest)) = message.split_once(": ") {
+                if !head.is_empty() && !head.contains([' ', '`', '"']) {
+                    message = rest.to_owned();
+                }
+            }
             InvalidConfig { key, line, message }
         })?;
         config.validate().map_err(|e| e.locate(source))?;

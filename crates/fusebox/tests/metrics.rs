@@ -380,3 +380,91 @@ fn registry_breakers_with_tags_and_reconfiguration() {
     assert_eq!(e.transitions("pay-eu", "closed", "open"), 1.0);
     assert_eq!(e.transitions("pay-eu", "open", "closed"), 1.0);
 }
+
+// ---------------------------------------------------------------------------
+// No allocation per call: count this thread's allocations while calls run.
+
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub struct Counting;
+
+    thread_local! {
+        static ON: Cell<bool> = const { Cell::new(false) };
+        static COUNT: Cell<u64> = const { Cell::new(0) };
+    }
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if ON.with(Cell::get) {
+                COUNT.with(|c| c.set(c.get() + 1));
+            }
+            System.alloc(layout)
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            System.dealloc(ptr, layout)
+        }
+    }
+
+    /// Allocations made by this thread while `f` runs.
+    pub fn allocations(f: impl FnOnce()) -> u64 {
+        COUNT.with(|c| c.set(0));
+        ON.with(|o| o.set(true));
+        f();
+        ON.with(|o| o.set(false));
+        COUNT.with(Cell::get)
+    }
+}
+
+#[global_allocator]
+static ALLOC: counting::Counting = counting::Counting;
+
+#[test]
+fn calls_do_not_allocate() {
+    let clock = ManualClock::new();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let db = metrics
+        .build(
+            "db",
+            CircuitBreaker::builder()
+                .failure_rate(0.9)
+                .count_window(100)
+                .min_calls(100)
+                .clock(clock.clone()),
+        )
+        .unwrap();
+    let gate = metrics
+        .build("gate", CircuitBreaker::builder().clock(clock.clone()))
+        .unwrap();
+    gate.force_open();
+    // Warm up (first use of anything lazily initialised).
+    db.call(|| Ok::<_, ()>(())).unwrap();
+    let _ = gate.call(|| Ok::<_, ()>(()));
+
+    let n = counting::allocations(|| {
+        for i in 0..1000u32 {
+            let p = db.try_acquire().unwrap();
+            clock.advance(Duration::from_micros(u64::from(i % 7)));
+            match i % 3 {
+                0 => p.success(),
+                1 => p.failure(),
+                _ => p.ignore(),
+            }
+            assert!(gate.try_acquire().is_err());
+        }
+    });
+    assert_eq!(
+        n, 0,
+        "allocations in 1000 instrumented calls + 1000 rejections"
+    );
+    // ... and the calls were counted.
+    let e = scrape(&registry);
+    assert_eq!(e.calls("db", "success"), 1.0 + 334.0);
+    assert_eq!(e.calls("db", "failure"), 333.0);
+    assert_eq!(e.calls("db", "ignored"), 333.0);
+    assert_eq!(e.calls("gate", "rejected"), 1001.0);
+    // The counting allocator works: a Vec allocates.
+    assert_eq!(counting::allocations(|| drop(vec![1u8; 16])), 1);
+}

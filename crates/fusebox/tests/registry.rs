@@ -623,6 +623,10 @@ bulkheads:
             assert_eq!(err.key(), key, "{src:?} -> {err}");
             assert_eq!(err.line(), Some(line), "{src:?} -> {err}");
             assert!(err.message().contains(words), "{src:?} -> {err}");
+            assert!(
+                !err.message().contains(" at line ") && !err.message().starts_with("breakers"),
+                "line and key are not repeated in the message: {err}"
+            );
         }
     }
 }
