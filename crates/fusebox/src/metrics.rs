@@ -13,6 +13,10 @@
 //! | `fusebox_failure_rate` | gauge | `name` | failure rate in the window, 0 to 1 |
 //! | `fusebox_slow_call_rate` | gauge | `name` | slow-call rate in the window, 0 to 1 |
 //! | `fusebox_breaker_info` | gauge | `name` + one label per tag | always 1; joins tags (e.g. `service`) onto the other series |
+//! | `fusebox_bulkhead_in_use` | gauge | `name` | slots taken |
+//! | `fusebox_bulkhead_limit` | gauge | `name` | the bulkhead's limit |
+//! | `fusebox_bulkhead_waiting` | gauge | `name` | callers waiting for a slot |
+//! | `fusebox_bulkhead_rejections_total` | counter | `name` | calls refused |
 //!
 //! Counters and the histogram are updated by a [`MetricsListener`] on the
 //! breaker; their handles are created when the listener is, so a call costs
@@ -46,10 +50,12 @@
 use crate::registry::{Observer, Tags};
 use crate::sync::{lock, Arc, Mutex};
 use crate::{
-    Builder, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State, Transition,
+    Builder, Bulkhead, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State,
+    Transition,
 };
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -140,6 +146,7 @@ struct Shared {
     durations: HistogramFamily,
     transitions: Family<TransitionLabels, Counter>,
     tracked: Mutex<BTreeMap<String, Tracked>>,
+    bulkheads: Mutex<BTreeMap<String, Bulkhead>>,
 }
 
 struct Tracked {
@@ -176,6 +183,7 @@ impl Metrics {
             durations: Family::new_with_constructor(new_histogram as fn() -> Histogram),
             transitions: Family::default(),
             tracked: Mutex::new(BTreeMap::new()),
+            bulkheads: Mutex::new(BTreeMap::new()),
         });
         // One collector encodes everything, so that the snapshots (which
         // may move an open breaker to half-open) are taken before the
@@ -288,6 +296,32 @@ impl Metrics {
         lock(&self.shared.tracked).remove(name).is_some()
     }
 
+    /// Exports the in-use, limit, waiting and rejection series of `bulkhead`
+    /// under `name`, read from its snapshot at each scrape.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::Bulkhead;
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let reviews = Bulkhead::new(4);
+    /// metrics.track_bulkhead("reviews", &reviews);
+    /// let _slot = reviews.try_acquire()?;
+    ///
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_bulkhead_in_use{name="reviews"} 1"#));
+    /// assert!(text.contains(r#"fusebox_bulkhead_limit{name="reviews"} 4"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_bulkhead(&self, name: &str, bulkhead: &Bulkhead) {
+        lock(&self.shared.bulkheads).insert(name.to_owned(), bulkhead.clone());
+    }
+
     /// Builds a breaker named `name` from `builder` with a
     /// [`MetricsListener`], and tracks it.
     ///
@@ -320,6 +354,10 @@ impl Observer for Metrics {
 
     fn breaker_added(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
         self.track(name, tags, breaker);
+    }
+
+    fn bulkhead_added(&self, name: &str, _tags: &Tags, bulkhead: &Bulkhead) {
+        self.track_bulkhead(name, bulkhead);
     }
 }
 
@@ -490,6 +528,42 @@ impl Collector for SnapshotCollector {
                     .map(|(k, v)| (k.as_str(), v.as_str())),
             );
             ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
+        }
+
+        let bulkheads: Vec<(String, crate::BulkheadSnapshot)> = lock(&s.bulkheads)
+            .iter()
+            .map(|(n, b)| (n.clone(), b.snapshot()))
+            .collect();
+        let as_i64 = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        for (metric, help, value) in [
+            (
+                "fusebox_bulkhead_in_use",
+                "Bulkhead slots taken",
+                (|s: &crate::BulkheadSnapshot| s.in_use) as fn(&crate::BulkheadSnapshot) -> usize,
+            ),
+            ("fusebox_bulkhead_limit", "Bulkhead limit", |s| s.limit),
+            (
+                "fusebox_bulkhead_waiting",
+                "Callers waiting for a bulkhead slot",
+                |s| s.waiting,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(metric, help, None, gauge)?;
+            for (name, snap) in &bulkheads {
+                let labels = [("name", name.as_str())];
+                ConstGauge::new(as_i64(value(snap))).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let counter = ConstCounter::new(0u64).metric_type();
+        let mut family = encoder.encode_descriptor(
+            "fusebox_bulkhead_rejections",
+            "Calls refused by a bulkhead",
+            None,
+            counter,
+        )?;
+        for (name, snap) in &bulkheads {
+            let labels = [("name", name.as_str())];
+            ConstCounter::new(snap.rejected).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
     }

@@ -1,6 +1,8 @@
-//! Named breakers, built from configuration, seen and controlled by name.
+//! Named breakers and bulkheads, built from configuration, seen and
+//! controlled by name.
 //!
-//! A service runs one breaker per dependency. [`Fusebox`] keeps them by name:
+//! A service runs one breaker (and one bulkhead) per dependency. [`Fusebox`]
+//! keeps them by name:
 //! `fusebox.breaker("payments")` builds the `payments` breaker on first use,
 //! from the config named `payments` if there is one and from the defaults
 //! otherwise, and returns the same breaker after that. The registry can
@@ -9,7 +11,8 @@
 //!   that name the bad key and its line ([`FuseboxConfig::from_toml`],
 //!   [`FuseboxConfig::from_yaml`]);
 //! - list every breaker with its state, rates, counts and time in state
-//!   ([`Fusebox::snapshot`]);
+//!   ([`Fusebox::snapshot`]), and every bulkhead with its slots in use
+//!   ([`Fusebox::bulkhead_snapshot`]);
 //! - force open, disable or reset a breaker by name;
 //! - tag breakers (`service = "payments"`), which the metrics and alerts use;
 //! - change a breaker's configuration at runtime ([`Fusebox::reconfigure`]).
@@ -43,7 +46,10 @@
 //! ```
 
 use crate::sync::{lock, Arc, Mutex};
-use crate::{Builder, CircuitBreaker, Clock, Listener, Snapshot, State, Transition};
+use crate::{
+    Builder, Bulkhead, BulkheadSnapshot, CircuitBreaker, Clock, Listener, Snapshot, State,
+    Transition,
+};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{OnceLock, RwLock, Weak};
@@ -436,16 +442,22 @@ fn core_error(e: &crate::ConfigError) -> InvalidConfig {
     InvalidConfig::new(key, e.to_string())
 }
 
-/// Bulkhead settings (reserved: the registry keeps bulkheads once the
-/// bulkhead type lands; until then a `[bulkheads]` table is accepted and
-/// checked for typos, but not used).
+/// How one bulkhead is built; unset fields come from the default bulkhead
+/// config, then from [`DEFAULT_MAX_CONCURRENT`] and no waiting.
 ///
 /// # Examples
 ///
 /// ```
-/// use fusebox::registry::BulkheadConfig;
-/// let config = BulkheadConfig { max_concurrent: Some(16), ..Default::default() };
-/// assert_eq!(config.max_concurrent, Some(16));
+/// use fusebox::registry::{BulkheadConfig, Fusebox, FuseboxConfig};
+/// let mut config = FuseboxConfig::default();
+/// config.bulkheads.insert("reviews".into(), BulkheadConfig {
+///     max_concurrent: Some(2),
+///     ..Default::default()
+/// });
+/// let fusebox = Fusebox::from_config(config)?;
+/// assert_eq!(fusebox.bulkhead("reviews").limit(), 2);
+/// assert_eq!(fusebox.bulkhead("other").limit(), fusebox::registry::DEFAULT_MAX_CONCURRENT);
+/// # Ok::<(), fusebox::registry::InvalidConfig>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[cfg_attr(
@@ -454,14 +466,60 @@ fn core_error(e: &crate::ConfigError) -> InvalidConfig {
     serde(deny_unknown_fields, default)
 )]
 pub struct BulkheadConfig {
-    /// Calls allowed at once.
-    #[cfg_attr(feature = "config", serde(deserialize_with = "de::opt_count_usize"))]
+    /// Calls allowed at once (0 refuses every call).
+    #[cfg_attr(feature = "config", serde(deserialize_with = "de::opt_usize"))]
     pub max_concurrent: Option<usize>,
-    /// How long a call may wait for a slot (zero: never waits).
+    /// How long a blocking or async acquire may wait for a slot (unset or
+    /// zero: never waits).
     #[cfg_attr(feature = "config", serde(deserialize_with = "de::opt_duration"))]
     pub max_wait: Option<Duration>,
     /// Tags, as for breakers.
     pub tags: Tags,
+}
+
+/// The limit of a bulkhead whose config sets none (Resilience4j's default).
+pub const DEFAULT_MAX_CONCURRENT: usize = 25;
+
+impl BulkheadConfig {
+    /// This config with unset fields taken from `defaults`; tags are the
+    /// defaults' tags overlaid with this config's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::BulkheadConfig;
+    /// let defaults = BulkheadConfig { max_concurrent: Some(8), ..Default::default() };
+    /// let own = BulkheadConfig::default();
+    /// assert_eq!(own.merged_over(&defaults).max_concurrent, Some(8));
+    /// ```
+    pub fn merged_over(&self, defaults: &BulkheadConfig) -> BulkheadConfig {
+        let mut tags = defaults.tags.clone();
+        tags.extend(self.tags.iter().map(|(k, v)| (k.clone(), v.clone())));
+        BulkheadConfig {
+            max_concurrent: self.max_concurrent.or(defaults.max_concurrent),
+            max_wait: self.max_wait.or(defaults.max_wait),
+            tags,
+        }
+    }
+
+    /// Builds a bulkhead named `name` from this config.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::BulkheadConfig;
+    /// let b = BulkheadConfig::default().build("db");
+    /// assert_eq!(b.limit(), fusebox::registry::DEFAULT_MAX_CONCURRENT);
+    /// assert_eq!(b.name(), Some("db"));
+    /// ```
+    pub fn build(&self, name: &str) -> Bulkhead {
+        let mut b =
+            Bulkhead::builder(self.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT)).name(name);
+        if let Some(w) = self.max_wait {
+            b = b.max_wait(w);
+        }
+        b.build()
+    }
 }
 
 /// The configs a registry starts from: when a name is used for the first
@@ -534,6 +592,23 @@ impl FuseboxConfig {
         match self.breakers.get(name) {
             Some(own) => own.merged_over(&self.defaults.breaker),
             None => self.defaults.breaker.clone(),
+        }
+    }
+
+    /// The effective config of the bulkhead `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::FuseboxConfig;
+    /// let mut config = FuseboxConfig::default();
+    /// config.defaults.bulkhead.max_concurrent = Some(4);
+    /// assert_eq!(config.bulkhead_config("any").max_concurrent, Some(4));
+    /// ```
+    pub fn bulkhead_config(&self, name: &str) -> BulkheadConfig {
+        match self.bulkheads.get(name) {
+            Some(own) => own.merged_over(&self.defaults.bulkhead),
+            None => self.defaults.bulkhead.clone(),
         }
     }
 
@@ -946,6 +1021,10 @@ mod de {
         Ok(Some(v))
     }
 
+    pub(super) fn opt_usize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        usize::deserialize(d).map(Some)
+    }
+
     pub(super) fn opt_count_usize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Option<usize>, D::Error> {
@@ -1009,6 +1088,11 @@ pub trait Observer: Send + Sync + 'static {
     fn breaker_added(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
         let _ = (name, tags, breaker);
     }
+
+    /// Called once the bulkhead `name` is built and installed.
+    fn bulkhead_added(&self, name: &str, tags: &Tags, bulkhead: &Bulkhead) {
+        let _ = (name, tags, bulkhead);
+    }
 }
 
 /// A breaker's name, tags and [`Snapshot`], as [`Fusebox::snapshot`] lists them.
@@ -1032,6 +1116,30 @@ pub struct BreakerStatus {
     pub tags: Tags,
     /// State, counts, rates and time in state.
     pub snapshot: Snapshot,
+}
+
+/// A bulkhead's name, tags and [`BulkheadSnapshot`], as
+/// [`Fusebox::bulkhead_snapshot`] lists them.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::registry::Fusebox;
+/// let fusebox = Fusebox::new();
+/// let _slot = fusebox.bulkhead("db").try_acquire()?;
+/// let all = fusebox.bulkhead_snapshot();
+/// assert_eq!((all[0].name.as_str(), all[0].snapshot.in_use), ("db", 1));
+/// # Ok::<(), fusebox::BulkheadFull>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct BulkheadStatus {
+    /// The registry name.
+    pub name: String,
+    /// Its tags.
+    pub tags: Tags,
+    /// Slots in use, limit, rejections, waiters.
+    pub snapshot: BulkheadSnapshot,
 }
 
 /// What [`Fusebox::reconfigure`] did.
@@ -1219,6 +1327,7 @@ impl FuseboxBuilder {
                 clock: self.clock,
                 observers: self.observers,
                 breakers: RwLock::new(BTreeMap::new()),
+                bulkheads: RwLock::new(BTreeMap::new()),
             }),
         })
     }
@@ -1254,6 +1363,7 @@ struct Inner {
     clock: Option<SharedClock>,
     observers: Vec<Arc<dyn Observer>>,
     breakers: RwLock<BTreeMap<String, Arc<Entry>>>,
+    bulkheads: RwLock<BTreeMap<String, (Bulkhead, Tags)>>,
 }
 
 /// One named breaker. The breaker inside can be replaced by a reconfiguration.
@@ -1392,6 +1502,7 @@ impl Fusebox {
                 clock: None,
                 observers: Vec::new(),
                 breakers: RwLock::new(BTreeMap::new()),
+                bulkheads: RwLock::new(BTreeMap::new()),
             }),
         }
     }
@@ -1632,6 +1743,62 @@ impl Fusebox {
     pub fn reset(&self, name: &str) -> Result<(), UnknownBreaker> {
         self.entry(name)?.installed().breaker.reset();
         Ok(())
+    }
+
+    /// The bulkhead `name`, built on first use from its config (or the
+    /// defaults). Bulkheads are not reconfigured at runtime: a new limit
+    /// would have to account for the calls holding slots of the old one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fusebox = fusebox::registry::Fusebox::new();
+    /// let a = fusebox.bulkhead("db");
+    /// let _slot = a.try_acquire()?;
+    /// assert_eq!(fusebox.bulkhead("db").snapshot().in_use, 1); // the same bulkhead
+    /// # Ok::<(), fusebox::BulkheadFull>(())
+    /// ```
+    pub fn bulkhead(&self, name: &str) -> Bulkhead {
+        if let Some((b, _)) = read(&self.inner.bulkheads).get(name) {
+            return b.clone();
+        }
+        let config = read(&self.inner.config).bulkhead_config(name);
+        let built = config.build(name);
+        let bulkhead = {
+            let mut map = write(&self.inner.bulkheads);
+            if let Some((b, _)) = map.get(name) {
+                return b.clone();
+            }
+            map.insert(name.to_owned(), (built.clone(), config.tags.clone()));
+            built
+        };
+        for o in &self.inner.observers {
+            o.bulkhead_added(name, &config.tags, &bulkhead);
+        }
+        bulkhead
+    }
+
+    /// Every bulkhead built so far with its tags and [`BulkheadSnapshot`],
+    /// sorted by name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fusebox = fusebox::registry::Fusebox::new();
+    /// fusebox.bulkhead("b");
+    /// fusebox.bulkhead("a");
+    /// let names: Vec<_> = fusebox.bulkhead_snapshot().into_iter().map(|s| s.name).collect();
+    /// assert_eq!(names, ["a", "b"]);
+    /// ```
+    pub fn bulkhead_snapshot(&self) -> Vec<BulkheadStatus> {
+        read(&self.inner.bulkheads)
+            .iter()
+            .map(|(name, (b, tags))| BulkheadStatus {
+                name: name.clone(),
+                tags: tags.clone(),
+                snapshot: b.snapshot(),
+            })
+            .collect()
     }
 
     /// The tags of breaker `name` (from its effective config), whether or not

@@ -468,3 +468,62 @@ fn calls_do_not_allocate() {
     // The counting allocator works: a Vec allocates.
     assert_eq!(counting::allocations(|| drop(vec![1u8; 16])), 1);
 }
+
+#[test]
+fn bulkhead_series() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let fusebox = Fusebox::builder().observer(metrics).build().unwrap();
+    let config = fusebox::registry::BulkheadConfig {
+        max_concurrent: Some(2),
+        ..Default::default()
+    };
+    let reviews = config.build("reviews");
+    // Through the registry's observer:
+    let db = fusebox.bulkhead("db");
+    let _a = db.try_acquire().unwrap();
+    let e = scrape(&registry);
+    assert_eq!(e.types["fusebox_bulkhead_in_use"], "gauge");
+    assert_eq!(e.types["fusebox_bulkhead_rejections"], "counter");
+    assert_eq!(e.get("fusebox_bulkhead_in_use", &[("name", "db")]), 1.0);
+    assert_eq!(
+        e.get("fusebox_bulkhead_limit", &[("name", "db")]),
+        fusebox::registry::DEFAULT_MAX_CONCURRENT as f64
+    );
+    assert_eq!(e.get("fusebox_bulkhead_waiting", &[("name", "db")]), 0.0);
+    assert_eq!(
+        e.get("fusebox_bulkhead_rejections_total", &[("name", "db")]),
+        0.0
+    );
+    assert!(!e.has("fusebox_bulkhead_in_use", &[("name", "reviews")]));
+    drop(reviews);
+}
+
+#[test]
+fn bulkhead_tracked_by_hand_counts_rejections() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let reviews = fusebox::Bulkhead::new(2);
+    metrics.track_bulkhead("reviews", &reviews);
+    let a = reviews.try_acquire().unwrap();
+    let _b = reviews.try_acquire().unwrap();
+    for _ in 0..3 {
+        assert!(reviews.try_acquire().is_err());
+    }
+    let e = scrape(&registry);
+    assert_eq!(
+        e.get("fusebox_bulkhead_in_use", &[("name", "reviews")]),
+        2.0
+    );
+    assert_eq!(e.get("fusebox_bulkhead_limit", &[("name", "reviews")]), 2.0);
+    assert_eq!(
+        e.get("fusebox_bulkhead_rejections_total", &[("name", "reviews")]),
+        3.0
+    );
+    drop(a);
+    let e = scrape(&registry);
+    assert_eq!(
+        e.get("fusebox_bulkhead_in_use", &[("name", "reviews")]),
+        1.0
+    );
+}

@@ -630,3 +630,56 @@ bulkheads:
         }
     }
 }
+
+#[test]
+fn bulkheads_by_name_from_config() {
+    let mut config = FuseboxConfig::default();
+    config.defaults.bulkhead.max_concurrent = Some(3);
+    let mut reviews = fusebox::registry::BulkheadConfig {
+        max_concurrent: Some(1),
+        max_wait: Some(Duration::from_millis(5)),
+        ..Default::default()
+    };
+    reviews.tags.insert("service".into(), "reviews".into());
+    config.bulkheads.insert("reviews".into(), reviews);
+    let fusebox = Fusebox::from_config(config).unwrap();
+
+    let r = fusebox.bulkhead("reviews");
+    assert_eq!(r.limit(), 1);
+    assert_eq!(r.max_wait(), Duration::from_millis(5));
+    assert_eq!(fusebox.bulkhead("other").limit(), 3, "defaults");
+
+    let slot = fusebox.bulkhead("reviews").try_acquire().unwrap();
+    assert!(r.try_acquire().is_err(), "same bulkhead: full");
+    let all = fusebox.bulkhead_snapshot();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[1].name, "reviews");
+    assert_eq!(all[1].tags["service"], "reviews");
+    assert_eq!(
+        (
+            all[1].snapshot.in_use,
+            all[1].snapshot.limit,
+            all[1].snapshot.rejected
+        ),
+        (1, 1, 1)
+    );
+    drop(slot);
+    assert_eq!(fusebox.bulkhead_snapshot()[1].snapshot.in_use, 0);
+    assert!(fusebox.names().is_empty(), "bulkheads are not breakers");
+}
+
+#[cfg(feature = "config")]
+#[test]
+fn bulkhead_config_errors_name_the_key() {
+    let err = FuseboxConfig::from_toml("[bulkheads.db]\nmax_concurrent = -1\n").unwrap_err();
+    assert_eq!(err.key(), "bulkheads.db.max_concurrent");
+    assert_eq!(err.line(), Some(2));
+    let err = FuseboxConfig::from_toml("[bulkheads.db]\nmax_wiat = \"1s\"\n").unwrap_err();
+    assert_eq!(err.key(), "bulkheads.db.max_wiat");
+    let ok = FuseboxConfig::from_toml("[bulkheads.db]\nmax_concurrent = 0\n").unwrap();
+    assert_eq!(
+        ok.bulkheads["db"].max_concurrent,
+        Some(0),
+        "0 sheds everything"
+    );
+}
