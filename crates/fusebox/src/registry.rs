@@ -8,8 +8,8 @@
 //! otherwise, and returns the same breaker after that. The registry can
 //!
 //! - load its configuration from TOML or YAML (feature `config`), with errors
-//!   that name the bad key and its line ([`FuseboxConfig::from_toml`],
-//!   [`FuseboxConfig::from_yaml`]);
+//!   that name the bad key and its line (`FuseboxConfig::from_toml`,
+//!   `FuseboxConfig::from_yaml`);
 //! - list every breaker with its state, rates, counts and time in state
 //!   ([`Fusebox::snapshot`]), and every bulkhead with its slots in use
 //!   ([`Fusebox::bulkhead_snapshot`]);
@@ -18,8 +18,9 @@
 //! - change a breaker's configuration at runtime ([`Fusebox::reconfigure`]).
 //!
 //! Observers ([`Observer`]) see every breaker the registry builds, which is how
-//! metrics ([`crate::metrics`]), tracing ([`crate::trace`]) and alerts
-//! ([`crate::alert`]) attach to all of them at once.
+//! metrics (`fusebox::metrics`, feature `prometheus`), tracing
+//! (`fusebox::trace`, feature `tracing`) and alerts ([`crate::alert`])
+//! attach to all of them at once.
 //!
 //! # Examples
 //!
