@@ -20,7 +20,9 @@
 //!
 //! Counters and the histogram are updated by a [`MetricsListener`] on the
 //! breaker; their handles are created when the listener is, so a call costs
-//! a few atomic adds and one histogram observation, and allocates nothing.
+//! three relaxed atomic adds, takes no lock and allocates nothing (the
+//! histogram is fusebox's own, of atomic buckets: prometheus-client's
+//! `Histogram` takes a mutex per observation).
 //! (A transition on an edge never taken before creates that edge's series
 //! once; `closed -> open`, `open -> half_open`, `half_open -> closed` and
 //! `half_open -> open` exist from the start, at 0, so `increase()` sees the
@@ -54,21 +56,77 @@ use crate::{
     Transition,
 };
 use prometheus_client::collector::Collector;
+use prometheus_client::encoding::NoLabelSet;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
-/// Upper bounds of the call-duration buckets, in seconds: 1 ms to 10 s.
-pub const DURATION_BUCKETS: [f64; 13] = [
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+/// Upper bounds of the call-duration buckets: 1 ms to 10 s (plus `+Inf`).
+pub const DURATION_BUCKETS: [Duration; 13] = [
+    Duration::from_micros(1_000),
+    Duration::from_micros(2_500),
+    Duration::from_millis(5),
+    Duration::from_millis(10),
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_millis(2_500),
+    Duration::from_secs(5),
+    Duration::from_secs(10),
 ];
+
+/// One breaker's call durations: a bucket count per bound, one for `+Inf`,
+/// and the sum. Lock-free.
+#[derive(Debug, Default)]
+struct Durations {
+    slots: [AtomicU64; DURATION_BUCKETS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+impl Durations {
+    fn observe(&self, d: Duration) {
+        let i = DURATION_BUCKETS
+            .iter()
+            .position(|&bound| d <= bound)
+            .unwrap_or(DURATION_BUCKETS.len());
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        // Relaxed: independent counters read once per scrape; no other
+        // memory is published through them.
+        self.slots[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// (sum in seconds, count, per-bucket counts with `+Inf` last). The
+    /// count is the buckets' total, so the two always agree in a scrape.
+    fn read(&self) -> (f64, u64, Vec<(f64, u64)>) {
+        let mut buckets = Vec::with_capacity(self.slots.len());
+        let mut count = 0u64;
+        for (i, slot) in self.slots.iter().enumerate() {
+            // Relaxed: see `observe`.
+            let n = slot.load(Ordering::Relaxed);
+            count = count.saturating_add(n);
+            let bound = DURATION_BUCKETS
+                .get(i)
+                .map_or(f64::INFINITY, Duration::as_secs_f64);
+            buckets.push((bound, n));
+        }
+        // Relaxed: see `observe`.
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        (sum, count, buckets)
+    }
+}
 
 const STATES: [State; 5] = [
     State::Closed,
@@ -95,22 +153,11 @@ struct CallLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct NameLabels {
-    name: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TransitionLabels {
     name: String,
     from: &'static str,
     to: &'static str,
 }
-
-fn new_histogram() -> Histogram {
-    Histogram::new(DURATION_BUCKETS)
-}
-
-type HistogramFamily = Family<NameLabels, Histogram, fn() -> Histogram>;
 
 /// fusebox's metric families, registered in a [`Registry`]; see the [module
 /// docs](self).
@@ -143,7 +190,7 @@ pub struct Metrics {
 
 struct Shared {
     calls: Family<CallLabels, Counter>,
-    durations: HistogramFamily,
+    durations: Mutex<BTreeMap<String, Arc<Durations>>>,
     transitions: Family<TransitionLabels, Counter>,
     tracked: Mutex<BTreeMap<String, Tracked>>,
     bulkheads: Mutex<BTreeMap<String, Bulkhead>>,
@@ -180,7 +227,7 @@ impl Metrics {
     pub fn new(registry: &mut Registry) -> Metrics {
         let shared = Arc::new(Shared {
             calls: Family::default(),
-            durations: Family::new_with_constructor(new_histogram as fn() -> Histogram),
+            durations: Mutex::new(BTreeMap::new()),
             transitions: Family::default(),
             tracked: Mutex::new(BTreeMap::new()),
             bulkheads: Mutex::new(BTreeMap::new()),
@@ -229,12 +276,7 @@ impl Metrics {
             failure: calls("failure"),
             ignored: calls("ignored"),
             rejected: calls("rejected"),
-            duration: s
-                .durations
-                .get_or_create(&NameLabels {
-                    name: name.to_owned(),
-                })
-                .clone(),
+            duration: Arc::clone(lock(&s.durations).entry(name.to_owned()).or_default()),
             transitions: s.transitions.clone(),
             edges,
         };
@@ -378,7 +420,7 @@ pub struct MetricsListener {
     failure: Counter,
     ignored: Counter,
     rejected: Counter,
-    duration: Histogram,
+    duration: Arc<Durations>,
     transitions: Family<TransitionLabels, Counter>,
     /// `[from][to]`, created on first use.
     edges: [[OnceLock<Counter>; 5]; 5],
@@ -434,7 +476,7 @@ impl Listener for MetricsListener {
             Outcome::Failure => self.failure.inc(),
             Outcome::Ignore => self.ignored.inc(),
         };
-        self.duration.observe(c.duration.as_secs_f64());
+        self.duration.observe(c.duration);
     }
 }
 
@@ -464,12 +506,23 @@ impl Collector for SnapshotCollector {
             None,
             s.calls.metric_type(),
         )?)?;
-        s.durations.encode(encoder.encode_descriptor(
+        let durations: Vec<(String, Arc<Durations>)> = lock(&s.durations)
+            .iter()
+            .map(|(n, d)| (n.clone(), Arc::clone(d)))
+            .collect();
+        let mut family = encoder.encode_descriptor(
             "fusebox_call_duration",
             "Duration of calls admitted by a circuit breaker, from admission to verdict",
             Some(&Unit::Seconds),
-            s.durations.metric_type(),
-        )?)?;
+            MetricType::Histogram,
+        )?;
+        for (name, d) in &durations {
+            let (sum, count, buckets) = d.read();
+            let labels = [("name", name.as_str())];
+            family
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+        }
         s.transitions.encode(encoder.encode_descriptor(
             "fusebox_transitions",
             "Circuit breaker state transitions",
