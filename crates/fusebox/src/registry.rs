@@ -75,7 +75,7 @@ pub type Tags = BTreeMap<String, String>;
 ///
 /// In a config file: `policy = "consecutive_failures"` or
 /// `policy = "failure_rate"`. When `policy` is left out, it is
-/// `failure_rate` if any failure-rate key is set and `consecutive_failures`
+/// `failure_rate` if `failure_rate` is set and `consecutive_failures`
 /// otherwise.
 ///
 /// # Examples
@@ -348,7 +348,13 @@ impl BreakerConfig {
                         "`failure_rate` only applies to policy = \"failure_rate\", but the policy is \"consecutive_failures\"",
                     ));
                 }
-                b = b.consecutive_failures(self.consecutive_failures.unwrap_or(5));
+                // Unset and implied: the core's own default (5 in a row,
+                // unless a slow-call rate is the only rule).
+                match (self.consecutive_failures, self.policy) {
+                    (Some(n), _) => b = b.consecutive_failures(n),
+                    (None, Some(_)) => b = b.consecutive_failures(5),
+                    (None, None) => {}
+                }
             }
             Policy::FailureRate => {
                 if self.consecutive_failures.is_some() {

@@ -683,3 +683,50 @@ fn bulkhead_config_errors_name_the_key() {
         "0 sheds everything"
     );
 }
+
+#[test]
+fn slow_calls_alone_and_policy_defaults() {
+    let clock = ManualClock::new();
+    // Only a slow-call rule: failures alone never trip it.
+    let slow_only = BreakerConfig {
+        slow_call_duration: Some(Duration::from_millis(100)),
+        slow_call_rate: Some(0.5),
+        count_window: Some(4),
+        min_calls: Some(4),
+        ..Default::default()
+    };
+    let mut config = FuseboxConfig::default();
+    config.breakers.insert("slow".into(), slow_only);
+    config.breakers.insert(
+        "rate".into(),
+        BreakerConfig {
+            policy: Some(Policy::FailureRate),
+            count_window: Some(4),
+            min_calls: Some(4),
+            ..Default::default()
+        },
+    );
+    let fusebox = Fusebox::builder()
+        .config(config)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let slow = fusebox.breaker("slow");
+    fail(&slow, 4);
+    assert_eq!(slow.state(), State::Closed, "fast failures are not slow");
+    for _ in 0..2 {
+        let p = slow.try_acquire().unwrap();
+        clock.advance(Duration::from_millis(150));
+        p.success();
+    }
+    assert_eq!(slow.state(), State::Open, "slow calls trip it");
+
+    // policy = failure_rate without a rate: 0.5.
+    let rate = fusebox.breaker("rate");
+    ok(&rate);
+    ok(&rate);
+    fail(&rate, 1);
+    assert_eq!(rate.state(), State::Closed);
+    fail(&rate, 1);
+    assert_eq!(rate.state(), State::Open, "2 of 4 = 0.5");
+}
