@@ -567,6 +567,8 @@ impl Collector for SnapshotCollector {
             ConstGauge::new(snap.slow_call_rate).encode(family.encode_family(&labels)?)?;
         }
 
+        // A gauge rather than an OpenMetrics `info` family: Prometheus' classic
+        // text parser (and `promtool check metrics`) rejects type `info`.
         let mut family = encoder.encode_descriptor(
             "fusebox_breaker_info",
             "Always 1: the circuit breaker's tags as labels",
