@@ -320,7 +320,8 @@ impl Alerts {
     /// Also delivers every event to `f` as it is raised (from the thread
     /// that made the transition, or the one calling [`Alerts::check`]),
     /// outside the alerts' lock. Replaces an earlier callback; applies to
-    /// every clone.
+    /// every clone. Like a [`Listener`], `f` runs on the caller's path: keep
+    /// it short and do not panic in it.
     ///
     /// # Examples
     ///
