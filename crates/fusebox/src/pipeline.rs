@@ -480,12 +480,33 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
 }
 
 /// Settles a breaker permit: the verdict if one is recorded; a failure if
-/// the call panicked; no verdict (released) if it was cancelled.
-struct Verdict(Option<Permit>);
+/// the user's code panicked; no verdict (released) if it was cancelled.
+///
+/// `running` is set only while the user's code is on the stack (as the
+/// breaker's own `call_async` does), so a panic out of it counts as a
+/// failure, while a drop at an await point is a cancellation.
+struct Verdict {
+    permit: Option<Permit>,
+    running: bool,
+}
 
 impl Verdict {
+    fn new(permit: Option<Permit>) -> Self {
+        Verdict {
+            permit,
+            running: false,
+        }
+    }
+
+    fn run<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        self.running = true;
+        let r = f();
+        self.running = false;
+        r
+    }
+
     fn record(mut self, outcome: Outcome) {
-        if let Some(p) = self.0.take() {
+        if let Some(p) = self.permit.take() {
             p.record(outcome);
         }
     }
@@ -493,8 +514,8 @@ impl Verdict {
 
 impl Drop for Verdict {
     fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            if std::thread::panicking() {
+        if let Some(p) = self.permit.take() {
+            if self.running {
                 p.failure();
             }
             // Otherwise (a cancelled async call): dropping releases the
@@ -562,7 +583,7 @@ where
         Op: FnMut() -> Result<T, E>,
         C: Classify<E>,
     {
-        let verdict = Verdict(match &self.breaker {
+        let mut verdict = Verdict::new(match &self.breaker {
             Some(b) => Some(b.try_acquire().map_err(PipelineError::Rejected)?),
             None => None,
         });
@@ -577,7 +598,7 @@ where
             None => None,
         };
         let Some(limit) = self.timeout else {
-            let result = op();
+            let result = verdict.run(&mut *op);
             verdict.record(self.outcome(&result));
             return result.map_err(PipelineError::Failed);
         };
@@ -586,7 +607,7 @@ where
             None => &MonotonicClock,
         };
         let start = clock.now();
-        let result = op();
+        let result = verdict.run(&mut *op);
         if clock.now().saturating_sub(start) > limit {
             verdict.record(Outcome::Failure);
             return Err(PipelineError::TimedOut(Elapsed::new(limit)));
@@ -752,7 +773,7 @@ where
         Fut: std::future::Future<Output = Result<T, E>>,
         C: Classify<E>,
     {
-        let verdict = Verdict(match &self.breaker {
+        let mut verdict = Verdict::new(match &self.breaker {
             Some(b) => Some(b.try_acquire().map_err(PipelineError::Rejected)?),
             None => None,
         });
@@ -766,9 +787,11 @@ where
             },
             None => None,
         };
+        let mut fut = std::pin::pin!(fut);
+        let guarded = std::future::poll_fn(|cx| verdict.run(|| fut.as_mut().poll(cx)));
         let result = match self.timeout {
-            None => fut.await,
-            Some(limit) => match tokio::time::timeout(limit, fut).await {
+            None => guarded.await,
+            Some(limit) => match tokio::time::timeout(limit, guarded).await {
                 Ok(r) => r,
                 Err(_) => {
                     verdict.record(Outcome::Failure);

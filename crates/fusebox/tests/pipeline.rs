@@ -399,6 +399,32 @@ mod with_tokio {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn async_panic_counts_as_failure_and_frees_the_slot() {
+        let b = CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .build()
+            .unwrap();
+        let bulkhead = Bulkhead::new(1);
+        let p = Pipeline::builder()
+            .breaker(b.clone())
+            .bulkhead(bulkhead.clone())
+            .build();
+        let task = tokio::spawn(async move {
+            p.call_async(|| async {
+                tokio::task::yield_now().await;
+                if true {
+                    panic!("bug in the async call");
+                }
+                Ok::<(), io::Error>(())
+            })
+            .await
+        });
+        assert!(task.await.unwrap_err().is_panic());
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(bulkhead.snapshot().in_use, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn run_async_is_one_attempt() {
         let p = Pipeline::builder()
             .retry(
