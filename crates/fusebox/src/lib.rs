@@ -53,6 +53,14 @@ mod breaker;
 mod clock;
 mod sync;
 
+// Observability and operations: registry, alerts, tracing, Prometheus.
+pub mod alert;
+#[cfg(feature = "prometheus")]
+pub mod metrics;
+pub mod registry;
+#[cfg(feature = "tracing")]
+pub mod trace;
+
 pub use breaker::{
     Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener, Outcome, Permit, Reason,
     Rejected, Snapshot, State, Transition,
