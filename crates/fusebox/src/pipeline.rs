@@ -51,7 +51,7 @@
 //! # Ok::<(), fusebox::retry::RetryConfigError>(())
 //! ```
 
-use crate::breaker::{CircuitBreaker, Outcome, Permit, Rejected};
+use crate::breaker::{CircuitBreaker, Error as BreakerError, Outcome, Rejected};
 use crate::bulkhead::{Bulkhead, BulkheadFull};
 use crate::clock::{Clock, MonotonicClock};
 use crate::fallback::{Cause, FallbackFn, PolicyError, Value};
@@ -479,30 +479,6 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
     }
 }
 
-/// Settles a breaker permit: the verdict if one is recorded; a failure if
-/// the call panicked; no verdict (released) if it was cancelled.
-struct Verdict(Option<Permit>);
-
-impl Verdict {
-    fn record(mut self, outcome: Outcome) {
-        if let Some(p) = self.0.take() {
-            p.record(outcome);
-        }
-    }
-}
-
-impl Drop for Verdict {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            if std::thread::panicking() {
-                p.failure();
-            }
-            // Otherwise (a cancelled async call): dropping releases the
-            // permit with no verdict, as the breaker's own futures do.
-        }
-    }
-}
-
 impl<B, P, F, C> Pipeline<B, P, F, C>
 where
     B: Iterator<Item = Duration> + Clone,
@@ -556,30 +532,30 @@ where
         result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
     }
 
-    /// One attempt through breaker, bulkhead and (sync) timeout.
+    /// One attempt through breaker, bulkhead and (sync) timeout. The
+    /// breaker's own `call_with` settles the permit (a panic is a failure).
     fn attempt<T, E, Op>(&self, op: &mut Op) -> Result<T, PipelineError<E>>
     where
         Op: FnMut() -> Result<T, E>,
         C: Classify<E>,
     {
-        let verdict = Verdict(match &self.breaker {
-            Some(b) => Some(b.try_acquire().map_err(PipelineError::Rejected)?),
-            None => None,
-        });
+        match &self.breaker {
+            None => self.inside_breaker(op),
+            Some(b) => flatten(b.call_with(|r| self.verdict(r), || self.inside_breaker(op))),
+        }
+    }
+
+    /// Bulkhead and timeout around the call.
+    fn inside_breaker<T, E, Op>(&self, op: &mut Op) -> Result<T, PipelineError<E>>
+    where
+        Op: FnMut() -> Result<T, E>,
+    {
         let _slot = match &self.bulkhead {
-            Some(bh) => match bh.acquire() {
-                Ok(slot) => Some(slot),
-                Err(full) => {
-                    verdict.record(Outcome::Ignore);
-                    return Err(PipelineError::BulkheadFull(full));
-                }
-            },
+            Some(bh) => Some(bh.slot().map_err(PipelineError::BulkheadFull)?),
             None => None,
         };
         let Some(limit) = self.timeout else {
-            let result = op();
-            verdict.record(self.outcome(&result));
-            return result.map_err(PipelineError::Failed);
+            return op().map_err(PipelineError::Failed);
         };
         let clock: &dyn Clock = match &self.breaker {
             Some(b) => b.clock(),
@@ -588,20 +564,23 @@ where
         let start = clock.now();
         let result = op();
         if clock.now().saturating_sub(start) > limit {
-            verdict.record(Outcome::Failure);
             return Err(PipelineError::TimedOut(Elapsed::new(limit)));
         }
-        verdict.record(self.outcome(&result));
         result.map_err(PipelineError::Failed)
     }
 
-    fn outcome<T, E>(&self, result: &Result<T, E>) -> Outcome
+    /// What an attempt means to the breaker: a full bulkhead says nothing
+    /// about the dependency (no verdict); a timeout is a failure; the call's
+    /// own error is what the classifier says.
+    fn verdict<T, E>(&self, result: &Result<T, PipelineError<E>>) -> Outcome
     where
         C: Classify<E>,
     {
         match result {
             Ok(_) => Outcome::Success,
-            Err(e) => self.classify.classify(e),
+            Err(PipelineError::Failed(e)) => self.classify.classify(e),
+            Err(PipelineError::TimedOut(_)) => Outcome::Failure,
+            Err(PipelineError::BulkheadFull(_) | PipelineError::Rejected(_)) => Outcome::Ignore,
         }
     }
 
@@ -752,32 +731,39 @@ where
         Fut: std::future::Future<Output = Result<T, E>>,
         C: Classify<E>,
     {
-        let verdict = Verdict(match &self.breaker {
-            Some(b) => Some(b.try_acquire().map_err(PipelineError::Rejected)?),
-            None => None,
-        });
+        match &self.breaker {
+            None => self.inside_breaker_async(fut).await,
+            Some(b) => flatten(
+                b.call_async_with(|r| self.verdict(r), || self.inside_breaker_async(fut))
+                    .await,
+            ),
+        }
+    }
+
+    async fn inside_breaker_async<T, E, Fut>(&self, fut: Fut) -> Result<T, PipelineError<E>>
+    where
+        Fut: std::future::Future<Output = Result<T, E>>,
+    {
         let _slot = match &self.bulkhead {
-            Some(bh) => match bh.acquire_async().await {
-                Ok(slot) => Some(slot),
-                Err(full) => {
-                    verdict.record(Outcome::Ignore);
-                    return Err(PipelineError::BulkheadFull(full));
-                }
-            },
+            Some(bh) => Some(bh.slot_async().await.map_err(PipelineError::BulkheadFull)?),
             None => None,
         };
-        let result = match self.timeout {
-            None => fut.await,
+        match self.timeout {
+            None => fut.await.map_err(PipelineError::Failed),
             Some(limit) => match tokio::time::timeout(limit, fut).await {
-                Ok(r) => r,
-                Err(_) => {
-                    verdict.record(Outcome::Failure);
-                    return Err(PipelineError::TimedOut(Elapsed::new(limit)));
-                }
+                Ok(r) => r.map_err(PipelineError::Failed),
+                Err(_) => Err(PipelineError::TimedOut(Elapsed::new(limit))),
             },
-        };
-        verdict.record(self.outcome(&result));
-        result.map_err(PipelineError::Failed)
+        }
+    }
+}
+
+/// The breaker's error around an attempt's error, as one [`PipelineError`].
+fn flatten<T, E>(r: Result<T, BreakerError<PipelineError<E>>>) -> Result<T, PipelineError<E>> {
+    match r {
+        Ok(v) => Ok(v),
+        Err(BreakerError::Rejected(r)) => Err(PipelineError::Rejected(r)),
+        Err(BreakerError::Inner(e)) => Err(e),
     }
 }
 

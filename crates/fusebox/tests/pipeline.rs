@@ -73,6 +73,47 @@ fn retry_stops_at_the_open_breaker() {
 }
 
 #[test]
+fn retry_asked_to_wait_out_the_breaker_probes_after_retry_after() {
+    let clock = ManualClock::new();
+    let b = breaker(&clock, 2);
+    let sleeper = ManualSleep::new(clock.clone());
+    let p = Pipeline::builder()
+        .retry(
+            Retry::builder()
+                .max_attempts(4)
+                .retry_rejections(true)
+                .backoff(Constant::new(Duration::from_millis(10)))
+                .sleeper(sleeper.clone())
+                .build()
+                .unwrap(),
+        )
+        .breaker(b.clone())
+        .build();
+    // Fails twice (the second failure, at 10 ms, opens it for 30 s); the
+    // third attempt is rejected and the retry waits exactly the rest of the
+    // open period, not the 10 ms backoff; the half-open probe succeeds.
+    let mut runs = 0;
+    let r = p.call(|| {
+        runs += 1;
+        if runs <= 2 {
+            Err(down())
+        } else {
+            Ok(runs)
+        }
+    });
+    assert_eq!(r.unwrap(), 3);
+    assert_eq!(
+        sleeper.sleeps(),
+        vec![
+            Duration::from_millis(10),
+            Duration::from_millis(10),
+            Duration::from_millis(29_990)
+        ]
+    );
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
 fn full_bulkhead_gives_the_breaker_no_verdict() {
     let clock = ManualClock::new();
     let b = breaker(&clock, 1);
@@ -396,6 +437,32 @@ mod with_tokio {
         let r = p.call_async(|| async { Ok::<_, io::Error>("probe") }).await;
         assert_eq!(r.unwrap(), "probe");
         assert_eq!(b.state(), State::Closed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn async_panic_counts_as_failure_and_frees_the_slot() {
+        let b = CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .build()
+            .unwrap();
+        let bulkhead = Bulkhead::new(1);
+        let p = Pipeline::builder()
+            .breaker(b.clone())
+            .bulkhead(bulkhead.clone())
+            .build();
+        let task = tokio::spawn(async move {
+            p.call_async(|| async {
+                tokio::task::yield_now().await;
+                if true {
+                    panic!("bug in the async call");
+                }
+                Ok::<(), io::Error>(())
+            })
+            .await
+        });
+        assert!(task.await.unwrap_err().is_panic());
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(bulkhead.snapshot().in_use, 0);
     }
 
     #[tokio::test(start_paused = true)]

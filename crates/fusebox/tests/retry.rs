@@ -496,3 +496,17 @@ mod with_tokio {
         assert_eq!(r.unwrap(), 3);
     }
 }
+
+#[test]
+fn policies_are_send_sync() {
+    fn check<T: Clone + Send + Sync + 'static>(_: &T) {}
+    check(&Retry::builder().build().unwrap());
+    check(&RetryBudget::builder().build().unwrap());
+    check(&ManualSleep::new(ManualClock::new()));
+    let with_closure = Retry::builder()
+        .retry_if(|e: &io::Error| e.kind() == io::ErrorKind::TimedOut)
+        .backoff(DecorrelatedJitter::new(ms(1), ms(10)).unwrap())
+        .build()
+        .unwrap();
+    check(&with_closure);
+}

@@ -144,8 +144,8 @@ impl BudgetBuilder {
         self
     }
 
-    /// How long deposits and withdrawals count (at least 10 ms... in practice
-    /// seconds).
+    /// How long deposits and withdrawals count (at least 10 ms; seconds in
+    /// practice).
     ///
     /// # Examples
     ///
