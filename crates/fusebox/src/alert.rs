@@ -46,10 +46,11 @@
 //! ```
 
 use crate::registry::{Observer, Tags};
-use crate::sync::{lock, Arc, Mutex};
+use crate::sync::{lock, Mutex};
 use crate::{Builder, Clock, Listener, State, Transition};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
+use std::sync::Arc; // std even under loom: not modelled, and loom's Arc cannot hold `dyn` or be a `self` type
 use std::time::Duration;
 
 /// Thresholds of the three alerts.

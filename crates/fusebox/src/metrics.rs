@@ -50,7 +50,7 @@
 //! ```
 
 use crate::registry::{Observer, Tags};
-use crate::sync::{lock, Arc, Mutex};
+use crate::sync::{lock, Mutex};
 use crate::{
     Builder, Bulkhead, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State,
     Transition,
@@ -67,6 +67,7 @@ use prometheus_client::registry::{Registry, Unit};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc; // std even under loom: not modelled, and loom's Arc cannot hold `dyn` or be a `self` type
 use std::sync::OnceLock;
 use std::time::Duration;
 

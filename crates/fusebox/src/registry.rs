@@ -46,13 +46,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::sync::{lock, Arc, Mutex};
+use crate::sync::{lock, Mutex};
 use crate::{
     Builder, Bulkhead, BulkheadSnapshot, CircuitBreaker, Clock, Listener, Snapshot, State,
     Transition,
 };
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc; // std even under loom: not modelled, and loom's Arc cannot hold `dyn` or be a `self` type
 use std::sync::{OnceLock, RwLock, Weak};
 use std::time::Duration;
 
