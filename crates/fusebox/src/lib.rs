@@ -6,6 +6,20 @@
 //! dependency is back. Time is read only through a [`Clock`], so every timing
 //! rule is testable with a [`ManualClock`] instead of sleeps.
 //!
+//! Around it, each usable alone or composed in a [`Pipeline`] (outermost
+//! first: fallback, retry, breaker, bulkhead, timeout):
+//!
+//! - [`Bulkhead`]: a limit on calls in flight to one dependency;
+//! - [`timeout`](mod@timeout): an async deadline (feature `tokio`);
+//! - [`Retry`]: backoff, jitter and a retry budget that never hammers an open breaker;
+//! - [`Fallback`]: what to return instead, knowing why ([`Cause`]).
+//!
+//! Integrations behind features: `tokio` (async waiting and timeouts),
+//! `tower` (the same policies as tower middleware, in `fusebox::tower`),
+//! `tracing`, `prometheus` (`fusebox::metrics`), `config` (a
+//! [`registry`] of named breakers loaded from TOML or YAML). With no
+//! feature, fusebox has no dependencies.
+//!
 //! # A breaker's life
 //!
 //! Three failures in a row open the breaker; while open it fails fast; after
@@ -51,13 +65,20 @@
 
 mod breaker;
 mod clock;
+mod ext;
 mod sync;
 
-// Observability and operations: registry, alerts, tracing, Prometheus.
 pub mod alert;
+pub mod bulkhead;
+pub mod fallback;
 #[cfg(feature = "prometheus")]
 pub mod metrics;
+pub mod pipeline;
 pub mod registry;
+pub mod retry;
+pub mod timeout;
+#[cfg(feature = "tower")]
+pub mod tower;
 #[cfg(feature = "tracing")]
 pub mod trace;
 
@@ -65,14 +86,6 @@ pub use breaker::{
     Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener, Outcome, Permit, Reason,
     Rejected, Snapshot, State, Transition,
 };
-
-pub mod bulkhead;
-mod ext;
-pub mod fallback;
-pub mod pipeline;
-pub mod retry;
-pub mod timeout;
-
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
@@ -82,6 +95,3 @@ pub use retry::Retry;
 #[cfg(feature = "tokio")]
 pub use timeout::{timeout, Timeout};
 pub use timeout::{Elapsed, TimeoutError};
-
-#[cfg(feature = "tower")]
-pub mod tower;
