@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::time::Duration;
 ///
-/// #[derive(Debug, Default)]
+/// #[derive(Default)]
 /// struct Ticks(AtomicU64);
 ///
 /// impl Clock for Ticks {
@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 /// clock.0.store(1500, Ordering::Relaxed);
 /// assert_eq!(clock.now(), Duration::from_millis(1500));
 /// ```
-pub trait Clock: Send + Sync + fmt::Debug + 'static {
+pub trait Clock: Send + Sync + 'static {
     /// Time elapsed since this clock's origin.
     fn now(&self) -> Duration;
 }

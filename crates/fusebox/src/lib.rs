@@ -1,8 +1,60 @@
-//! fusebox: circuit breaker, bulkhead, timeout, retry and fallback.
+//! fusebox keeps a service alive when what it depends on gets slow or dies.
+//!
+//! Its heart is a [`CircuitBreaker`]: it counts the failures of one
+//! dependency, opens to fail fast instead of letting callers pile up behind a
+//! sick dependency, lets a probe through after a cooldown, and closes when the
+//! dependency is back. Time is read only through a [`Clock`], so every timing
+//! rule is testable with a [`ManualClock`] instead of sleeps.
+//!
+//! # A breaker's life
+//!
+//! Three failures in a row open the breaker; while open it fails fast; after
+//! the cooldown it is half-open and lets one probe through; the probe
+//! succeeds and the breaker closes.
+//!
+//! ```
+//! use fusebox::{CircuitBreaker, Error, ManualClock, State};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new();
+//! let breaker = CircuitBreaker::builder()
+//!     .consecutive_failures(3)
+//!     .open_for(Duration::from_millis(150))
+//!     .clock(clock.clone())
+//!     .build()?;
+//!
+//! // fail, fail, fail -> OPEN
+//! for _ in 0..3 {
+//!     let r = breaker.call(|| Err::<(), _>("downstream timed out"));
+//!     assert!(matches!(r, Err(Error::Inner(_))));
+//! }
+//! assert_eq!(breaker.state(), State::Open);
+//!
+//! // Fast-fail: the call is not even made.
+//! let mut called = false;
+//! let r = breaker.call(|| { called = true; Ok::<_, &str>(()) });
+//! assert!(!called);
+//! let rejected = r.unwrap_err().rejected().copied().unwrap();
+//! assert_eq!(rejected.retry_after(), Some(Duration::from_millis(150)));
+//!
+//! // Cooldown -> HALF_OPEN: one probe may go through.
+//! clock.advance(Duration::from_millis(150));
+//! assert_eq!(breaker.state(), State::HalfOpen);
+//!
+//! // The probe succeeds -> CLOSED.
+//! assert_eq!(breaker.call(|| Ok::<_, &str>("fresh data")).unwrap(), "fresh data");
+//! assert_eq!(breaker.state(), State::Closed);
+//! # Ok::<(), fusebox::ConfigError>(())
+//! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 
+mod breaker;
 mod clock;
 mod sync;
 
+pub use breaker::{
+    Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener, Outcome, Permit, Reason,
+    Rejected, Snapshot, State, Transition,
+};
 pub use clock::{Clock, ManualClock, MonotonicClock};

@@ -1,0 +1,618 @@
+//! The circuit breaker.
+//!
+//! See [`CircuitBreaker`] for the handle, [`Builder`] for every setting and
+//! the crate docs for a walk through a breaker's life.
+
+mod config;
+mod event;
+mod permit;
+mod policy;
+mod state;
+mod window;
+
+pub use config::{Builder, ConfigError};
+pub use event::{CallEvent, Listener, Reason, Transition};
+pub use permit::{Outcome, Permit, Rejected};
+pub use state::State;
+
+use crate::clock::{nanos, Clock};
+use permit::CallGuard;
+use state::{Core, Nanos, Settings, Ticket};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A circuit breaker: counts failures of one dependency, opens to fail fast,
+/// lets probes through after a cooldown, and closes when the dependency is
+/// back.
+///
+/// A `CircuitBreaker` is a handle: cheap to clone, `Send + Sync + 'static`,
+/// and every clone shares one state. Keep one per dependency.
+///
+/// Rules:
+/// - Open becomes HalfOpen lazily, at the first admission attempt (or
+///   [`state`](CircuitBreaker::state) call) at or after trip time plus the
+///   open period. The open period counts from the verdict that tripped.
+/// - Every transition starts a new generation. A verdict from a permit of an
+///   older generation changes nothing: a slow call admitted before a trip can
+///   neither extend the open period nor close a breaker it no longer belongs to.
+/// - Counters are empty after every transition to Closed.
+/// - Half-open admits at most `half_open_probes` calls at once, closes after
+///   `successes_to_close` successes, and reopens on any failed probe.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{CircuitBreaker, Error};
+/// use std::time::Duration;
+///
+/// let reviews = CircuitBreaker::builder()
+///     .consecutive_failures(5)
+///     .open_for(Duration::from_millis(500))
+///     .build()?;
+///
+/// match reviews.call(|| fetch_reviews(42)) {
+///     Ok(list) => println!("{} reviews", list.len()),
+///     Err(Error::Rejected(r)) => println!("reviews skipped: {r}"),
+///     Err(Error::Inner(e)) => println!("reviews failed: {e}"),
+///     Err(_) => unreachable!(),
+/// }
+/// # fn fetch_reviews(_: u32) -> Result<Vec<String>, std::io::Error> { Ok(vec![]) }
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct CircuitBreaker {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) core: Core,
+    clock: Arc<dyn Clock>,
+    listeners: Box<[Arc<dyn Listener>]>,
+    /// Whether admission must read the clock (slow calls or listeners need
+    /// each call's duration).
+    time_calls: bool,
+    name: Option<String>,
+}
+
+impl Inner {
+    fn now(&self) -> Nanos {
+        nanos(self.clock.now())
+    }
+
+    fn acquire(&self) -> Result<Ticket, Rejected> {
+        if let Some(mut ticket) = self.core.admit_fast() {
+            if self.time_calls {
+                ticket.start = Some(self.now());
+            }
+            return Ok(ticket);
+        }
+        let now = self.now();
+        let (result, transition) = self.core.admit(now);
+        self.emit(transition);
+        match result {
+            Ok(mut ticket) => {
+                if self.time_calls {
+                    ticket.start = Some(now);
+                }
+                Ok(ticket)
+            }
+            Err(rejected) => {
+                for l in self.listeners.iter() {
+                    l.on_rejected(&rejected);
+                }
+                Err(rejected)
+            }
+        }
+    }
+
+    pub(crate) fn finish(&self, ticket: Ticket, outcome: Outcome) {
+        let now = if ticket.start.is_some() || self.core.verdict_needs_now(&ticket, outcome) {
+            self.now()
+        } else {
+            0
+        };
+        let elapsed = ticket.start.map(|s| now.saturating_sub(s));
+        let slow = self.core.settings.policy.is_slow(elapsed);
+        let transition = self.core.record(ticket, outcome, slow, now);
+        if !self.listeners.is_empty() {
+            let call = CallEvent {
+                outcome,
+                slow,
+                duration: Duration::from_nanos(elapsed.unwrap_or(0)),
+            };
+            for l in self.listeners.iter() {
+                l.on_call(&call);
+            }
+        }
+        self.emit(transition);
+    }
+
+    fn emit(&self, transition: Option<Transition>) {
+        if let Some(t) = transition {
+            for l in self.listeners.iter() {
+                l.on_transition(&t);
+            }
+        }
+    }
+}
+
+impl CircuitBreaker {
+    /// Starts building a breaker; see [`Builder`] for settings and defaults.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let breaker = fusebox::CircuitBreaker::builder().consecutive_failures(3).build()?;
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    pub(crate) fn from_parts(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        listeners: Box<[Arc<dyn Listener>]>,
+        name: Option<String>,
+    ) -> CircuitBreaker {
+        let core = Core::new(settings, nanos(clock.now()));
+        let time_calls = core.settings.policy.slow.is_some() || !listeners.is_empty();
+        CircuitBreaker {
+            inner: Arc::new(Inner {
+                core,
+                clock,
+                listeners,
+                time_calls,
+                name,
+            }),
+        }
+    }
+
+    /// Asks to make one call. On `Ok`, make the call and give the
+    /// [`Permit`] its verdict; on `Err`, don't call.
+    ///
+    /// # Errors
+    ///
+    /// [`Rejected`] when the breaker is open, forced open, or half-open with
+    /// every probe slot taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let breaker = fusebox::CircuitBreaker::builder().build()?;
+    /// let permit = breaker.try_acquire().expect("a closed breaker admits");
+    /// permit.success();
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn try_acquire(&self) -> Result<Permit, Rejected> {
+        let ticket = self.inner.acquire()?;
+        Ok(Permit::new(Arc::clone(&self.inner), ticket))
+    }
+
+    /// Runs `f` if the breaker admits it; `Ok` counts as a success and `Err`
+    /// as a failure. A panic in `f` counts as a failure and then carries on
+    /// unwinding; the breaker stays usable.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rejected`] if `f` was not run; [`Error::Inner`] with `f`'s error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let breaker = fusebox::CircuitBreaker::builder().build()?;
+    /// let price = breaker.call(|| "19.99".parse::<f64>());
+    /// assert_eq!(price.unwrap(), 19.99);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+    {
+        self.call_with(Outcome::of, f)
+    }
+
+    /// Like [`call`](CircuitBreaker::call), with `classify` deciding whether
+    /// the result is a success, a failure or counts for nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Rejected`] if `f` was not run; [`Error::Inner`] with `f`'s error
+    /// (whatever `classify` said about it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, Outcome, State};
+    /// let breaker = CircuitBreaker::builder().consecutive_failures(1).build()?;
+    /// // A "not found" is the caller's problem, not the dependency's.
+    /// let not_found = |r: &Result<(), &str>| match r {
+    ///     Err("not found") => Outcome::Ignore,
+    ///     other => Outcome::of(other),
+    /// };
+    /// let _ = breaker.call_with(not_found, || Err("not found"));
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn call_with<T, E, F, C>(&self, classify: C, f: F) -> Result<T, Error<E>>
+    where
+        F: FnOnce() -> Result<T, E>,
+        C: Fn(&Result<T, E>) -> Outcome,
+    {
+        let ticket = self.inner.acquire().map_err(Error::Rejected)?;
+        let guard = CallGuard {
+            inner: &self.inner,
+            ticket,
+            done: false,
+        };
+        let result = f();
+        guard.finish(classify(&result));
+        result.map_err(Error::Inner)
+    }
+
+    /// Runs the future `f()` returns if the breaker admits it. Admission
+    /// happens when the returned future is first polled.
+    ///
+    /// Needs no runtime. The returned future is `'static` (and `Send`) when
+    /// `f`, its future and its output are.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it finishes releases its permit without a
+    /// verdict: nothing is counted and a half-open probe slot is freed. A
+    /// panic while polling `f`'s future counts as a failure.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](CircuitBreaker::call).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # futures_lite_block_on(async {
+    /// let breaker = fusebox::CircuitBreaker::builder().build()?;
+    /// let n = breaker.call_async(|| async { Ok::<_, std::io::Error>(7) }).await;
+    /// assert_eq!(n.unwrap(), 7);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// # }).unwrap();
+    /// # fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     let waker = std::task::Waker::noop();
+    /// #     let mut cx = std::task::Context::from_waker(&waker);
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
+    /// # }
+    /// ```
+    pub fn call_async<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, Error<E>>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.call_async_with(Outcome::of, f)
+    }
+
+    /// [`call_async`](CircuitBreaker::call_async) with a classifier, as in
+    /// [`call_with`](CircuitBreaker::call_with).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`call_async`](CircuitBreaker::call_async).
+    ///
+    /// # Errors
+    ///
+    /// As [`call_with`](CircuitBreaker::call_with).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::Outcome;
+    /// let breaker = fusebox::CircuitBreaker::builder().build()?;
+    /// let fut = breaker.call_async_with(|_: &Result<u8, ()>| Outcome::Ignore, || async { Ok(1) });
+    /// drop(fut); // never polled: never admitted, nothing counted
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn call_async_with<T, E, F, Fut, C>(
+        &self,
+        classify: C,
+        f: F,
+    ) -> impl Future<Output = Result<T, Error<E>>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Fn(&Result<T, E>) -> Outcome,
+    {
+        let inner = Arc::clone(&self.inner);
+        async move {
+            let ticket = inner.acquire().map_err(Error::Rejected)?;
+            let guard = CallGuard {
+                inner: &inner,
+                ticket,
+                done: false,
+            };
+            let result = f().await;
+            guard.finish(classify(&result));
+            result.map_err(Error::Inner)
+        }
+    }
+
+    /// The current state. An open breaker whose open period is over becomes
+    /// half-open here (and its listeners hear of it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, ManualClock, State};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let b = CircuitBreaker::builder()
+    ///     .consecutive_failures(1)
+    ///     .open_for(Duration::from_secs(1))
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// b.try_acquire().unwrap().failure();
+    /// assert_eq!(b.state(), State::Open);
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(b.state(), State::HalfOpen);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn state(&self) -> State {
+        let (state, transition) = self.inner.core.state(self.inner.now());
+        self.inner.emit(transition);
+        state
+    }
+
+    /// Counts and rates as they are now (after the same lazy step as
+    /// [`state`](CircuitBreaker::state)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::CircuitBreaker::builder().failure_rate(0.5).count_window(10).build()?;
+    /// let _ = b.call(|| Err::<(), _>(()));
+    /// let _ = b.call(|| Ok::<_, ()>(()));
+    /// let s = b.snapshot();
+    /// assert_eq!((s.calls, s.failures), (2, 1));
+    /// assert_eq!(s.failure_rate, 0.5);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> Snapshot {
+        let now = self.inner.now();
+        let (_, transition) = self.inner.core.state(now);
+        self.inner.emit(transition);
+        let f = self.inner.core.figures(now);
+        Snapshot {
+            state: f.state,
+            calls: f.totals.calls,
+            failures: f.totals.failures.min(f.totals.calls),
+            slow_calls: f.totals.slow.min(f.totals.calls),
+            failure_rate: f.totals.failure_rate(),
+            slow_call_rate: f.totals.slow_rate(),
+            consecutive_failures: f.consecutive,
+            rejected: f.rejected,
+            since_transition: Duration::from_nanos(f.since_transition),
+            generation: f.generation,
+        }
+    }
+
+    /// Opens the breaker until [`reset`](CircuitBreaker::reset): every call is
+    /// rejected, with no `retry_after`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::CircuitBreaker::builder().build()?;
+    /// b.force_open();
+    /// assert_eq!(b.state(), fusebox::State::ForcedOpen);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn force_open(&self) {
+        self.manual(State::ForcedOpen)
+    }
+
+    /// Turns the breaker off until [`reset`](CircuitBreaker::reset): every
+    /// call is admitted, nothing is counted, it never trips.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::CircuitBreaker::builder().consecutive_failures(1).build()?;
+    /// b.disable();
+    /// let _ = b.call(|| Err::<(), _>(()));
+    /// assert_eq!(b.state(), fusebox::State::Disabled);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn disable(&self) {
+        self.manual(State::Disabled)
+    }
+
+    /// Closes the breaker with empty counters, from any state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::CircuitBreaker::builder().consecutive_failures(1).build()?;
+    /// let _ = b.call(|| Err::<(), _>(()));
+    /// b.reset();
+    /// assert_eq!(b.state(), fusebox::State::Closed);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn reset(&self) {
+        self.manual(State::Closed)
+    }
+
+    fn manual(&self, to: State) {
+        let t = self.inner.core.set(to, self.inner.now());
+        self.inner.emit(t);
+    }
+
+    /// The name given to the builder, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::CircuitBreaker::builder().build()?.name(), None);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn name(&self) -> Option<&str> {
+        self.inner.name.as_deref()
+    }
+
+    /// The clock this breaker reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::ManualClock;
+    /// let clock = ManualClock::new();
+    /// clock.set(std::time::Duration::from_secs(3));
+    /// let b = fusebox::CircuitBreaker::builder().clock(clock).build()?;
+    /// assert_eq!(b.clock().now(), std::time::Duration::from_secs(3));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.inner.clock
+    }
+
+    /// Half-open probes admitted and not yet finished.
+    #[doc(hidden)]
+    pub fn probes_in_flight(&self) -> u32 {
+        self.inner.core.probes_in_flight()
+    }
+}
+
+impl fmt::Debug for CircuitBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitBreaker")
+            .field("name", &self.inner.name)
+            .field("core", &self.inner.core)
+            .finish()
+    }
+}
+
+/// A breaker's counts and rates at one moment.
+///
+/// Window fields (`calls`, `failures`, `slow_calls` and the rates) are zero
+/// for a breaker with only the consecutive-failures policy, which keeps no
+/// window.
+///
+/// # Examples
+///
+/// ```
+/// let b = fusebox::CircuitBreaker::builder().consecutive_failures(3).build()?;
+/// let _ = b.call(|| Err::<(), _>(()));
+/// assert_eq!(b.snapshot().consecutive_failures, 1);
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The current state.
+    pub state: State,
+    /// Calls in the window.
+    pub calls: u64,
+    /// Failed calls in the window.
+    pub failures: u64,
+    /// Slow calls in the window.
+    pub slow_calls: u64,
+    /// `failures / calls`, 0 when the window is empty.
+    pub failure_rate: f64,
+    /// `slow_calls / calls`, 0 when the window is empty.
+    pub slow_call_rate: f64,
+    /// Failures in a row in the current closed period.
+    pub consecutive_failures: u32,
+    /// Calls rejected since the breaker was built.
+    pub rejected: u64,
+    /// Time since the last transition (or since the breaker was built).
+    pub since_transition: Duration,
+    /// Transitions since the breaker was built (wrapping).
+    pub generation: u32,
+}
+
+/// Why a guarded call did not return its value.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{CircuitBreaker, Error};
+/// let b = CircuitBreaker::builder().build()?;
+/// b.force_open();
+/// let err = b.call(|| Ok::<u8, std::io::Error>(1)).unwrap_err();
+/// assert!(err.is_rejected());
+/// let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err);
+/// assert_eq!(boxed.to_string(), "circuit breaker is forced open");
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error<E> {
+    /// The breaker did not run the call.
+    Rejected(Rejected),
+    /// The call ran and returned this error.
+    Inner(E),
+}
+
+impl<E> Error<E> {
+    /// Whether the breaker turned the call away.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(!fusebox::Error::Inner(()).is_rejected());
+    /// ```
+    pub fn is_rejected(&self) -> bool {
+        matches!(self, Error::Rejected(_))
+    }
+
+    /// The rejection, if the call was not run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Error::Inner(()).rejected().is_none());
+    /// ```
+    pub fn rejected(&self) -> Option<&Rejected> {
+        match self {
+            Error::Rejected(r) => Some(r),
+            Error::Inner(_) => None,
+        }
+    }
+
+    /// The call's own error, if it ran.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::Error::Inner(5).into_inner(), Some(5));
+    /// ```
+    pub fn into_inner(self) -> Option<E> {
+        match self {
+            Error::Inner(e) => Some(e),
+            Error::Rejected(_) => None,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Error<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Rejected(r) => fmt::Display::fmt(r, f),
+            Error::Inner(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for Error<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Rejected(_) => None,
+            Error::Inner(e) => e.source(),
+        }
+    }
+}
+
+impl<E> From<Rejected> for Error<E> {
+    fn from(r: Rejected) -> Self {
+        Error::Rejected(r)
+    }
+}

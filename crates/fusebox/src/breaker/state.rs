@@ -1,0 +1,536 @@
+//! The state machine: the only place where a breaker changes state.
+//!
+//! The state and its generation live in one atomic word, read without a lock
+//! on every admission. Transitions happen under a mutex that is never taken
+//! on the closed-state success path; they write everything the new state needs
+//! and then publish the word with a release store.
+
+use super::event::{Reason, Transition};
+use super::permit::{Outcome, Rejected};
+use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
+use super::window::{CountWindow, TimeWindow, Totals, Window};
+use crate::sync::{lock, AtomicU64, Mutex, Ordering};
+use std::fmt;
+use std::time::Duration;
+
+/// Where a breaker is.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{CircuitBreaker, State};
+/// let breaker = CircuitBreaker::builder().build()?;
+/// assert_eq!(breaker.state(), State::Closed);
+/// assert_eq!(State::HalfOpen.to_string(), "half_open");
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Calls go through; outcomes are counted.
+    Closed,
+    /// Calls are rejected until the open period is over.
+    Open,
+    /// A limited number of probe calls go through; their outcomes decide.
+    HalfOpen,
+    /// Rejects everything until [`reset`](crate::CircuitBreaker::reset).
+    ForcedOpen,
+    /// Admits everything, counts nothing, never trips.
+    Disabled,
+}
+
+impl State {
+    /// Every state, in a fixed order (for metrics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::State::ALL.len(), 5);
+    /// ```
+    pub const ALL: [State; 5] = [
+        State::Closed,
+        State::Open,
+        State::HalfOpen,
+        State::ForcedOpen,
+        State::Disabled,
+    ];
+
+    /// The state's name in lower snake case, as in metrics and reports.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::State::ForcedOpen.as_str(), "forced_open");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+            State::ForcedOpen => "forced_open",
+            State::Disabled => "disabled",
+        }
+    }
+
+    fn tag(self) -> u64 {
+        match self {
+            State::Closed => 0,
+            State::Open => 1,
+            State::HalfOpen => 2,
+            State::ForcedOpen => 3,
+            State::Disabled => 4,
+        }
+    }
+
+    fn from_tag(tag: u64) -> State {
+        match tag {
+            0 => State::Closed,
+            1 => State::Open,
+            2 => State::HalfOpen,
+            3 => State::ForcedOpen,
+            _ => State::Disabled,
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Nanoseconds on the breaker's clock.
+pub(crate) type Nanos = u64;
+
+/// State word: generation in the high 32 bits, state tag in the low 8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Word(u64);
+
+impl Word {
+    fn new(generation: u32, state: State) -> Word {
+        Word((u64::from(generation) << 32) | state.tag())
+    }
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+    fn state(self) -> State {
+        State::from_tag(self.0 & 0xff)
+    }
+}
+
+/// What a permit remembers about its admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ticket {
+    pub(crate) generation: u32,
+    pub(crate) kind: Kind,
+    /// Admission time, when something needs the call's duration.
+    pub(crate) start: Option<Nanos>,
+}
+
+/// How an admitted call's verdict is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Closed state: the verdict feeds the trip policy.
+    Normal,
+    /// Half-open: the verdict decides whether to close or reopen.
+    Probe,
+    /// Disabled: the verdict counts for nothing.
+    Bypass,
+}
+
+/// What the lock guards: half-open bookkeeping and the trip counter.
+#[derive(Debug, Default)]
+struct Slow {
+    probes_in_flight: u32,
+    probe_successes: u32,
+    /// Trips since the breaker last closed (drives the open backoff).
+    trips: u32,
+}
+
+/// Validated breaker settings, as the state machine needs them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Settings {
+    pub(crate) policy: TripPolicy,
+    pub(crate) open: OpenPeriod,
+    pub(crate) probes: u32,
+    pub(crate) successes: u32,
+}
+
+/// The figures behind a [`Snapshot`](crate::Snapshot).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Figures {
+    pub(crate) state: State,
+    pub(crate) generation: u32,
+    pub(crate) totals: Totals,
+    pub(crate) consecutive: u32,
+    pub(crate) rejected: u64,
+    pub(crate) since_transition: Nanos,
+}
+
+pub(crate) struct Core {
+    word: AtomicU64,
+    /// When the current open period ends (meaningful while Open).
+    open_until: AtomicU64,
+    /// Consecutive failures, tagged with the generation they belong to:
+    /// generation in the high 32 bits, count in the low 32.
+    consecutive: AtomicU64,
+    window: Option<Window>,
+    rejected: AtomicU64,
+    last_transition: AtomicU64,
+    slow: Mutex<Slow>,
+    pub(crate) settings: Settings,
+}
+
+impl fmt::Debug for Core {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let w = self.load();
+        f.debug_struct("Core")
+            .field("state", &w.state())
+            .field("generation", &w.generation())
+            .finish_non_exhaustive()
+    }
+}
+
+fn tagged(generation: u32, count: u32) -> u64 {
+    (u64::from(generation) << 32) | u64::from(count)
+}
+
+impl Core {
+    pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
+        let window = settings.policy.window.map(|spec| match spec {
+            WindowSpec::Count(n) => Window::Count(CountWindow::new(n)),
+            WindowSpec::Time { span, buckets } => Window::Time(TimeWindow::new(span, buckets)),
+        });
+        Core {
+            word: AtomicU64::new(Word::new(0, State::Closed).0),
+            open_until: AtomicU64::new(0),
+            consecutive: AtomicU64::new(tagged(0, 0)),
+            window,
+            rejected: AtomicU64::new(0),
+            last_transition: AtomicU64::new(now),
+            slow: Mutex::new(Slow::default()),
+            settings,
+        }
+    }
+
+    fn load(&self) -> Word {
+        // Acquire: pairs with the Release store in `publish`, so whoever sees a
+        // state also sees what the transition wrote for it (open_until,
+        // emptied counters).
+        Word(self.word.load(Ordering::Acquire))
+    }
+
+    /// Whether verdicts need a clock reading (time window, slow calls).
+    pub(crate) fn needs_time(&self) -> bool {
+        self.settings.policy.slow.is_some() || self.window.as_ref().is_some_and(Window::needs_time)
+    }
+
+    /// Admission without the clock: succeeds in Closed and Disabled only.
+    #[inline]
+    pub(crate) fn admit_fast(&self) -> Option<Ticket> {
+        let w = self.load();
+        let kind = match w.state() {
+            State::Closed => Kind::Normal,
+            State::Disabled => Kind::Bypass,
+            _ => return None,
+        };
+        Some(Ticket {
+            generation: w.generation(),
+            kind,
+            start: None,
+        })
+    }
+
+    /// Full admission at `now`.
+    pub(crate) fn admit(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
+        if let Some(t) = self.admit_fast() {
+            return (Ok(t), None);
+        }
+        let w = self.load();
+        match w.state() {
+            State::ForcedOpen => (Err(self.reject(State::ForcedOpen, None)), None),
+            State::Open => {
+                // Relaxed: ordered after the Acquire load of the word (see `load`).
+                let until = self.open_until.load(Ordering::Relaxed);
+                if now < until {
+                    let wait = Duration::from_nanos(until - now);
+                    (Err(self.reject(State::Open, Some(wait))), None)
+                } else {
+                    self.admit_locked(now)
+                }
+            }
+            _ => self.admit_locked(now),
+        }
+    }
+
+    fn reject(&self, state: State, retry_after: Option<Duration>) -> Rejected {
+        // Relaxed: a statistic.
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+        Rejected::new(state, retry_after)
+    }
+
+    fn admit_locked(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
+        let mut slow = lock(&self.slow);
+        let (w, transition) = self.cool_down(&mut slow, now);
+        let ticket = |kind| Ticket {
+            generation: w.generation(),
+            kind,
+            start: None,
+        };
+        let result = match w.state() {
+            State::Closed => Ok(ticket(Kind::Normal)),
+            State::Disabled => Ok(ticket(Kind::Bypass)),
+            State::ForcedOpen => Err(self.reject(State::ForcedOpen, None)),
+            State::Open => {
+                let until = self.open_until.load(Ordering::Relaxed);
+                let wait = Duration::from_nanos(until.saturating_sub(now));
+                Err(self.reject(State::Open, Some(wait)))
+            }
+            State::HalfOpen => {
+                if slow.probes_in_flight < self.settings.probes {
+                    slow.probes_in_flight += 1;
+                    Ok(ticket(Kind::Probe))
+                } else {
+                    // A slot frees when a probe finishes; we cannot know when.
+                    Err(self.reject(State::HalfOpen, Some(Duration::ZERO)))
+                }
+            }
+        };
+        (result, transition)
+    }
+
+    /// Under the lock: Open -> HalfOpen if the open period is over.
+    fn cool_down(&self, slow: &mut Slow, now: Nanos) -> (Word, Option<Transition>) {
+        let w = self.load();
+        if w.state() == State::Open && now >= self.open_until.load(Ordering::Relaxed) {
+            slow.probes_in_flight = 0;
+            slow.probe_successes = 0;
+            let t = self.publish(w, State::HalfOpen, now, Reason::CooldownElapsed);
+            return (self.load(), Some(t));
+        }
+        (w, None)
+    }
+
+    /// Under the lock: moves to `to` with a new generation. Everything the new
+    /// state reads must be written before this is called.
+    fn publish(&self, from: Word, to: State, now: Nanos, reason: Reason) -> Transition {
+        let generation = from.generation().wrapping_add(1);
+        // Relaxed: published by the Release store of the word just below.
+        self.consecutive
+            .store(tagged(generation, 0), Ordering::Relaxed);
+        self.last_transition.store(now, Ordering::Relaxed);
+        // Release: makes the writes above visible to every Acquire load that
+        // sees the new word.
+        self.word
+            .store(Word::new(generation, to).0, Ordering::Release);
+        Transition {
+            from: from.state(),
+            to,
+            at: Duration::from_nanos(now),
+            reason,
+        }
+    }
+
+    /// Under the lock: opens for the period the trip count calls for.
+    fn open(&self, slow: &mut Slow, from: Word, now: Nanos, reason: Reason) -> Transition {
+        let period = self.settings.open.after(slow.trips);
+        slow.trips = slow.trips.saturating_add(1);
+        self.open_until
+            .store(now.saturating_add(period), Ordering::Relaxed);
+        self.publish(from, State::Open, now, reason)
+    }
+
+    /// Under the lock: closes with empty counters.
+    fn close(&self, slow: &mut Slow, from: Word, now: Nanos, reason: Reason) -> Transition {
+        *slow = Slow::default();
+        if let Some(w) = &self.window {
+            w.clear();
+        }
+        self.publish(from, State::Closed, now, reason)
+    }
+
+    /// The current state at `now`, moving Open -> HalfOpen if it is due.
+    pub(crate) fn state(&self, now: Nanos) -> (State, Option<Transition>) {
+        let w = self.load();
+        if w.state() == State::Open && now >= self.open_until.load(Ordering::Relaxed) {
+            let mut slow = lock(&self.slow);
+            let (w, t) = self.cool_down(&mut slow, now);
+            return (w.state(), t);
+        }
+        (w.state(), None)
+    }
+
+    /// Records a verdict. `now` is read only when [`Core::verdict_needs_now`]
+    /// says so; otherwise it may be anything.
+    pub(crate) fn record(
+        &self,
+        ticket: Ticket,
+        outcome: Outcome,
+        slow_call: bool,
+        now: Nanos,
+    ) -> Option<Transition> {
+        match ticket.kind {
+            Kind::Bypass => None,
+            Kind::Normal => self.record_closed(ticket.generation, outcome, slow_call, now),
+            Kind::Probe => self.record_probe(ticket.generation, outcome, slow_call, now),
+        }
+    }
+
+    /// Whether recording this verdict may need the clock.
+    #[inline]
+    pub(crate) fn verdict_needs_now(&self, ticket: &Ticket, outcome: Outcome) -> bool {
+        match (ticket.kind, outcome) {
+            (Kind::Bypass, _) | (_, Outcome::Ignore) => false,
+            (Kind::Normal, Outcome::Success) => self.needs_time() || self.window.is_some(),
+            _ => true,
+        }
+    }
+
+    fn record_closed(
+        &self,
+        generation: u32,
+        outcome: Outcome,
+        slow_call: bool,
+        now: Nanos,
+    ) -> Option<Transition> {
+        let failed = match outcome {
+            Outcome::Ignore => return None,
+            Outcome::Failure => true,
+            Outcome::Success => false,
+        };
+        let policy = &self.settings.policy;
+        let mut trip = None;
+        if let Some(n) = policy.consecutive {
+            // Relaxed throughout: the counter is tagged with its generation, so
+            // a stale verdict cannot touch a newer count; a trip it suggests
+            // is re-validated under the lock.
+            let mut cur = self.consecutive.load(Ordering::Relaxed);
+            loop {
+                if (cur >> 32) as u32 != generation {
+                    return None; // stale: this permit's closed period is over
+                }
+                let count = cur as u32;
+                let next = if failed { count.saturating_add(1) } else { 0 };
+                if next == count {
+                    break; // a success with nothing to reset: no write at all
+                }
+                match self.consecutive.compare_exchange_weak(
+                    cur,
+                    tagged(generation, next),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        if next >= n {
+                            trip = Some(Reason::ConsecutiveFailures { count: next });
+                        }
+                        break;
+                    }
+                    Err(actual) => cur = actual,
+                }
+            }
+        }
+        if let Some(window) = &self.window {
+            if self.load().generation() != generation {
+                return None; // stale
+            }
+            if let Some(totals) = window.record(now, failed, slow_call) {
+                trip = trip.or_else(|| policy.rate_trip(&totals));
+            }
+        }
+        let reason = trip?;
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        if w.generation() != generation || w.state() != State::Closed {
+            return None; // someone else already moved the breaker on
+        }
+        Some(self.open(&mut slow, w, now, reason))
+    }
+
+    fn record_probe(
+        &self,
+        generation: u32,
+        outcome: Outcome,
+        slow_call: bool,
+        now: Nanos,
+    ) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        if w.generation() != generation || w.state() != State::HalfOpen {
+            return None; // stale: the half-open period this probe belonged to is over
+        }
+        slow.probes_in_flight = slow.probes_in_flight.saturating_sub(1);
+        match outcome {
+            Outcome::Ignore => None,
+            Outcome::Failure => Some(self.open(&mut slow, w, now, Reason::ProbeFailed)),
+            Outcome::Success if slow_call => {
+                Some(self.open(&mut slow, w, now, Reason::ProbeFailed))
+            }
+            Outcome::Success => {
+                slow.probe_successes += 1;
+                if slow.probe_successes >= self.settings.successes {
+                    let successes = slow.probe_successes;
+                    Some(self.close(&mut slow, w, now, Reason::ProbesSucceeded { successes }))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// A permit was dropped without a verdict: free its probe slot, count nothing.
+    pub(crate) fn release(&self, ticket: Ticket) {
+        if ticket.kind != Kind::Probe {
+            return;
+        }
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        if w.generation() == ticket.generation && w.state() == State::HalfOpen {
+            slow.probes_in_flight = slow.probes_in_flight.saturating_sub(1);
+        }
+    }
+
+    /// Manual control: moves to `to` (ForcedOpen, Disabled or Closed) with a
+    /// new generation. Returns a transition only when the state changed.
+    pub(crate) fn set(&self, to: State, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        let t = if to == State::Closed {
+            self.close(&mut slow, w, now, Reason::Manual)
+        } else {
+            *slow = Slow::default();
+            self.publish(w, to, now, Reason::Manual)
+        };
+        (t.from != t.to).then_some(t)
+    }
+
+    /// The figures at `now`, without moving the state (call [`Core::state`]
+    /// first for the lazy Open -> HalfOpen step).
+    pub(crate) fn figures(&self, now: Nanos) -> Figures {
+        let w = self.load();
+        let state = w.state();
+        let totals = self
+            .window
+            .as_ref()
+            .map(|win| win.totals(now))
+            .unwrap_or_default();
+        let c = self.consecutive.load(Ordering::Relaxed);
+        let consecutive = if (c >> 32) as u32 == w.generation() && state == State::Closed {
+            c as u32
+        } else {
+            0
+        };
+        Figures {
+            state,
+            generation: w.generation(),
+            totals,
+            consecutive,
+            rejected: self.rejected.load(Ordering::Relaxed),
+            since_transition: now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Probes admitted and not yet finished (for tests and models).
+    pub(crate) fn probes_in_flight(&self) -> u32 {
+        lock(&self.slow).probes_in_flight
+    }
+}

@@ -1,0 +1,322 @@
+//! Sliding windows of call outcomes: the last N calls (a ring) or the last T of
+//! time (buckets). Both are lock-free and O(1) per call: they keep running
+//! totals, adjusted by exactly what each record adds and what it pushes out.
+
+use crate::sync::{AtomicI64, AtomicU64, AtomicU8, Ordering};
+
+/// Totals of a window at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Totals {
+    pub(crate) calls: u64,
+    pub(crate) failures: u64,
+    pub(crate) slow: u64,
+}
+
+impl Totals {
+    pub(crate) fn failure_rate(&self) -> f64 {
+        rate(self.failures, self.calls)
+    }
+    pub(crate) fn slow_rate(&self) -> f64 {
+        rate(self.slow, self.calls)
+    }
+}
+
+fn rate(part: u64, calls: u64) -> f64 {
+    if calls == 0 {
+        0.0
+    } else {
+        (part.min(calls) as f64) / (calls as f64)
+    }
+}
+
+/// Running totals, signed so that concurrent adjustments arriving in any order
+/// never wrap; readers clamp at zero.
+#[derive(Debug)]
+struct Sums {
+    calls: AtomicI64,
+    failures: AtomicI64,
+    slow: AtomicI64,
+}
+
+impl Sums {
+    fn new() -> Self {
+        Sums {
+            calls: AtomicI64::new(0),
+            failures: AtomicI64::new(0),
+            slow: AtomicI64::new(0),
+        }
+    }
+    // Relaxed everywhere in Sums: the totals are statistics; a decision taken on
+    // them (a trip) is re-validated under the breaker's lock, and no other
+    // memory is published through them.
+    fn add(&self, calls: i64, failures: i64, slow: i64) {
+        if calls != 0 {
+            self.calls.fetch_add(calls, Ordering::Relaxed);
+        }
+        if failures != 0 {
+            self.failures.fetch_add(failures, Ordering::Relaxed);
+        }
+        if slow != 0 {
+            self.slow.fetch_add(slow, Ordering::Relaxed);
+        }
+    }
+    fn read(&self) -> Totals {
+        let clamp = |v: i64| u64::try_from(v).unwrap_or(0);
+        Totals {
+            calls: clamp(self.calls.load(Ordering::Relaxed)),
+            failures: clamp(self.failures.load(Ordering::Relaxed)),
+            slow: clamp(self.slow.load(Ordering::Relaxed)),
+        }
+    }
+    fn clear(&self) {
+        self.calls.store(0, Ordering::Relaxed);
+        self.failures.store(0, Ordering::Relaxed);
+        self.slow.store(0, Ordering::Relaxed);
+    }
+}
+
+const CALL: u8 = 1;
+const FAIL: u8 = 2;
+const SLOW: u8 = 4;
+
+fn bits(failed: bool, slow: bool) -> u8 {
+    CALL | if failed { FAIL } else { 0 } | if slow { SLOW } else { 0 }
+}
+
+fn has(b: u8, bit: u8) -> i64 {
+    i64::from(b & bit != 0)
+}
+
+/// The last `n` calls. Each record takes the next slot of a ring and swaps its
+/// outcome in; the totals move by the difference between the new outcome and
+/// the one it replaced, so old calls drop out exactly.
+#[derive(Debug)]
+pub(crate) struct CountWindow {
+    slots: Box<[AtomicU8]>,
+    next: AtomicU64,
+    sums: Sums,
+}
+
+impl CountWindow {
+    pub(crate) fn new(n: usize) -> Self {
+        CountWindow {
+            slots: (0..n).map(|_| AtomicU8::new(0)).collect(),
+            next: AtomicU64::new(0),
+            sums: Sums::new(),
+        }
+    }
+
+    /// Records one call; returns the totals if the record could have raised a
+    /// rate or the call count (a plain success replacing a plain success
+    /// cannot, and then nothing shared but the ring is written).
+    pub(crate) fn record(&self, failed: bool, slow: bool) -> Option<Totals> {
+        // Relaxed: the index only has to be unique per record; the slot swap
+        // below carries no other data.
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len() as u64;
+        let new = bits(failed, slow);
+        // Relaxed: the swap is atomic, so every outcome ever written is removed
+        // from the totals exactly once, whatever the interleaving.
+        let old = self.slots[i as usize].swap(new, Ordering::Relaxed);
+        if old == new {
+            return None;
+        }
+        let d_calls = has(new, CALL) - has(old, CALL);
+        let d_fail = has(new, FAIL) - has(old, FAIL);
+        let d_slow = has(new, SLOW) - has(old, SLOW);
+        self.sums.add(d_calls, d_fail, d_slow);
+        (d_calls > 0 || d_fail > 0 || d_slow > 0).then(|| self.sums.read())
+    }
+
+    pub(crate) fn totals(&self) -> Totals {
+        self.sums.read()
+    }
+
+    pub(crate) fn clear(&self) {
+        for s in self.slots.iter() {
+            // Relaxed: clearing happens under the breaker's lock while no
+            // closed-state permit of the new generation exists yet; the state
+            // word's release store publishes it.
+            s.store(0, Ordering::Relaxed);
+        }
+        self.sums.clear();
+    }
+}
+
+/// The calls of the last `width * n` of time, in `n` buckets.
+#[derive(Debug)]
+pub(crate) struct TimeWindow {
+    width: u64,
+    buckets: Box<[Sums]>,
+    /// The newest bucket epoch (`now / width`) seen so far.
+    head: AtomicU64,
+    sums: Sums,
+}
+
+impl TimeWindow {
+    pub(crate) fn new(span: u64, n: usize) -> Self {
+        TimeWindow {
+            width: (span / n as u64).max(1),
+            buckets: (0..n).map(|_| Sums::new()).collect(),
+            head: AtomicU64::new(0),
+            sums: Sums::new(),
+        }
+    }
+
+    /// Moves the window so that it ends at `epoch`, emptying the buckets that
+    /// fell out of it. One thread wins each advance and empties the buckets; a
+    /// record racing that emptying may be dropped (it lands in a bucket as the
+    /// bucket is swapped to zero), never double counted.
+    fn advance(&self, epoch: u64) {
+        // Relaxed: head only decides who empties which buckets; the buckets'
+        // own atomic swaps keep the totals exact.
+        let mut head = self.head.load(Ordering::Relaxed);
+        while epoch > head {
+            match self
+                .head
+                .compare_exchange_weak(head, epoch, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    let n = self.buckets.len() as u64;
+                    let first = (head + 1).max(epoch.saturating_sub(n - 1));
+                    for e in first..=epoch {
+                        let b = &self.buckets[(e % n) as usize];
+                        // Take each count out of the bucket and out of the totals.
+                        let c = b.calls.swap(0, Ordering::Relaxed);
+                        let f = b.failures.swap(0, Ordering::Relaxed);
+                        let s = b.slow.swap(0, Ordering::Relaxed);
+                        self.sums.add(-c, -f, -s);
+                    }
+                    return;
+                }
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    pub(crate) fn record(&self, now: u64, failed: bool, slow: bool) -> Totals {
+        let epoch = now / self.width;
+        self.advance(epoch);
+        let b = &self.buckets[(epoch % self.buckets.len() as u64) as usize];
+        let (c, f, s) = (1, i64::from(failed), i64::from(slow));
+        // Totals first, bucket second: an emptying racing us then subtracts at
+        // most what was added, so the totals never dip below the buckets' sum.
+        self.sums.add(c, f, s);
+        b.add(c, f, s);
+        self.sums.read()
+    }
+
+    pub(crate) fn totals(&self, now: u64) -> Totals {
+        self.advance(now / self.width);
+        self.sums.read()
+    }
+
+    pub(crate) fn clear(&self) {
+        for b in self.buckets.iter() {
+            b.clear();
+        }
+        self.sums.clear();
+    }
+}
+
+/// The window a rate policy looks at.
+#[derive(Debug)]
+pub(crate) enum Window {
+    Count(CountWindow),
+    Time(TimeWindow),
+}
+
+impl Window {
+    pub(crate) fn record(&self, now: u64, failed: bool, slow: bool) -> Option<Totals> {
+        match self {
+            Window::Count(w) => w.record(failed, slow),
+            Window::Time(w) => Some(w.record(now, failed, slow)),
+        }
+    }
+    pub(crate) fn totals(&self, now: u64) -> Totals {
+        match self {
+            Window::Count(w) => w.totals(),
+            Window::Time(w) => w.totals(now),
+        }
+    }
+    pub(crate) fn clear(&self) {
+        match self {
+            Window::Count(w) => w.clear(),
+            Window::Time(w) => w.clear(),
+        }
+    }
+    pub(crate) fn needs_time(&self) -> bool {
+        matches!(self, Window::Time(_))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_window_forgets_old_calls() {
+        let w = CountWindow::new(3);
+        w.record(true, false);
+        w.record(true, false);
+        w.record(false, false);
+        assert_eq!(
+            w.totals(),
+            Totals {
+                calls: 3,
+                failures: 2,
+                slow: 0
+            }
+        );
+        w.record(false, true); // pushes out the first failure
+        w.record(false, false); // and the second
+        assert_eq!(
+            w.totals(),
+            Totals {
+                calls: 3,
+                failures: 0,
+                slow: 1
+            }
+        );
+        w.clear();
+        assert_eq!(w.totals(), Totals::default());
+    }
+
+    #[test]
+    fn plain_success_over_plain_success_reports_nothing() {
+        let w = CountWindow::new(1);
+        assert!(w.record(false, false).is_some());
+        assert!(w.record(false, false).is_none());
+        assert!(w.record(true, false).is_some());
+    }
+
+    #[test]
+    fn time_window_expires_buckets() {
+        // 1 s in 10 buckets of 100 ms.
+        let ms = 1_000_000;
+        let w = TimeWindow::new(1_000 * ms, 10);
+        w.record(0, true, false);
+        w.record(50 * ms, false, false);
+        w.record(950 * ms, true, true);
+        assert_eq!(
+            w.totals(950 * ms),
+            Totals {
+                calls: 3,
+                failures: 2,
+                slow: 1
+            }
+        );
+        // At 1.0 s the first bucket [0, 100 ms) has left the window.
+        assert_eq!(
+            w.totals(1_000 * ms),
+            Totals {
+                calls: 1,
+                failures: 1,
+                slow: 1
+            }
+        );
+        // A long silence empties everything.
+        assert_eq!(w.totals(60_000 * ms), Totals::default());
+        w.record(60_000 * ms, false, false);
+        assert_eq!(w.totals(60_000 * ms).calls, 1);
+    }
+}

@@ -1,0 +1,167 @@
+//! Many threads, random outcomes: the invariants hold under real contention.
+
+use fusebox::{CircuitBreaker, Listener, ManualClock, State, Transition};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+
+const THREADS: usize = 8;
+
+/// A tiny deterministic RNG per thread (splitmix64).
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+#[derive(Default)]
+struct Edges(Mutex<Vec<Transition>>);
+
+impl Listener for Edges {
+    fn on_transition(&self, t: &Transition) {
+        self.0.lock().unwrap().push(*t);
+    }
+}
+
+fn legal(from: State, to: State) -> bool {
+    use State::*;
+    matches!(
+        (from, to),
+        (Closed, Open) | (Open, HalfOpen) | (HalfOpen, Open) | (HalfOpen, Closed)
+    )
+}
+
+#[test]
+fn half_open_never_admits_more_than_k_at_once() {
+    for k in [1u32, 3] {
+        let clock = ManualClock::new();
+        let b = CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .open_for(Duration::from_millis(10))
+            .half_open_probes(k)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        b.call(|| Err::<(), _>(())).unwrap_err();
+        clock.advance(Duration::from_millis(10));
+        for _round in 0..200 {
+            let admitted = AtomicUsize::new(0);
+            let barrier = Barrier::new(THREADS);
+            std::thread::scope(|s| {
+                for _ in 0..THREADS {
+                    s.spawn(|| {
+                        barrier.wait();
+                        let permit = b.try_acquire();
+                        if permit.is_ok() {
+                            admitted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        barrier.wait(); // hold every permit until all have tried
+                        drop(permit); // released: the breaker stays half-open
+                    });
+                }
+            });
+            assert_eq!(admitted.load(Ordering::SeqCst), k as usize);
+            assert_eq!(b.probes_in_flight(), 0, "a permit was lost");
+            assert_eq!(b.state(), State::HalfOpen);
+        }
+    }
+}
+
+#[test]
+fn random_outcomes_keep_the_state_machine_legal() {
+    let clock = ManualClock::new();
+    let edges = Arc::new(Edges::default());
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(3)
+        .open_for(Duration::from_millis(5))
+        .half_open_probes(2)
+        .successes_to_close(2)
+        .clock(clock.clone())
+        .listener(Arc::clone(&edges))
+        .build()
+        .unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        // One thread moves time.
+        s.spawn(|| {
+            for _ in 0..2_000 {
+                clock.advance(Duration::from_millis(1));
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        for t in 0..THREADS {
+            let b = b.clone();
+            let stop = &stop;
+            s.spawn(move || {
+                let mut next = rng(t as u64 + 1);
+                while !stop.load(Ordering::SeqCst) {
+                    match b.try_acquire() {
+                        Ok(p) => match next() % 10 {
+                            0..=3 => p.failure(),
+                            4..=7 => p.success(),
+                            8 => p.ignore(),
+                            _ => drop(p),
+                        },
+                        Err(r) => assert_ne!(r.state(), State::Closed),
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(b.probes_in_flight(), 0, "a permit was lost");
+    let log = edges.0.lock().unwrap();
+    assert!(
+        log.len() > 10,
+        "the run should have moved the breaker: {}",
+        log.len()
+    );
+    for t in log.iter() {
+        assert!(legal(t.from, t.to), "illegal edge {t}");
+    }
+    // Transitions happen under one lock with increasing generations, so
+    // sorted by time they must chain: each starts where the previous ended.
+    let mut sorted: Vec<_> = log.clone();
+    sorted.sort_by_key(|t| t.at);
+    let opens = sorted.iter().filter(|t| t.to == State::Open).count();
+    let half = sorted.iter().filter(|t| t.to == State::HalfOpen).count();
+    assert!(half <= opens && opens <= half + 1);
+    assert_eq!(b.snapshot().generation as usize, log.len());
+}
+
+#[test]
+fn windowed_breaker_totals_stay_consistent_under_contention() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(1.0) // never trips with mixed outcomes
+        .count_window(64)
+        .min_calls(64)
+        .build()
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let b = b.clone();
+            s.spawn(move || {
+                let mut next = rng(t as u64 + 100);
+                for i in 0..20_000u32 {
+                    let fail = next() % 3 == 0 && i % 2 == 0;
+                    let _ = b.call(|| if fail { Err(()) } else { Ok(()) });
+                }
+            });
+        }
+    });
+    let s = b.snapshot();
+    assert_eq!(s.state, State::Closed);
+    assert_eq!(s.calls, 64, "a full window, exactly");
+    assert!(s.failures <= 64);
+    // Push every old outcome out single-threaded: the totals must be exact.
+    for _ in 0..64 {
+        b.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    let s = b.snapshot();
+    assert_eq!((s.calls, s.failures), (64, 0));
+}
