@@ -120,7 +120,11 @@ pub struct Xorshift(u64);
 impl Xorshift {
     /// A generator; a zero seed is replaced by a fixed odd constant.
     pub fn new(seed: u64) -> Self {
-        Xorshift(if seed == 0 { 0x9E37_79B9_7F4A_7C15 } else { seed })
+        Xorshift(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
     }
 
     /// True for about 20% of draws.

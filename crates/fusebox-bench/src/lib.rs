@@ -23,5 +23,3 @@ pub mod alloc;
 pub mod harness;
 pub mod scenarios;
 pub mod subjects;
-#[doc(hidden)]
-pub mod stub;

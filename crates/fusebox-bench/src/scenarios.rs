@@ -89,7 +89,8 @@ pub const OPEN: Spec = Spec::consecutive(5, Duration::from_secs(3600));
 /// Count window of 100 calls, rate 0.5.
 pub const COUNT_100: Spec = Spec::count_window(100, 0.5, Duration::from_secs(30));
 /// Time window of 10 s in 10 buckets, rate 0.5.
-pub const TIME_10S: Spec = Spec::time_window(Duration::from_secs(10), 10, 0.5, Duration::from_secs(30));
+pub const TIME_10S: Spec =
+    Spec::time_window(Duration::from_secs(10), 10, 0.5, Duration::from_secs(30));
 /// Slow calls (>= 1 s) at rate 0.5 on a count window of 100.
 pub const SLOW: Spec = Spec::slow_calls(Duration::from_secs(1), 0.5, Duration::from_secs(30));
 /// The mixed-load config: failure rate 0.3 over the last 20 calls (all 20
@@ -238,10 +239,22 @@ pub fn all() -> Vec<Scenario> {
     let thirty = Duration::from_secs(30);
     v.push(Scenario {
         entries: vec![
-            entry(Fusebox, "10_buckets", Spec::time_window(ten, 10, 0.5, thirty)),
-            entry(Fusebox, "100_buckets", Spec::time_window(ten, 100, 0.5, thirty)),
+            entry(
+                Fusebox,
+                "10_buckets",
+                Spec::time_window(ten, 10, 0.5, thirty),
+            ),
+            entry(
+                Fusebox,
+                "100_buckets",
+                Spec::time_window(ten, 100, 0.5, thirty),
+            ),
             entry(Failsafe, "10s", Spec::time_window(ten, 10, 0.5, thirty)),
-            entry(TowerResilience, "10s", Spec::time_window(ten, 10, 0.5, thirty)),
+            entry(
+                TowerResilience,
+                "10s",
+                Spec::time_window(ten, 10, 0.5, thirty),
+            ),
             entry(Seatbelt, "10s", Spec::time_window(ten, 10, 0.5, thirty)),
             baseline(),
         ],
@@ -261,7 +274,11 @@ pub fn all() -> Vec<Scenario> {
         (Seatbelt, [1_000, 100_000]),
     ] {
         for f in fills {
-            let mut e = entry(c, &format!("fill_{f}"), Spec::time_window(minute, 10, 0.5, thirty));
+            let mut e = entry(
+                c,
+                &format!("fill_{f}"),
+                Spec::time_window(minute, 10, 0.5, thirty),
+            );
             e.prefill = f;
             fill.push(e);
         }

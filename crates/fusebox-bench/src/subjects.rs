@@ -22,15 +22,13 @@
 //! needs tokio's timer when its lock is contended); seatbelt's `execute`
 //! future is ready at once, so it is polled in place.
 
-use crate::stub as fusebox;
 use std::fmt;
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::harness::{
-    now, op, Batch, Guard, Load, Runner, Subject, SyncRunner, Tally, Verdict,
-    Xorshift,
+    now, op, Batch, Guard, Load, Runner, Subject, SyncRunner, Tally, Verdict, Xorshift,
 };
 
 /// When a breaker trips.
@@ -99,7 +97,12 @@ impl Spec {
     }
 
     /// Failure rate `rate` over `window` split into `buckets`, at least 10 calls.
-    pub const fn time_window(window: Duration, buckets: usize, rate: f64, open_for: Duration) -> Spec {
+    pub const fn time_window(
+        window: Duration,
+        buckets: usize,
+        rate: f64,
+        open_for: Duration,
+    ) -> Spec {
         Spec {
             policy: Policy::TimeWindow {
                 window,
@@ -605,11 +608,7 @@ fn seatbelt_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
         .sampling_duration(sampling)
         .break_duration(spec.open_for)
         .half_open_mode(HalfOpenMode::quick());
-    let svc = (
-        layer,
-        Execute::new(|fail: bool| async move { op(fail) }),
-    )
-        .into_service();
+    let svc = (layer, Execute::new(|fail: bool| async move { op(fail) })).into_service();
     Some(Box::new(Seatbelt {
         svc,
         _driver: Arc::new(driver),

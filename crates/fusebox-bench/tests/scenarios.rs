@@ -47,11 +47,23 @@ fn the_catalogue_compares_fusebox_with_every_peer() {
     ] {
         assert!(names.contains(&want), "scenario {want} missing: {names:?}");
     }
-    for sc in scenarios.iter().filter(|s| s.name.starts_with("closed") || s.name.starts_with("open") || s.name.starts_with("mixed")) {
+    for sc in scenarios.iter().filter(|s| {
+        s.name.starts_with("closed") || s.name.starts_with("open") || s.name.starts_with("mixed")
+    }) {
         let crates: Vec<&str> = sc.entries.iter().map(|e| e.krate).collect();
-        for k in ["fusebox", "failsafe", "recloser", "tower-resilience", "seatbelt", "baseline"] {
+        for k in [
+            "fusebox",
+            "failsafe",
+            "recloser",
+            "tower-resilience",
+            "seatbelt",
+            "baseline",
+        ] {
             assert!(crates.contains(&k), "{}: {k} missing", sc.name);
         }
-        assert!(sc.entries.iter().all(|e| matches!(e.guarded, Guarded::Breaker(..))));
+        assert!(sc
+            .entries
+            .iter()
+            .all(|e| matches!(e.guarded, Guarded::Breaker(..))));
     }
 }

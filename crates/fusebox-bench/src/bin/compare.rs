@@ -39,10 +39,7 @@ fn parse_args() -> Result<Options, String> {
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match a.as_str() {
             "--json" => o.json = true,
             "--slice-ms" => {
@@ -268,7 +265,13 @@ fn main() {
         took.as_secs_f64()
     );
     for (sc, rows) in &results {
-        println!("\n## {} ({} thread{}): {}", sc.name, sc.threads, if sc.threads == 1 { "" } else { "s" }, sc.what);
+        println!(
+            "\n## {} ({} thread{}): {}",
+            sc.name,
+            sc.threads,
+            if sc.threads == 1 { "" } else { "s" },
+            sc.what
+        );
         println!(
             "{:<34} {:>12} {:>10} {:>12} {:>9}",
             "crate", "ns/call", "x fusebox", "allocs/call", "rejected"
