@@ -85,22 +85,15 @@ fn random_outcomes_keep_the_state_machine_legal() {
         .listener(Arc::clone(&edges))
         .build()
         .unwrap();
-    let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
-        // One thread moves time.
-        s.spawn(|| {
-            for _ in 0..2_000 {
-                clock.advance(Duration::from_millis(1));
-                std::thread::yield_now();
-            }
-            stop.store(true, Ordering::SeqCst);
-        });
         for t in 0..THREADS {
-            let b = b.clone();
-            let stop = &stop;
+            let (b, clock) = (b.clone(), clock.clone());
             s.spawn(move || {
                 let mut next = rng(t as u64 + 1);
-                while !stop.load(Ordering::SeqCst) {
+                for i in 0..5_000u32 {
+                    if i % 16 == 0 {
+                        clock.advance(Duration::from_micros(250)); // time moves under everyone
+                    }
                     match b.try_acquire() {
                         Ok(p) => match next() % 10 {
                             0..=3 => p.failure(),

@@ -281,6 +281,7 @@ impl Core {
             State::Disabled => Ok(ticket(Kind::Bypass)),
             State::ForcedOpen => Err(self.reject(State::ForcedOpen, None)),
             State::Open => {
+                // Relaxed: written under the lock we hold.
                 let until = self.open_until.load(Ordering::Relaxed);
                 let wait = Duration::from_nanos(until.saturating_sub(now));
                 Err(self.reject(State::Open, Some(wait)))
@@ -301,6 +302,7 @@ impl Core {
     /// Under the lock: Open -> HalfOpen if the open period is over.
     fn cool_down(&self, slow: &mut Slow, now: Nanos) -> (Word, Option<Transition>) {
         let w = self.load();
+        // Relaxed: open_until is only written under the lock we hold.
         if w.state() == State::Open && now >= self.open_until.load(Ordering::Relaxed) {
             slow.probes_in_flight = 0;
             slow.probe_successes = 0;
@@ -334,6 +336,7 @@ impl Core {
     fn open(&self, slow: &mut Slow, from: Word, now: Nanos, reason: Reason) -> Transition {
         let period = self.settings.open.after(slow.trips);
         slow.trips = slow.trips.saturating_add(1);
+        // Relaxed: published by the Release store of the word in `publish`.
         self.open_until
             .store(now.saturating_add(period), Ordering::Relaxed);
         self.publish(from, State::Open, now, reason)
@@ -351,6 +354,8 @@ impl Core {
     /// The current state at `now`, moving Open -> HalfOpen if it is due.
     pub(crate) fn state(&self, now: Nanos) -> (State, Option<Transition>) {
         let w = self.load();
+        // Relaxed: ordered after the Acquire load of the word; a stale read only
+        // sends us to the lock, which decides again.
         if w.state() == State::Open && now >= self.open_until.load(Ordering::Relaxed) {
             let mut slow = lock(&self.slow);
             let (w, t) = self.cool_down(&mut slow, now);
@@ -513,6 +518,7 @@ impl Core {
             .as_ref()
             .map(|win| win.totals(now))
             .unwrap_or_default();
+        // Relaxed here and below: statistics for a snapshot.
         let c = self.consecutive.load(Ordering::Relaxed);
         let consecutive = if (c >> 32) as u32 == w.generation() && state == State::Closed {
             c as u32

@@ -1,0 +1,180 @@
+//! The simulated dependency: a latency, and a schedule of faults.
+//!
+//! What a call does is decided by the time it starts (as in seed 000): a call
+//! starting inside a fault takes the fault's latency and fails (or hangs until
+//! the client's timeout); any other call succeeds after the healthy latency.
+
+use std::time::Duration;
+
+/// What a faulty call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultOutcome {
+    /// Fails with an error after the fault's latency.
+    Error,
+    /// Never answers: the call ends only at the client's timeout.
+    Hang,
+}
+
+/// One `[[downstream.faults]]` entry: calls starting in `[from, until)` fail.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fault {
+    /// Start of the fault (inclusive).
+    pub from: Duration,
+    /// End of the fault (exclusive): a call starting at `until` is healthy.
+    pub until: Duration,
+    /// How long a faulty call takes to fail.
+    pub latency: Duration,
+    /// Error, or hang.
+    pub outcome: FaultOutcome,
+}
+
+/// The dependency: `[downstream]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Downstream {
+    /// A healthy call succeeds after this.
+    pub latency: Duration,
+    /// Fault schedule; the first fault containing a call's start applies.
+    pub faults: Vec<Fault>,
+}
+
+/// How one downstream call ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CallResult {
+    /// The downstream answered successfully.
+    Success,
+    /// The downstream answered with an error.
+    Error,
+    /// The client gave up at its timeout.
+    Timeout,
+}
+
+impl CallResult {
+    /// Success or not.
+    pub fn is_ok(self) -> bool {
+        self == CallResult::Success
+    }
+}
+
+/// What a call starting at a given time will do: how long it occupies the worker, and how it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallPlan {
+    /// Time from the call's start to its end.
+    pub duration: Duration,
+    /// Its result.
+    pub result: CallResult,
+}
+
+impl Downstream {
+    /// The fault active at `start`, if any.
+    pub fn fault_at(&self, start: Duration) -> Option<&Fault> {
+        self.faults
+            .iter()
+            .find(|f| f.from <= start && start < f.until)
+    }
+
+    /// The plan for a call starting at `start`, given the client's timeout.
+    ///
+    /// A call that would take longer than `timeout` ends at the timeout as a
+    /// [`CallResult::Timeout`]; one taking exactly `timeout` completes.
+    pub fn plan(&self, start: Duration, timeout: Option<Duration>) -> CallPlan {
+        let (latency, result) = match self.fault_at(start) {
+            None => (Some(self.latency), CallResult::Success),
+            Some(f) => match f.outcome {
+                FaultOutcome::Error => (Some(f.latency), CallResult::Error),
+                FaultOutcome::Hang => (None, CallResult::Timeout),
+            },
+        };
+        match (latency, timeout) {
+            (Some(l), Some(t)) if l > t => CallPlan {
+                duration: t,
+                result: CallResult::Timeout,
+            },
+            (Some(l), _) => CallPlan {
+                duration: l,
+                result,
+            },
+            (None, Some(t)) => CallPlan {
+                duration: t,
+                result: CallResult::Timeout,
+            },
+            // Validation requires a timeout for hanging faults; without one the
+            // call would never end, so treat it as failing at once rather than
+            // hanging the run.
+            (None, None) => CallPlan {
+                duration: Duration::ZERO,
+                result: CallResult::Timeout,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn ds() -> Downstream {
+        Downstream {
+            latency: ms(5),
+            faults: vec![
+                Fault {
+                    from: ms(500),
+                    until: ms(1500),
+                    latency: ms(150),
+                    outcome: FaultOutcome::Error,
+                },
+                Fault {
+                    from: ms(2000),
+                    until: ms(2500),
+                    latency: ms(0),
+                    outcome: FaultOutcome::Hang,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn outcome_is_decided_by_start_time() {
+        let d = ds();
+        assert_eq!(d.plan(ms(499), None).result, CallResult::Success);
+        assert_eq!(
+            d.plan(ms(500), None),
+            CallPlan {
+                duration: ms(150),
+                result: CallResult::Error
+            }
+        );
+        assert_eq!(d.plan(ms(1499), None).result, CallResult::Error);
+        assert_eq!(
+            d.plan(ms(1500), None),
+            CallPlan {
+                duration: ms(5),
+                result: CallResult::Success
+            }
+        );
+    }
+
+    #[test]
+    fn timeout_cuts_slow_and_hanging_calls() {
+        let d = ds();
+        assert_eq!(
+            d.plan(ms(600), Some(ms(100))),
+            CallPlan {
+                duration: ms(100),
+                result: CallResult::Timeout
+            }
+        );
+        assert_eq!(d.plan(ms(600), Some(ms(150))).result, CallResult::Error);
+        assert_eq!(
+            d.plan(ms(2100), Some(ms(1000))),
+            CallPlan {
+                duration: ms(1000),
+                result: CallResult::Timeout
+            }
+        );
+        assert_eq!(d.plan(ms(0), Some(ms(1))).result, CallResult::Timeout);
+    }
+}

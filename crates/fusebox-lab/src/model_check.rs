@@ -1,0 +1,387 @@
+//! Checks of the virtual mode: the article's published numbers, and agreement
+//! with an independent model of the same rules on generated scenarios.
+
+use crate::downstream::{Downstream, Fault, FaultOutcome};
+use crate::report::{article, Summary};
+use crate::run::{Outcome, RequestRecord};
+use crate::scenario::{Client, Scenario};
+use crate::sim;
+use crate::strategy::{self, Admission, LabClock, SeedConfig, StrategyKind, StrategySpec, Ticket};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn summary(sc: &Scenario, kind: &str) -> Summary {
+    let spec = sc
+        .strategies
+        .iter()
+        .find(|s| s.kind.as_str() == kind)
+        .unwrap_or_else(|| panic!("{} has a {kind} strategy", sc.name));
+    Summary::of(sc, &sim::run(sc, spec))
+}
+
+fn windows(s: &Summary) -> Vec<(usize, usize, usize)> {
+    s.windows
+        .iter()
+        .map(|w| (w.ok, w.fail, w.fast_fail))
+        .collect()
+}
+
+#[test]
+fn seed000_50rps_seed_breaker_matches_the_article_exactly() {
+    let sc = &Scenario::embedded()[0];
+    let s = summary(sc, "seed");
+    assert_eq!(
+        (
+            s.downstream_calls,
+            s.successes,
+            s.downstream_errors,
+            s.fast_fails
+        ),
+        (86, 73, 13, 64)
+    );
+    let log: Vec<(u128, &str, &str)> = s
+        .transitions
+        .iter()
+        .map(|t| (t.at.as_micros(), t.from, t.to))
+        .collect();
+    let want = [
+        (730_000, "closed", "open"),
+        (1_380_000, "open", "half_open"),
+        (1_530_000, "half_open", "open"),
+        (2_040_000, "open", "half_open"),
+        (2_045_000, "half_open", "closed"),
+    ];
+    assert_eq!(log.len(), want.len(), "{log:?}");
+    for (got, want) in log.iter().zip(want) {
+        assert!(got.0.abs_diff(want.0) <= 1_000, "{got:?} vs {want:?}");
+        assert_eq!((got.1, got.2), (want.1, want.2));
+    }
+    let a = article::figures("seed000-50rps", "seed").unwrap();
+    assert_eq!(windows(&s), a.windows);
+    // The article's headline: recovery seen 0.54 s after the downstream recovered.
+    assert_eq!(s.recovery_lag, Some(ms(540)));
+}
+
+#[test]
+fn seed000_50rps_without_breaker_matches_the_article() {
+    let sc = &Scenario::embedded()[0];
+    let s = summary(sc, "none");
+    let a = article::figures("seed000-50rps", "none").unwrap();
+    assert_eq!(
+        (
+            s.downstream_calls,
+            s.successes,
+            s.downstream_errors,
+            s.fast_fails
+        ),
+        (
+            a.downstream_calls,
+            a.successes,
+            a.downstream_errors,
+            a.fast_fails
+        )
+    );
+    assert_eq!(windows(&s), a.windows);
+    assert!(s.transitions.is_empty());
+}
+
+#[test]
+fn seed000_100rps_is_within_three_calls_of_the_article() {
+    let sc = &Scenario::embedded()[1];
+    for kind in ["none", "seed"] {
+        let s = summary(sc, kind);
+        let a = article::figures("seed000-100rps", kind).unwrap();
+        let got = [
+            s.downstream_calls,
+            s.successes,
+            s.downstream_errors,
+            s.fast_fails,
+        ];
+        let want = [
+            a.downstream_calls,
+            a.successes,
+            a.downstream_errors,
+            a.fast_fails,
+        ];
+        for (g, w) in got.iter().zip(want) {
+            assert!(g.abs_diff(w) <= 3, "{kind}: {got:?} vs article {want:?}");
+        }
+        let (_, article_after) = a.backlog.unwrap();
+        assert!(
+            s.backlog
+                .unwrap()
+                .finished_after_fault
+                .abs_diff(article_after)
+                <= 3
+        );
+    }
+    // Without a breaker the pool saturates: exact figures of the model.
+    let s = summary(sc, "none");
+    assert_eq!(
+        (s.downstream_calls, s.successes, s.downstream_errors),
+        (300, 244, 56)
+    );
+    assert_eq!(s.backlog.unwrap().finished_after_fault, 52);
+    assert!(s.latency_fault.unwrap().median_ms > 300.0);
+}
+
+#[test]
+fn virtual_mode_is_deterministic() {
+    let sc = &Scenario::embedded()[1];
+    for spec in &sc.strategies {
+        let a = sim::run(sc, spec);
+        let b = sim::run(sc, spec);
+        assert_eq!(a.requests, b.requests);
+        assert_eq!(a.transitions, b.transitions);
+    }
+}
+
+/// The independent model: a per-request loop, valid for scenarios without
+/// retries. Requests are taken FIFO by identical workers, so request `i`
+/// starts at `max(arrival, earliest free worker)` and starts never go
+/// backwards; every verdict with an end time at or before that start is
+/// handed to the guard first (completions before starts; equal end times in
+/// the order the calls started). A bounded queue rejects an arrival when the
+/// requests still waiting after the idle workers took theirs would exceed it.
+fn per_request_model(
+    sc: &Scenario,
+    spec: &StrategySpec,
+) -> (Vec<RequestRecord>, Vec<strategy::TransitionRecord>) {
+    assert_eq!(sc.client.retries, 0, "the per-request model has no retries");
+    let clock = fusebox::ManualClock::new();
+    let guard = strategy::build(spec, &LabClock::Virtual(clock.clone()));
+    let n = sc.request_count() as usize;
+    let mut free = vec![Duration::ZERO; sc.workers];
+    // (end, start order) -> (ticket, result); tickets kept aside by index.
+    let mut pending: BinaryHeap<Reverse<(Duration, u64, usize)>> = BinaryHeap::new();
+    let mut tickets: Vec<Option<(Box<dyn Ticket>, crate::downstream::CallResult)>> = Vec::new();
+    let mut out: Vec<RequestRecord> = Vec::with_capacity(n);
+    let mut seq = 0;
+    let mut settle =
+        |upto: Option<Duration>,
+         pending: &mut BinaryHeap<Reverse<(Duration, u64, usize)>>,
+         tickets: &mut Vec<Option<(Box<dyn Ticket>, crate::downstream::CallResult)>>| {
+            while let Some(Reverse((end, _, k))) = pending.peek().copied() {
+                if upto.is_some_and(|u| end > u) {
+                    break;
+                }
+                pending.pop();
+                let (ticket, result) = tickets[k].take().expect("each verdict once");
+                clock.set(end);
+                ticket.finish(end, result);
+            }
+        };
+    for i in 0..n {
+        let t = Duration::from_nanos(sc.arrival_ns(i as u64));
+        if sc.queue > 0 {
+            let admitted = out.iter().filter(|r| r.outcome != Outcome::Rejected);
+            let queued = admitted
+                .clone()
+                .filter(|r| r.start.is_some_and(|s| s >= t))
+                .count();
+            let busy = admitted
+                .filter(|r| r.start.is_some_and(|s| s < t) && r.end > t && r.attempts > 0)
+                .count();
+            let idle = sc.workers - busy;
+            if queued.saturating_sub(idle) >= sc.queue {
+                out.push(RequestRecord {
+                    arrival: t,
+                    start: None,
+                    end: t,
+                    outcome: Outcome::Rejected,
+                    attempts: 0,
+                });
+                continue;
+            }
+        }
+        let (k, _) = free
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, f)| **f)
+            .expect("workers >= 1");
+        let start = t.max(free[k]);
+        settle(Some(start), &mut pending, &mut tickets);
+        clock.set(start);
+        match guard.admit(start) {
+            Admission::FastFail => {
+                free[k] = start;
+                out.push(RequestRecord {
+                    arrival: t,
+                    start: Some(start),
+                    end: start,
+                    outcome: Outcome::FastFail,
+                    attempts: 0,
+                });
+            }
+            Admission::Call(ticket) => {
+                let plan = sc.downstream.plan(start, sc.client.timeout);
+                let end = start + plan.duration;
+                free[k] = end;
+                seq += 1;
+                tickets.push(Some((ticket, plan.result)));
+                pending.push(Reverse((end, seq, tickets.len() - 1)));
+                out.push(RequestRecord {
+                    arrival: t,
+                    start: Some(start),
+                    end,
+                    outcome: Outcome::of(plan.result),
+                    attempts: 1,
+                });
+            }
+        }
+    }
+    settle(None, &mut pending, &mut tickets);
+    (out, guard.transitions())
+}
+
+/// A small deterministic generator (64-bit LCG; the high bits are good enough here).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.next(xs.len() as u64) as usize]
+    }
+}
+
+/// Scenarios on a 1 ms grid with a fault or two, some hanging behind a client
+/// timeout, some with a bounded queue; a `none` and a `seed` strategy each.
+pub(crate) fn generated(seed: u64, count: usize) -> Vec<Scenario> {
+    let mut g = Lcg(seed);
+    (0..count)
+        .map(|k| {
+            let rate = g.pick(&[10.0, 20.0, 25.0, 40.0, 50.0, 80.0, 100.0, 125.0, 200.0]);
+            let hang = g.next(3) == 0;
+            let timeout = (hang || g.next(2) == 0).then(|| ms(50 + g.next(300)));
+            let mut faults = Vec::new();
+            let mut at = 100 + g.next(400);
+            for _ in 0..1 + g.next(2) {
+                let len = 100 + g.next(900);
+                faults.push(Fault {
+                    from: ms(at),
+                    until: ms(at + len),
+                    latency: ms(20 + g.next(280)),
+                    outcome: if hang {
+                        FaultOutcome::Hang
+                    } else {
+                        FaultOutcome::Error
+                    },
+                });
+                at += len + 100 + g.next(600);
+            }
+            let strategies = vec![
+                StrategySpec {
+                    name: "none".into(),
+                    kind: StrategyKind::None,
+                },
+                StrategySpec {
+                    name: "seed".into(),
+                    kind: StrategyKind::Seed(SeedConfig {
+                        failures: 1 + g.next(8) as u32,
+                        open_for: ms(50 + g.next(750)),
+                    }),
+                },
+            ];
+            Scenario {
+                name: format!("generated-{seed}-{k}"),
+                duration: ms(1000 + g.next(3000)),
+                rate,
+                workers: 1 + g.next(12) as usize,
+                queue: if g.next(3) == 0 {
+                    1 + g.next(20) as usize
+                } else {
+                    0
+                },
+                window: ms(500),
+                downstream: Downstream {
+                    latency: ms(1 + g.next(20)),
+                    faults,
+                },
+                client: Client {
+                    timeout,
+                    retries: 0,
+                },
+                strategies,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn event_simulation_matches_the_per_request_model() {
+    let mut scenarios = Scenario::embedded();
+    scenarios.extend(generated(7, 40));
+    let mut compared = 0;
+    for sc in &scenarios {
+        for spec in &sc.strategies {
+            let sim = sim::run(sc, spec);
+            let (requests, transitions) = per_request_model(sc, spec);
+            assert_eq!(
+                sim.requests.len(),
+                requests.len(),
+                "{} / {}",
+                sc.name,
+                spec.name
+            );
+            for (i, (a, b)) in sim.requests.iter().zip(&requests).enumerate() {
+                assert_eq!(a, b, "{} / {}: request {i}", sc.name, spec.name);
+            }
+            assert_eq!(sim.transitions, transitions, "{} / {}", sc.name, spec.name);
+            compared += 1;
+        }
+    }
+    assert!(compared >= 80);
+}
+
+#[test]
+fn generated_scenarios_exercise_every_rule() {
+    // The comparison above is only worth something if the generated runs hit
+    // the interesting cases.
+    let mut seen = std::collections::HashSet::new();
+    for sc in generated(7, 40) {
+        for spec in &sc.strategies {
+            let r = sim::run(&sc, spec);
+            for q in &r.requests {
+                seen.insert(q.outcome.as_str());
+                if q.start.is_some_and(|s| s > q.arrival) {
+                    seen.insert("queued");
+                }
+            }
+            if r.transitions
+                .iter()
+                .any(|t| t.from == "half_open" && t.to == "open")
+            {
+                seen.insert("failed probe");
+            }
+            if r.transitions.iter().any(|t| t.to == "closed") {
+                seen.insert("closed again");
+            }
+        }
+    }
+    for want in [
+        "ok",
+        "error",
+        "timeout",
+        "fast_fail",
+        "rejected",
+        "queued",
+        "failed probe",
+        "closed again",
+    ] {
+        assert!(
+            seen.contains(want),
+            "no generated run shows {want}: {seen:?}"
+        );
+    }
+}

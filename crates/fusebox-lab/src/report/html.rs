@@ -1,0 +1,482 @@
+//! `--html`: one self-contained page (inline CSS and hand-written SVG, no
+//! scripts, nothing fetched) with, per scenario: the figures side by side; per
+//! strategy, each request's latency against its arrival time, coloured by
+//! outcome, over bands showing the breaker's state; and the per-window
+//! outcome bars.
+
+use super::{secs, ScenarioReport, Summary};
+use crate::run::{Mode, Outcome, RunResult};
+use crate::scenario::format_duration;
+use std::fmt::Write;
+use std::time::Duration;
+
+/// Most points drawn in one scatter chart (larger runs are thinned evenly).
+const MAX_POINTS: usize = 20_000;
+
+const W: f64 = 920.0;
+const H: f64 = 260.0;
+const LEFT: f64 = 60.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 16.0;
+const BOTTOM: f64 = 36.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn colour(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Ok => "#2e9d4a",
+        Outcome::Error => "#d62728",
+        Outcome::Timeout => "#8c1a6a",
+        Outcome::FastFail => "#1f77b4",
+        Outcome::Rejected => "#ff9f1c",
+    }
+}
+
+fn state_fill(state: &str) -> Option<&'static str> {
+    match state {
+        "open" | "forced_open" => Some("#fbd5d5"),
+        "half_open" => Some("#fff1b8"),
+        _ => None,
+    }
+}
+
+/// A "nice" axis maximum and tick step at or above `max`.
+fn nice(max: f64) -> (f64, f64) {
+    let max = if max <= 0.0 { 1.0 } else { max };
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+struct Axes {
+    x_max: f64,
+    y_max: f64,
+}
+
+impl Axes {
+    fn x(&self, v: f64) -> f64 {
+        LEFT + v / self.x_max * (W - LEFT - RIGHT)
+    }
+    fn y(&self, v: f64) -> f64 {
+        H - BOTTOM - v / self.y_max * (H - TOP - BOTTOM)
+    }
+}
+
+fn axes_svg(out: &mut String, ax: &Axes, x_step: f64, y_step: f64, x_label: &str, y_label: &str) {
+    let mut v = 0.0;
+    while v <= ax.y_max + 1e-9 {
+        let y = ax.y(v);
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" class="t">{}</text>"##,
+            W - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            trim(v)
+        );
+        v += y_step;
+    }
+    let mut v = 0.0;
+    while v <= ax.x_max + 1e-9 {
+        let x = ax.x(v);
+        let _ = write!(
+            out,
+            r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#999"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" class="t">{}</text>"##,
+            H - BOTTOM,
+            H - BOTTOM + 4.0,
+            H - BOTTOM + 16.0,
+            trim(v)
+        );
+        v += x_step;
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle" class="l">{}</text><text x="14" y="{:.1}" text-anchor="middle" class="l" transform="rotate(-90 14 {:.1})">{}</text>"##,
+        H - BOTTOM,
+        W - RIGHT,
+        H - BOTTOM,
+        H - BOTTOM,
+        (LEFT + W - RIGHT) / 2.0,
+        H - 4.0,
+        esc(x_label),
+        (TOP + H - BOTTOM) / 2.0,
+        (TOP + H - BOTTOM) / 2.0,
+        esc(y_label)
+    );
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+/// Per-request latency against arrival time, over the breaker's state bands.
+fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
+    let sc = &report.scenario;
+    let end = run
+        .requests
+        .iter()
+        .map(|r| r.end)
+        .max()
+        .unwrap_or_default()
+        .max(sc.duration);
+    let (x_max, x_step) = nice(end.as_secs_f64());
+    let lat_max = run
+        .requests
+        .iter()
+        .map(|r| r.latency().as_secs_f64() * 1e3)
+        .fold(0.0, f64::max);
+    let (y_max, y_step) = nice(lat_max * 1.05);
+    let ax = Axes { x_max, y_max };
+    let mut out = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="latency of each request against its arrival time, {}">"#,
+        esc(&sum.name)
+    );
+    // State bands (time axis of the bands = transition times).
+    let mut state = "closed";
+    let mut since = Duration::ZERO;
+    let mut bands = Vec::new();
+    for t in &sum.transitions {
+        bands.push((since, t.at, state));
+        state = t.to;
+        since = t.at;
+    }
+    bands.push((since, Duration::from_secs_f64(x_max), state));
+    for (a, b, st) in bands {
+        if let Some(fill) = state_fill(st) {
+            let (x0, x1) = (ax.x(a.as_secs_f64()), ax.x(b.as_secs_f64()));
+            let _ = write!(
+                out,
+                r#"<rect x="{x0:.1}" y="{TOP}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{st} {}–{} s</title></rect>"#,
+                (x1 - x0).max(1.0),
+                H - TOP - BOTTOM,
+                secs(a),
+                secs(b)
+            );
+        }
+    }
+    // The fault, as a bar along the top.
+    for f in &sc.downstream.faults {
+        let (x0, x1) = (ax.x(f.from.as_secs_f64()), ax.x(f.until.as_secs_f64()));
+        let _ = write!(
+            out,
+            r##"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="5" fill="#555"><title>downstream fault {}–{} s</title></rect>"##,
+            TOP - 8.0,
+            x1 - x0,
+            secs(f.from),
+            secs(f.until)
+        );
+    }
+    axes_svg(
+        &mut out,
+        &ax,
+        x_step,
+        y_step,
+        "arrival time (s)",
+        "latency (ms)",
+    );
+    let stride = run.requests.len().div_ceil(MAX_POINTS).max(1);
+    for r in run.requests.iter().step_by(stride) {
+        let _ = write!(
+            out,
+            r#"<circle cx="{:.1}" cy="{:.1}" r="2.2" fill="{}"/>"#,
+            ax.x(r.arrival.as_secs_f64()),
+            ax.y(r.latency().as_secs_f64() * 1e3),
+            colour(r.outcome)
+        );
+    }
+    out.push_str("</svg>");
+    if stride > 1 {
+        let _ = write!(out, "<p class=note>every {stride}th request drawn</p>");
+    }
+    out
+}
+
+/// Per-window outcome bars, one stacked bar per strategy in each window.
+fn window_bars(report: &ScenarioReport) -> String {
+    let sums = &report.summaries;
+    let nwin = sums.first().map_or(0, |s| s.windows.len());
+    let ymax = sums
+        .iter()
+        .flat_map(|s| {
+            s.windows
+                .iter()
+                .map(|w| w.ok + w.fail + w.fast_fail + w.rejected)
+        })
+        .max()
+        .unwrap_or(1) as f64;
+    let (y_max, y_step) = nice(ymax);
+    let ax = Axes {
+        x_max: nwin.max(1) as f64,
+        y_max,
+    };
+    let mut out = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="outcomes per window">"#
+    );
+    // y grid only; x labels are the windows.
+    let mut v = 0.0;
+    while v <= y_max + 1e-9 {
+        let y = ax.y(v);
+        let _ = write!(
+            out,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" class="t">{}</text>"##,
+            W - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            trim(v)
+        );
+        v += y_step;
+    }
+    let slot = (W - LEFT - RIGHT) / nwin.max(1) as f64;
+    let bw = (slot * 0.8 / sums.len().max(1) as f64).min(40.0);
+    for i in 0..nwin {
+        let x0 = LEFT + slot * i as f64 + (slot - bw * sums.len() as f64) / 2.0;
+        let w0 = sums[0].windows[i].from;
+        let _ = write!(
+            out,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="t">{}–{} s</text>"#,
+            LEFT + slot * (i as f64 + 0.5),
+            H - BOTTOM + 16.0,
+            trim(w0.as_secs_f64()),
+            trim((w0 + report.scenario.window).as_secs_f64())
+        );
+        for (k, s) in sums.iter().enumerate() {
+            let w = s.windows[i];
+            let x = x0 + bw * k as f64;
+            let mut base = 0.0;
+            for (n, o) in [
+                (w.ok, Outcome::Ok),
+                (w.fail, Outcome::Error),
+                (w.fast_fail, Outcome::FastFail),
+                (w.rejected, Outcome::Rejected),
+            ] {
+                if n == 0 {
+                    continue;
+                }
+                let (y1, y0) = (ax.y(base), ax.y(base + n as f64));
+                let _ = write!(
+                    out,
+                    r#"<rect x="{x:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}: {} {}</title></rect>"#,
+                    bw - 2.0,
+                    y1 - y0,
+                    colour(o),
+                    esc(&s.name),
+                    n,
+                    if o == Outcome::Error {
+                        "fail"
+                    } else {
+                        o.as_str()
+                    }
+                );
+                base += n as f64;
+            }
+            let _ = write!(
+                out,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="s">{}</text>"#,
+                x + (bw - 2.0) / 2.0,
+                ax.y(base) - 3.0,
+                k + 1
+            );
+        }
+    }
+    let _ = write!(
+        out,
+        r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle" class="l">requests by arrival window (bar numbers: strategies in table order)</text></svg>"##,
+        H - BOTTOM,
+        W - RIGHT,
+        H - BOTTOM,
+        (LEFT + W - RIGHT) / 2.0,
+        H - 4.0
+    );
+    out
+}
+
+fn legend() -> String {
+    let mut out = String::from("<p class=legend>");
+    for o in [
+        Outcome::Ok,
+        Outcome::Error,
+        Outcome::Timeout,
+        Outcome::FastFail,
+        Outcome::Rejected,
+    ] {
+        let _ = write!(
+            out,
+            r#"<span><i style="background:{}"></i>{}</span>"#,
+            colour(o),
+            o.as_str()
+        );
+    }
+    out.push_str(r##"<span><i style="background:#fbd5d5"></i>breaker open</span><span><i style="background:#fff1b8"></i>half-open</span><span><i style="background:#555"></i>downstream fault</span></p>"##);
+    out
+}
+
+fn figures_table(report: &ScenarioReport) -> String {
+    let mut out = String::from("<table><tr><th></th>");
+    for s in &report.summaries {
+        let _ = write!(out, "<th>{}</th>", esc(&s.name));
+    }
+    out.push_str("</tr>");
+    let lat = |l: Option<super::Latency>| {
+        l.map_or("–".into(), |l| {
+            format!("{:.1} / {:.1}", l.median_ms, l.max_ms)
+        })
+    };
+    type Cell = Box<dyn Fn(&Summary) -> String>;
+    let rows: Vec<(&str, Cell)> = vec![
+        (
+            "downstream calls",
+            Box::new(|s| s.downstream_calls.to_string()),
+        ),
+        ("successes", Box::new(|s| s.successes.to_string())),
+        (
+            "downstream errors",
+            Box::new(|s| s.downstream_errors.to_string()),
+        ),
+        ("fast-fails", Box::new(|s| s.fast_fails.to_string())),
+        (
+            "rejected (queue full)",
+            Box::new(|s| s.queue_rejections.to_string()),
+        ),
+        (
+            "latency during fault, median / max ms",
+            Box::new(move |s| lat(s.latency_fault)),
+        ),
+        (
+            "latency 1 s after, median / max ms",
+            Box::new(move |s| lat(s.latency_after)),
+        ),
+        (
+            "last fault request done, s",
+            Box::new(|s| {
+                s.backlog
+                    .map_or("–".into(), |b| secs(b.last_fault_request_done))
+            }),
+        ),
+        (
+            "arrived before fault end, done after",
+            Box::new(|s| {
+                s.backlog
+                    .map_or("–".into(), |b| b.finished_after_fault.to_string())
+            }),
+        ),
+        ("failed probes", Box::new(|s| s.failed_probes.to_string())),
+        (
+            "recovery lag, s",
+            Box::new(|s| s.recovery_lag.map_or("–".into(), secs)),
+        ),
+        (
+            "transitions",
+            Box::new(|s| {
+                s.transitions
+                    .iter()
+                    .map(|t| format!("{} {}→{}", secs(t.at), t.from, t.to))
+                    .collect::<Vec<_>>()
+                    .join("<br>")
+            }),
+        ),
+    ];
+    for (label, f) in rows {
+        let _ = write!(out, "<tr><td>{label}</td>");
+        for s in &report.summaries {
+            let _ = write!(out, "<td>{}</td>", f(s));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    out
+}
+
+/// The whole page.
+pub fn page(reports: &[ScenarioReport]) -> String {
+    let mut out = String::from(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>fusebox lab report</title><style>
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:980px}
+h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}h3{font-size:15px;margin:18px 0 4px}
+table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}td:first-child{text-align:left}
+.t{font-size:10px;fill:#444}.l{font-size:11px;fill:#222}.s{font-size:9px;fill:#333}.note{color:#666;font-size:12px}
+.legend span{margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+</style></head><body><h1>fusebox lab report</h1>"#,
+    );
+    for r in reports {
+        let sc = &r.scenario;
+        let _ = write!(
+            out,
+            "<h2>{}</h2><p>{} mode; {} requests at {}/s, {} workers, queue {}; healthy latency {}; {}.</p>",
+            esc(&sc.name),
+            match r.mode { Mode::Real => "real", Mode::Virtual => "virtual" },
+            sc.request_count(),
+            sc.rate,
+            sc.workers,
+            if sc.queue == 0 { "unbounded".to_string() } else { sc.queue.to_string() },
+            format_duration(sc.downstream.latency),
+            sc.fault_span().map_or("no fault".into(), |(a, b)| format!("fault {}–{} s", secs(a), secs(b)))
+        );
+        out.push_str(&figures_table(r));
+        out.push_str(&legend());
+        for (run, sum) in r.runs.iter().zip(&r.summaries) {
+            let _ = write!(out, "<h3>{} ({})</h3>", esc(&sum.name), sum.kind);
+            out.push_str(&scatter(r, run, sum));
+        }
+        let _ = write!(
+            out,
+            "<h3>outcomes per {} window</h3>",
+            format_duration(sc.window)
+        );
+        out.push_str(&window_bars(r));
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn page_has_a_chart_per_strategy_and_window_bars() {
+        let sc = Scenario::embedded().remove(0);
+        let runs = sc
+            .strategies
+            .iter()
+            .map(|s| crate::sim::run(&sc, s))
+            .collect();
+        let n = sc.strategies.len();
+        let report = ScenarioReport::new(sc, Mode::Virtual, runs);
+        let html = page(std::slice::from_ref(&report));
+        assert_eq!(html.matches("<svg").count(), n + 1);
+        assert_eq!(html.matches("</svg>").count(), n + 1);
+        // One point per request in each scatter.
+        assert_eq!(html.matches("<circle").count(), n * 150);
+        // The seed breaker's open periods are drawn as bands.
+        assert!(html.contains("<title>open 0.730–"), "open band");
+        assert!(
+            !html.contains("http://")
+                || html.matches("http://").count()
+                    == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+        );
+    }
+
+    #[test]
+    fn nice_axes() {
+        assert_eq!(nice(150.0), (150.0, 50.0));
+        assert_eq!(nice(3.0), (3.0, 1.0));
+        assert_eq!(nice(0.0), (1.0, 0.2));
+    }
+}

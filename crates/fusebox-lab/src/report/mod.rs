@@ -1,0 +1,233 @@
+//! Reports: the figures of a run ([`Summary`]), as terminal tables, JSON and HTML.
+
+pub mod article;
+pub mod html;
+pub mod json;
+pub mod table;
+
+use crate::run::{Mode, Outcome, RunResult};
+use crate::scenario::Scenario;
+use crate::strategy::TransitionRecord;
+use std::time::Duration;
+
+/// Median and maximum latency of a group of requests, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Latency {
+    /// Median (mean of the two middle values for an even count).
+    pub median_ms: f64,
+    /// Maximum.
+    pub max_ms: f64,
+}
+
+/// Outcomes of the requests that arrived in one report window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Window {
+    /// Window start.
+    pub from: Duration,
+    /// Requests that succeeded.
+    pub ok: usize,
+    /// Requests that failed at the downstream (error or timeout).
+    pub fail: usize,
+    /// Requests the guard rejected.
+    pub fast_fail: usize,
+    /// Requests a full queue rejected.
+    pub rejected: usize,
+}
+
+/// What happened after the fault ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backlog {
+    /// When the last request that arrived during the fault finished.
+    pub last_fault_request_done: Duration,
+    /// Requests that arrived before the fault's end and finished after it.
+    pub finished_after_fault: usize,
+}
+
+/// The figures of one strategy's run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Strategy name.
+    pub name: String,
+    /// Strategy kind.
+    pub kind: &'static str,
+    /// Requests that arrived.
+    pub requests: usize,
+    /// Calls that reached the downstream (retries included).
+    pub downstream_calls: usize,
+    /// Requests that ended in success.
+    pub successes: usize,
+    /// Requests that ended in a downstream failure (error or timeout).
+    pub downstream_errors: usize,
+    /// Of those, the ones that ended at the client's timeout.
+    pub timeouts: usize,
+    /// Requests the guard rejected.
+    pub fast_fails: usize,
+    /// Requests a full queue rejected.
+    pub queue_rejections: usize,
+    /// Latency of requests arriving during the fault.
+    pub latency_fault: Option<Latency>,
+    /// Latency of requests arriving in the first second after the fault.
+    pub latency_after: Option<Latency>,
+    /// The guard's transitions.
+    pub transitions: Vec<TransitionRecord>,
+    /// Per-window outcomes, by arrival time.
+    pub windows: Vec<Window>,
+    /// The backlog after the fault (None without faults).
+    pub backlog: Option<Backlog>,
+    /// When the last request finished.
+    pub all_done: Duration,
+    /// Downstream calls that started during the fault.
+    pub calls_during_fault: usize,
+    /// Requests arriving after the fault's end that did not succeed.
+    pub lost_after_recovery: usize,
+    /// Probes that failed (half_open -> open transitions).
+    pub failed_probes: usize,
+    /// From the fault's end to the start of the first successful call after it.
+    pub recovery_lag: Option<Duration>,
+}
+
+fn latency(mut v: Vec<Duration>) -> Option<Latency> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        ms(v[n / 2])
+    } else {
+        (ms(v[n / 2 - 1]) + ms(v[n / 2])) / 2.0
+    };
+    Some(Latency {
+        median_ms: median,
+        max_ms: ms(v[n - 1]),
+    })
+}
+
+impl Summary {
+    /// Computes the figures of `run` (a run of `scenario`).
+    pub fn of(scenario: &Scenario, run: &RunResult) -> Summary {
+        let count = |o: Outcome| run.requests.iter().filter(|r| r.outcome == o).count();
+        let fault = scenario.fault_span();
+        let arriving = |from: Duration, until: Duration| {
+            run.requests
+                .iter()
+                .filter(move |r| r.arrival >= from && r.arrival < until)
+        };
+        let (latency_fault, latency_after) = match fault {
+            Some((from, until)) => (
+                latency(arriving(from, until).map(|r| r.latency()).collect()),
+                latency(
+                    arriving(until, until + Duration::from_secs(1))
+                        .map(|r| r.latency())
+                        .collect(),
+                ),
+            ),
+            None => (None, None),
+        };
+        let nwin = scenario
+            .duration
+            .as_nanos()
+            .div_ceil(scenario.window.as_nanos()) as usize;
+        let mut windows: Vec<Window> = (0..nwin)
+            .map(|i| Window {
+                from: scenario.window * i as u32,
+                ..Window::default()
+            })
+            .collect();
+        for r in &run.requests {
+            let i = (r.arrival.as_nanos() / scenario.window.as_nanos()) as usize;
+            let Some(w) = windows.get_mut(i) else {
+                continue;
+            };
+            match r.outcome {
+                Outcome::Ok => w.ok += 1,
+                Outcome::Error | Outcome::Timeout => w.fail += 1,
+                Outcome::FastFail => w.fast_fail += 1,
+                Outcome::Rejected => w.rejected += 1,
+            }
+        }
+        let backlog = fault.map(|(from, until)| Backlog {
+            last_fault_request_done: arriving(from, until).map(|r| r.end).max().unwrap_or(until),
+            finished_after_fault: run
+                .requests
+                .iter()
+                .filter(|r| r.arrival < until && r.end > until)
+                .count(),
+        });
+        let (calls_during_fault, lost_after_recovery, recovery_lag) = match fault {
+            Some((from, until)) => (
+                run.calls
+                    .iter()
+                    .filter(|c| c.start >= from && c.start < until)
+                    .count(),
+                run.requests
+                    .iter()
+                    .filter(|r| r.arrival >= until && r.outcome != Outcome::Ok)
+                    .count(),
+                run.calls
+                    .iter()
+                    .filter(|c| c.start >= until && c.result.is_ok())
+                    .map(|c| c.start - until)
+                    .min(),
+            ),
+            None => (run.calls.len(), 0, None),
+        };
+        Summary {
+            name: run.strategy.clone(),
+            kind: run.kind,
+            requests: run.requests.len(),
+            downstream_calls: run.calls.len(),
+            successes: count(Outcome::Ok),
+            downstream_errors: count(Outcome::Error) + count(Outcome::Timeout),
+            timeouts: count(Outcome::Timeout),
+            fast_fails: count(Outcome::FastFail),
+            queue_rejections: count(Outcome::Rejected),
+            latency_fault,
+            latency_after,
+            transitions: run.transitions.clone(),
+            windows,
+            backlog,
+            all_done: run.requests.iter().map(|r| r.end).max().unwrap_or_default(),
+            calls_during_fault,
+            lost_after_recovery,
+            failed_probes: run
+                .transitions
+                .iter()
+                .filter(|t| t.from == "half_open" && t.to == "open")
+                .count(),
+            recovery_lag,
+        }
+    }
+}
+
+/// A scenario's runs, one per strategy, with their summaries.
+#[derive(Debug, Clone)]
+pub struct ScenarioReport {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// The mode it ran in.
+    pub mode: Mode,
+    /// One run per strategy, in the scenario's order.
+    pub runs: Vec<RunResult>,
+    /// Their summaries.
+    pub summaries: Vec<Summary>,
+}
+
+impl ScenarioReport {
+    /// Bundles the runs of `scenario`.
+    pub fn new(scenario: Scenario, mode: Mode, runs: Vec<RunResult>) -> Self {
+        let summaries = runs.iter().map(|r| Summary::of(&scenario, r)).collect();
+        ScenarioReport {
+            scenario,
+            mode,
+            runs,
+            summaries,
+        }
+    }
+}
+
+/// Seconds with millisecond precision, for display.
+pub fn secs(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64())
+}

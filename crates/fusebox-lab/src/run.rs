@@ -1,0 +1,110 @@
+//! What one run of one strategy produces, in either mode.
+
+use crate::downstream::CallResult;
+use crate::scenario::Scenario;
+use crate::strategy::{StrategySpec, TransitionRecord};
+use std::time::Duration;
+
+/// Real threads and sleeps, or a deterministic simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Real OS threads, real sleeps, a monotonic clock.
+    Real,
+    /// Discrete-event simulation in virtual time (deterministic, fast).
+    Virtual,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The downstream answered successfully.
+    Ok,
+    /// The downstream answered with an error.
+    Error,
+    /// The client's timeout fired.
+    Timeout,
+    /// The guard rejected the call (no downstream call).
+    FastFail,
+    /// The queue was full when the request arrived.
+    Rejected,
+}
+
+impl Outcome {
+    /// Lower-case name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Error => "error",
+            Outcome::Timeout => "timeout",
+            Outcome::FastFail => "fast_fail",
+            Outcome::Rejected => "rejected",
+        }
+    }
+
+    /// The outcome of a request whose last downstream call ended with `r`.
+    pub fn of(r: CallResult) -> Outcome {
+        match r {
+            CallResult::Success => Outcome::Ok,
+            CallResult::Error => Outcome::Error,
+            CallResult::Timeout => Outcome::Timeout,
+        }
+    }
+}
+
+/// One request, from arrival to end. Times are since the start of the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestRecord {
+    /// Scheduled arrival (`i / rate`).
+    pub arrival: Duration,
+    /// When a worker took it (None if the queue rejected it).
+    pub start: Option<Duration>,
+    /// When it ended (its last attempt ended, or it was rejected).
+    pub end: Duration,
+    /// How it ended: the outcome of its last attempt.
+    pub outcome: Outcome,
+    /// Downstream calls it made (0 for a fast-fail on the first attempt).
+    pub attempts: u32,
+}
+
+impl RequestRecord {
+    /// End minus scheduled arrival.
+    pub fn latency(&self) -> Duration {
+        self.end.saturating_sub(self.arrival)
+    }
+}
+
+/// One downstream call (an attempt that the guard let through).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallRecord {
+    /// Index of the request it belongs to.
+    pub request: usize,
+    /// Start of the call.
+    pub start: Duration,
+    /// End of the call.
+    pub end: Duration,
+    /// Its result.
+    pub result: CallResult,
+}
+
+/// Everything one run of one strategy produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The strategy's `name`.
+    pub strategy: String,
+    /// The strategy's `kind`.
+    pub kind: &'static str,
+    /// Every request, in arrival order.
+    pub requests: Vec<RequestRecord>,
+    /// Every downstream call, in start order.
+    pub calls: Vec<CallRecord>,
+    /// The guard's state changes.
+    pub transitions: Vec<TransitionRecord>,
+}
+
+/// Runs one strategy of `scenario` in `mode`.
+pub fn run(scenario: &Scenario, spec: &StrategySpec, mode: Mode) -> RunResult {
+    match mode {
+        Mode::Virtual => crate::sim::run(scenario, spec),
+        Mode::Real => crate::real::run(scenario, spec),
+    }
+}
