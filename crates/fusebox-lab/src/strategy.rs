@@ -37,6 +37,9 @@ pub enum StrategyKind {
     None,
     /// `kind = "seed"`: seed 000's breaker, ported faithfully.
     Seed(SeedConfig),
+    /// `kind = "failsafe" | "recloser" | "tower-resilience"`: a peer crate
+    /// (runs only with the cargo feature `peers`, in real mode).
+    Peer(crate::peers::PeerConfig),
 }
 
 impl StrategyKind {
@@ -45,6 +48,7 @@ impl StrategyKind {
         match self {
             StrategyKind::None => "none",
             StrategyKind::Seed(_) => "seed",
+            StrategyKind::Peer(c) => c.peer.as_str(),
         }
     }
 }
@@ -96,6 +100,8 @@ impl StrategyKind {
         match (self, name) {
             (StrategyKind::Seed(c), "failures") => c.failures = value.count(name, 1)?,
             (StrategyKind::Seed(c), "open_for") => c.open_for = value.duration(name)?,
+            (StrategyKind::Peer(c), "failures") => c.failures = value.count(name, 1)?,
+            (StrategyKind::Peer(c), "open_for") => c.open_for = value.duration(name)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -185,6 +191,10 @@ pub fn build(spec: &StrategySpec, _clock: &LabClock) -> Arc<dyn Guard> {
     match &spec.kind {
         StrategyKind::None => Arc::new(NoGuard),
         StrategyKind::Seed(c) => Arc::new(SeedBreaker::new(*c)),
+        // Refused before any run without the feature or in virtual mode
+        // (`peers::check`).
+        StrategyKind::Peer(c) => crate::peers::build(*c, _clock)
+            .unwrap_or_else(|| panic!("{}", crate::peers::unavailable(&spec.name, c.peer))),
     }
 }
 
@@ -433,6 +443,18 @@ impl RawStrategy {
                 (
                     &["failures", "open_for"],
                     StrategyKind::Seed(SeedConfig {
+                        failures: int_in(ctx, f, "strategy.failures", 1, 1_000_000)? as u32,
+                        open_for: o.get_ref().0,
+                    }),
+                )
+            }
+            peer if crate::peers::Peer::parse(peer).is_some() => {
+                let f = need(ctx, &self.failures, "failures", kind_str, table.clone())?;
+                let o = need(ctx, &self.open_for, "open_for", kind_str, table.clone())?;
+                (
+                    &["failures", "open_for"],
+                    StrategyKind::Peer(crate::peers::PeerConfig {
+                        peer: crate::peers::Peer::parse(peer).expect("matched above"),
                         failures: int_in(ctx, f, "strategy.failures", 1, 1_000_000)? as u32,
                         open_for: o.get_ref().0,
                     }),
