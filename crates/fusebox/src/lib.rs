@@ -57,4 +57,12 @@ pub use breaker::{
     Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener, Outcome, Permit, Reason,
     Rejected, Snapshot, State, Transition,
 };
+
+pub mod bulkhead;
+mod timeout;
+
+pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+#[cfg(feature = "tokio")]
+pub use timeout::{timeout, Timeout};
+pub use timeout::{Elapsed, TimeoutError};

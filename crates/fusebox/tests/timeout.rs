@@ -1,0 +1,98 @@
+//! Timeout: deadlines on paused time; Elapsed is distinct from the inner error;
+//! a timed-out call is a breaker failure and is cancelled.
+#![cfg(feature = "tokio")]
+
+use fusebox::{timeout, CircuitBreaker, Elapsed, State, Timeout, TimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::{sleep, Instant};
+
+#[tokio::test(start_paused = true)]
+async fn elapses_exactly_at_the_deadline() {
+    let t0 = Instant::now();
+    let r = timeout(Duration::from_millis(300), sleep(Duration::from_secs(10))).await;
+    assert_eq!(r, Err(Elapsed::new(Duration::from_millis(300))));
+    assert_eq!(t0.elapsed(), Duration::from_millis(300));
+}
+
+#[tokio::test(start_paused = true)]
+async fn finishes_in_time() {
+    let t0 = Instant::now();
+    let r = timeout(Duration::from_millis(300), async {
+        sleep(Duration::from_millis(299)).await;
+        "ok"
+    })
+    .await;
+    assert_eq!(r, Ok("ok"));
+    assert_eq!(t0.elapsed(), Duration::from_millis(299));
+}
+
+#[tokio::test(start_paused = true)]
+async fn elapsed_is_distinct_from_inner_error() {
+    let t = Timeout::new(Duration::from_secs(1));
+    let inner: Result<(), TimeoutError<&str>> = t.call(async { Err("boom") }).await;
+    assert_eq!(inner, Err(TimeoutError::Inner("boom")));
+    let late: Result<(), TimeoutError<&str>> = t
+        .call(async {
+            sleep(Duration::from_secs(2)).await;
+            Err("boom")
+        })
+        .await;
+    match late {
+        Err(TimeoutError::Elapsed(e)) => assert_eq!(e.after(), Duration::from_secs(1)),
+        other => panic!("expected Elapsed, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn timed_out_future_is_dropped() {
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicBool::new(false));
+    let guard = SetOnDrop(dropped.clone());
+    let r = Timeout::new(Duration::from_millis(10))
+        .run(async move {
+            let _g = guard;
+            std::future::pending::<()>().await
+        })
+        .await;
+    assert!(r.is_err());
+    assert!(dropped.load(Ordering::SeqCst));
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_counts_as_breaker_failure() {
+    let breaker = CircuitBreaker::builder()
+        .consecutive_failures(2)
+        .build()
+        .unwrap();
+    let t = Timeout::new(Duration::from_millis(50));
+    for _ in 0..2 {
+        let r = breaker
+            .call_async(|| {
+                t.call(async {
+                    sleep(Duration::from_secs(1)).await;
+                    Ok::<_, std::io::Error>(())
+                })
+            })
+            .await;
+        let inner = r.unwrap_err().into_inner().expect("ran, not rejected");
+        assert!(inner.is_elapsed());
+    }
+    assert_eq!(breaker.state(), State::Open);
+}
+
+#[test]
+fn error_source_chain() {
+    use std::error::Error as _;
+    let io = std::io::Error::other("disk");
+    let e: TimeoutError<std::io::Error> = TimeoutError::Inner(io);
+    assert_eq!(e.source().unwrap().to_string(), "disk");
+    let e: TimeoutError<std::io::Error> = TimeoutError::Elapsed(Elapsed::new(Duration::ZERO));
+    assert!(e.source().is_none());
+}
