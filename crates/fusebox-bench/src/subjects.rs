@@ -622,7 +622,7 @@ fn seatbelt_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
 pub enum Limiter {
     /// No limit: the operation called directly.
     Baseline,
-    /// fusebox's `Bulkhead`.
+    /// fusebox's `Bulkhead::try_acquire`, permit dropped after the call.
     Fusebox,
     /// `tokio::sync::Semaphore::try_acquire`, permit dropped after the call.
     TokioSemaphore,
@@ -691,6 +691,32 @@ impl Subject for Semaphore {
     }
 }
 
-fn fusebox_bulkhead(_limit: usize) -> Option<Box<dyn Subject>> {
-    None
+#[derive(Debug, Clone)]
+struct FuseboxBulkhead(fusebox::Bulkhead);
+
+impl Guard for FuseboxBulkhead {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match self.0.try_acquire() {
+            Ok(permit) => {
+                let v = match op(fail) {
+                    Ok(_) => Verdict::Ok,
+                    Err(_) => Verdict::Failed,
+                };
+                drop(permit);
+                v
+            }
+            Err(_) => Verdict::Rejected,
+        }
+    }
+}
+
+impl Subject for FuseboxBulkhead {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
+    }
+}
+
+fn fusebox_bulkhead(limit: usize) -> Option<Box<dyn Subject>> {
+    Some(Box::new(FuseboxBulkhead(fusebox::Bulkhead::new(limit))))
 }

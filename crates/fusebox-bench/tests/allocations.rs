@@ -1,7 +1,7 @@
 //! fusebox allocates nothing per call once a breaker is built: on the closed
 //! path (every policy, success and failure), the open path, half-open probes,
-//! every transition, the permit API, async calls, snapshots and manual
-//! control. A behavioural property, so a test, not a benchmark.
+//! every transition, the permit API, async calls, snapshots, manual control
+//! and the bulkhead. A behavioural property, so a test, not a benchmark.
 //!
 //! Counts are per thread (see `fusebox_bench::alloc`), so tests running in
 //! parallel do not disturb each other.
@@ -191,4 +191,20 @@ fn building_may_allocate_but_the_breaker_stays_usable() {
     });
     assert!(n > 0, "building a breaker with a window allocated nothing?");
     assert!(b.call(ok).is_ok());
+}
+
+#[test]
+fn bulkhead_allocates_nothing() {
+    let b = fusebox::Bulkhead::new(4);
+    assert_no_allocations("bulkhead try_acquire + release", || {
+        drop(b.try_acquire().expect("free"));
+    });
+    assert_no_allocations("bulkhead try_call", || {
+        b.try_call(ok).expect("free").expect("ok");
+    });
+    let held: Vec<_> = (0..4).map(|_| b.try_acquire().expect("free")).collect();
+    assert_no_allocations("bulkhead full", || {
+        assert!(b.try_acquire().is_err());
+    });
+    drop(held);
 }

@@ -33,8 +33,8 @@ struct Options {
 fn parse_args() -> Result<Options, String> {
     let mut o = Options {
         json: false,
-        slice: Duration::from_millis(60),
-        rounds: 7,
+        slice: Duration::from_millis(70),
+        rounds: 9,
         only: None,
     };
     let mut args = std::env::args().skip(1);
@@ -63,7 +63,7 @@ fn parse_args() -> Result<Options, String> {
             "--only" => o.only = Some(value("--only")?),
             "-h" | "--help" => {
                 println!(
-                    "usage: compare [--json] [--slice-ms N (60)] [--rounds N (7)] [--only SCENARIO]"
+                    "usage: compare [--json] [--slice-ms N (70)] [--rounds N (9)] [--only SCENARIO]"
                 );
                 std::process::exit(0);
             }
