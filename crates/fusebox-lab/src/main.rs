@@ -18,7 +18,7 @@ mod strategy;
 mod sweep;
 
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use report::ScenarioReport;
 use run::Mode;
 use scenario::Scenario;
@@ -83,19 +83,27 @@ struct SweepArgs {
     quiet: bool,
 }
 
+/// A progress bar that shows itself only once the work has taken more than a
+/// second (and never with `--quiet` or when stderr is not a terminal).
 fn progress(len: u64, quiet: bool, what: &str) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let pb = ProgressBar::new(len);
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
     pb.set_style(
         ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} runs, {elapsed}")
             .expect("valid template")
             .progress_chars("=> "),
     );
     pb.set_message(what.to_string());
-    // Only shows itself when something takes longer than a second.
-    pb.enable_steady_tick(Duration::from_millis(100));
+    if !quiet {
+        let later = pb.clone();
+        // Detached: it only holds a handle to the bar and ends within a second.
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            if !later.is_finished() {
+                later.set_draw_target(ProgressDrawTarget::stderr());
+                later.enable_steady_tick(Duration::from_millis(100));
+            }
+        });
+    }
     pb
 }
 

@@ -6,7 +6,10 @@ use crate::report::{article, Summary};
 use crate::run::{Outcome, RequestRecord};
 use crate::scenario::{Client, Scenario};
 use crate::sim;
-use crate::strategy::{self, Admission, LabClock, SeedConfig, StrategyKind, StrategySpec, Ticket};
+use crate::strategy::{
+    self, Admission, FuseboxConfig, FuseboxPolicy, LabClock, SeedConfig, StrategyKind,
+    StrategySpec, Ticket,
+};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -162,7 +165,7 @@ fn per_request_model(
     let mut tickets: Vec<Option<(Box<dyn Ticket>, crate::downstream::CallResult)>> = Vec::new();
     let mut out: Vec<RequestRecord> = Vec::with_capacity(n);
     let mut seq = 0;
-    let mut settle =
+    let settle =
         |upto: Option<Duration>,
          pending: &mut BinaryHeap<Reverse<(Duration, u64, usize)>>,
          tickets: &mut Vec<Option<(Box<dyn Ticket>, crate::downstream::CallResult)>>| {
@@ -255,8 +258,44 @@ impl Lcg {
     }
 }
 
+fn fusebox_config(g: &mut Lcg) -> FuseboxConfig {
+    let (policy, min_calls) = match g.next(3) {
+        0 => (
+            FuseboxPolicy::Consecutive {
+                failures: 1 + g.next(8) as u32,
+            },
+            None,
+        ),
+        1 => {
+            let window_calls = 2 + g.next(20) as usize;
+            let min = 1 + g.next(window_calls as u64) as u32;
+            (
+                FuseboxPolicy::RateCount {
+                    rate: g.pick(&[0.2, 0.5, 0.8]),
+                    window_calls,
+                },
+                Some(min),
+            )
+        }
+        _ => (
+            FuseboxPolicy::RateTime {
+                rate: g.pick(&[0.2, 0.5, 0.8]),
+                window_time: ms(100 * (1 + g.next(10))),
+            },
+            Some(1 + g.next(5) as u32),
+        ),
+    };
+    FuseboxConfig {
+        policy,
+        open_for: ms(50 + g.next(750)),
+        probes: 1 + g.next(3) as u32,
+        successes: 1 + g.next(3) as u32,
+        min_calls,
+    }
+}
+
 /// Scenarios on a 1 ms grid with a fault or two, some hanging behind a client
-/// timeout, some with a bounded queue; a `none` and a `seed` strategy each.
+/// timeout, some with a bounded queue; a `none`, a `seed` and a `fusebox` strategy each.
 pub(crate) fn generated(seed: u64, count: usize) -> Vec<Scenario> {
     let mut g = Lcg(seed);
     (0..count)
@@ -292,6 +331,10 @@ pub(crate) fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                         open_for: ms(50 + g.next(750)),
                     }),
                 },
+                StrategySpec {
+                    name: "fusebox".into(),
+                    kind: StrategyKind::Fusebox(fusebox_config(&mut g)),
+                },
             ];
             Scenario {
                 name: format!("generated-{seed}-{k}"),
@@ -321,6 +364,9 @@ pub(crate) fn generated(seed: u64, count: usize) -> Vec<Scenario> {
 #[test]
 fn event_simulation_matches_the_per_request_model() {
     let mut scenarios = Scenario::embedded();
+    for name in ["rate-vs-consecutive", "probes-1-vs-3", "hang-timeout"] {
+        scenarios.push(shipped(name));
+    }
     scenarios.extend(generated(7, 40));
     let mut compared = 0;
     for sc in &scenarios {
@@ -341,7 +387,7 @@ fn event_simulation_matches_the_per_request_model() {
             compared += 1;
         }
     }
-    assert!(compared >= 80);
+    assert!(compared >= 120);
 }
 
 #[test]
@@ -384,4 +430,84 @@ fn generated_scenarios_exercise_every_rule() {
             "no generated run shows {want}: {seen:?}"
         );
     }
+}
+
+#[test]
+fn fusebox_ignores_stale_failures_and_probes_earlier() {
+    let sc = &Scenario::embedded()[0];
+    let s = summary(sc, "fusebox");
+    let log: Vec<(Duration, &str)> = s.transitions.iter().map(|t| (t.at, t.to)).collect();
+    // Trips with the 5th failure like the article's breaker, but the seven
+    // failures of calls admitted before the trip do not move its open period:
+    // the first probe comes at 0.73 + 0.5 s (the next arrival, 1.24 s).
+    assert_eq!(
+        log,
+        vec![
+            (ms(730), "open"),
+            (ms(1240), "half_open"),
+            (ms(1390), "open"),
+            (ms(1900), "half_open"),
+            (ms(1905), "closed"),
+        ]
+    );
+    let seed = summary(sc, "seed");
+    assert!(s.successes > seed.successes);
+    assert_eq!(s.downstream_errors, seed.downstream_errors);
+}
+
+fn shipped(name: &str) -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(format!("{name}.toml"));
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn retries_multiply_load_unless_a_breaker_fast_fails_them() {
+    let sc = shipped("retries");
+    assert_eq!(sc.client.retries, 2);
+    let none = sim::run(&sc, &sc.strategies[0]);
+    let seed = sim::run(&sc, &sc.strategies[1]);
+    for r in [&none, &seed] {
+        let attempts: u32 = r.requests.iter().map(|q| q.attempts).sum();
+        assert_eq!(attempts as usize, r.calls.len());
+        assert!(r.requests.iter().all(|q| q.attempts <= 3));
+    }
+    let without_retries = summary(&Scenario::embedded()[0], "none");
+    let (none, seed) = (Summary::of(&sc, &none), Summary::of(&sc, &seed));
+    assert!(
+        none.failed_calls > without_retries.failed_calls,
+        "retries hit the failing downstream more"
+    );
+    assert!(
+        none.latency_fault.unwrap().median_ms > without_retries.latency_fault.unwrap().median_ms,
+        "retries hold workers longer: the pool saturates"
+    );
+    assert!(seed.failed_calls < none.failed_calls / 2);
+}
+
+#[test]
+fn a_hanging_downstream_exhausts_the_pool_and_the_breaker_drains_it() {
+    let sc = shipped("hang-timeout");
+    let none = summary(&sc, "none");
+    let fusebox = summary(&sc, "fusebox");
+    assert!(none.timeouts > 0 && none.timeouts == none.downstream_errors);
+    // Without a breaker requests queue behind hanging calls.
+    assert!(none.latency_fault.unwrap().median_ms >= 1000.0);
+    assert!(fusebox.latency_fault.unwrap().median_ms < none.latency_fault.unwrap().median_ms);
+    assert!(
+        fusebox.backlog.unwrap().finished_after_fault < none.backlog.unwrap().finished_after_fault
+    );
+}
+
+#[test]
+fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
+    let sc = shipped("rate-vs-consecutive");
+    let first_open = |name: &str| {
+        let spec = sc.strategies.iter().find(|s| s.name == name).unwrap();
+        sim::run(&sc, spec).transitions.first().map(|t| t.at)
+    };
+    let flapping_ends = ms(1500);
+    assert!(first_open("consecutive").unwrap() > flapping_ends);
+    assert!(first_open("rate/20 calls").unwrap() < flapping_ends);
 }

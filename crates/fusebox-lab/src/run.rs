@@ -60,7 +60,8 @@ pub struct RequestRecord {
     pub start: Option<Duration>,
     /// When it ended (its last attempt ended, or it was rejected).
     pub end: Duration,
-    /// How it ended: the outcome of its last attempt.
+    /// How it ended: the result of its last downstream call, or `FastFail`
+    /// if it never reached the downstream.
     pub outcome: Outcome,
     /// Downstream calls it made (0 for a fast-fail on the first attempt).
     pub attempts: u32,

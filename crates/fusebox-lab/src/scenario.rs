@@ -519,7 +519,7 @@ mod tests {
                 n += 1;
             }
         }
-        assert!(n >= 2, "found {n} scenario files");
+        assert!(n >= 6, "found {n} scenario files");
     }
 
     fn base() -> String {
@@ -592,6 +592,55 @@ mod tests {
             assert_eq!(e.key.as_deref(), Some(key), "{to}: {e}");
             assert_eq!(e.line, Some(line), "{to}: {e}");
         }
+    }
+
+    #[test]
+    fn fusebox_keys_are_checked_per_policy() {
+        let cases = [
+            (
+                "policy = \"consecutive\"",
+                "policy = \"sometimes\"",
+                "strategy.policy",
+            ),
+            (
+                "policy = \"consecutive\"",
+                "policy = \"rate-count\"",
+                "strategy.window_calls",
+            ),
+            ("probes = 1", "probes = 0", "strategy.probes"),
+            (
+                "probes = 1",
+                "probes = 1\nwindow_time = \"1s\"",
+                "strategy.window_time",
+            ),
+        ];
+        for (from, to, key) in cases {
+            let text = base().replacen(from, to, 1);
+            assert_ne!(text, base(), "{from}");
+            let e = error_of(&text);
+            assert_eq!(e.key.as_deref(), Some(key), "{to}: {e}");
+            assert!(e.line.is_some(), "{e}");
+        }
+        let rate = base().replacen(
+            "policy = \"consecutive\"\nfailures = 5",
+            "policy = \"rate-count\"\nrate = 1.5\nwindow_calls = 10",
+            1,
+        );
+        assert_eq!(error_of(&rate).key.as_deref(), Some("strategy.rate"));
+        let ok = base().replacen(
+            "policy = \"consecutive\"\nfailures = 5",
+            "policy = \"rate-time\"\nrate = 0.5\nwindow_time = \"1s\"\nmin_calls = 5",
+            1,
+        );
+        let s = Scenario::parse("x", &ok).unwrap();
+        assert_eq!(s.strategies[2].kind.as_str(), "fusebox");
+        // fusebox's own validation: min_calls above the count window.
+        let bad = base().replacen(
+            "policy = \"consecutive\"\nfailures = 5",
+            "policy = \"rate-count\"\nrate = 0.5\nwindow_calls = 0",
+            1,
+        );
+        assert_eq!(error_of(&bad).key.as_deref(), Some("strategy.window_calls"));
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //!   request at once and frees the worker;
 //! - a downstream call's result and duration are decided by its start time;
 //!   after a failed call the same worker retries at once while retries remain
-//!   (a retry is a new start, consulting the guard again);
+//!   (a retry is a new start, consulting the guard again; a retry the guard
+//!   rejects ends the request with the failure it already had);
 //! - at equal times: completions (in the order their calls started), then
 //!   arrivals, then starts (retries first, then idle workers in index order).
 //!
@@ -120,7 +121,12 @@ pub fn run(scenario: &Scenario, spec: &StrategySpec) -> RunResult {
             match guard.admit(t) {
                 Admission::FastFail => {
                     r.end = t;
-                    r.outcome = Outcome::FastFail;
+                    // A retry rejected by the guard leaves the request with
+                    // the failure it already had: only a request that never
+                    // reached the downstream counts as a fast-fail.
+                    if r.attempts == 0 {
+                        r.outcome = Outcome::FastFail;
+                    }
                     workers[w] = Worker::Idle;
                 }
                 Admission::Call(ticket) => {

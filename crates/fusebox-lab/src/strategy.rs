@@ -5,7 +5,11 @@
 //! call goes to the downstream) or [`Admission::FastFail`]; when the call ends
 //! the worker hands the ticket back with the result. Every kind of strategy is
 //! named in [`StrategyKind`], parsed in [`RawStrategy::validate`] and built in
-//! [`build`]: adding a kind means one variant and one arm in each.
+//! [`build`]: adding a kind means one variant and one arm in each (plus
+//! `StrategyKind::as_str`, and `StrategyKind::set_param` if it can be swept).
+//! A peer crate's breaker goes in its own module behind a cargo feature: a
+//! type implementing [`Guard`] whose tickets implement [`Ticket`], built on the
+//! run's [`LabClock`] when the peer accepts a clock (otherwise real mode only).
 //!
 //! The lab holds no policy logic of its own except the faithful port of seed
 //! 000's breaker ([`SeedBreaker`]), which exists to check the harness against
@@ -37,6 +41,8 @@ pub enum StrategyKind {
     None,
     /// `kind = "seed"`: seed 000's breaker, ported faithfully.
     Seed(SeedConfig),
+    /// `kind = "fusebox"`: [`fusebox::CircuitBreaker`].
+    Fusebox(FuseboxConfig),
     /// `kind = "failsafe" | "recloser" | "tower-resilience"`: a peer crate
     /// (runs only with the cargo feature `peers`, in real mode).
     Peer(crate::peers::PeerConfig),
@@ -48,6 +54,7 @@ impl StrategyKind {
         match self {
             StrategyKind::None => "none",
             StrategyKind::Seed(_) => "seed",
+            StrategyKind::Fusebox(_) => "fusebox",
             StrategyKind::Peer(c) => c.peer.as_str(),
         }
     }
@@ -100,6 +107,34 @@ impl StrategyKind {
         match (self, name) {
             (StrategyKind::Seed(c), "failures") => c.failures = value.count(name, 1)?,
             (StrategyKind::Seed(c), "open_for") => c.open_for = value.duration(name)?,
+            (StrategyKind::Fusebox(c), "open_for") => c.open_for = value.duration(name)?,
+            (StrategyKind::Fusebox(c), "probes") => c.probes = value.count(name, 1)?,
+            (StrategyKind::Fusebox(c), "successes") => c.successes = value.count(name, 1)?,
+            (StrategyKind::Fusebox(c), "min_calls") => c.min_calls = Some(value.count(name, 1)?),
+            (StrategyKind::Fusebox(c), "failures") => match &mut c.policy {
+                FuseboxPolicy::Consecutive { failures } => *failures = value.count(name, 1)?,
+                _ => return Ok(false),
+            },
+            (StrategyKind::Fusebox(c), "rate") => match (&mut c.policy, value) {
+                (
+                    FuseboxPolicy::RateCount { rate, .. } | FuseboxPolicy::RateTime { rate, .. },
+                    ParamValue::Num(x),
+                ) if x > 0.0 && x <= 1.0 => *rate = x,
+                (FuseboxPolicy::Consecutive { .. }, _) => return Ok(false),
+                _ => return Err(format!("rate must be in (0, 1], not {value}")),
+            },
+            (StrategyKind::Fusebox(c), "window_calls") => match &mut c.policy {
+                FuseboxPolicy::RateCount { window_calls, .. } => {
+                    *window_calls = value.count(name, 1)? as usize
+                }
+                _ => return Ok(false),
+            },
+            (StrategyKind::Fusebox(c), "window_time") => match &mut c.policy {
+                FuseboxPolicy::RateTime { window_time, .. } => {
+                    *window_time = value.duration(name)?
+                }
+                _ => return Ok(false),
+            },
             (StrategyKind::Peer(c), "failures") => c.failures = value.count(name, 1)?,
             (StrategyKind::Peer(c), "open_for") => c.open_for = value.duration(name)?,
             _ => return Ok(false),
@@ -115,6 +150,68 @@ pub struct SeedConfig {
     pub failures: u32,
     /// `open_for`: how long it stays open before one probe is let through.
     pub open_for: Duration,
+}
+
+/// Parameters of the `fusebox` strategy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FuseboxConfig {
+    /// `policy` and its keys.
+    pub policy: FuseboxPolicy,
+    /// `open_for`.
+    pub open_for: Duration,
+    /// `probes`: half-open probes at once (default 1).
+    pub probes: u32,
+    /// `successes`: probe successes that close the breaker (default 1).
+    pub successes: u32,
+    /// `min_calls` for the rate policies (default: fusebox's).
+    pub min_calls: Option<u32>,
+}
+
+/// When the `fusebox` strategy trips.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FuseboxPolicy {
+    /// `policy = "consecutive"`, `failures = N`.
+    Consecutive {
+        /// `failures`.
+        failures: u32,
+    },
+    /// `policy = "rate-count"`: `rate` of failures over the last `window_calls` calls.
+    RateCount {
+        /// `rate`, in (0, 1].
+        rate: f64,
+        /// `window_calls`.
+        window_calls: usize,
+    },
+    /// `policy = "rate-time"`: `rate` of failures over the last `window_time`.
+    RateTime {
+        /// `rate`, in (0, 1].
+        rate: f64,
+        /// `window_time`.
+        window_time: Duration,
+    },
+}
+
+impl FuseboxConfig {
+    /// The breaker builder for this configuration (without clock or listeners).
+    pub fn builder(&self) -> fusebox::Builder {
+        let b = fusebox::CircuitBreaker::builder()
+            .open_for(self.open_for)
+            .half_open_probes(self.probes)
+            .successes_to_close(self.successes);
+        let b = match self.policy {
+            FuseboxPolicy::Consecutive { failures } => b.consecutive_failures(failures),
+            FuseboxPolicy::RateCount { rate, window_calls } => {
+                b.failure_rate(rate).count_window(window_calls)
+            }
+            FuseboxPolicy::RateTime { rate, window_time } => {
+                b.failure_rate(rate).time_window(window_time)
+            }
+        };
+        match self.min_calls {
+            Some(m) => b.min_calls(m),
+            None => b,
+        }
+    }
 }
 
 /// A breaker state change, as the lab reports it.
@@ -187,14 +284,75 @@ impl fusebox::Clock for LabClock {
 }
 
 /// Builds the guard for one run of `spec` on `clock`.
-pub fn build(spec: &StrategySpec, _clock: &LabClock) -> Arc<dyn Guard> {
+pub fn build(spec: &StrategySpec, clock: &LabClock) -> Arc<dyn Guard> {
     match &spec.kind {
         StrategyKind::None => Arc::new(NoGuard),
         StrategyKind::Seed(c) => Arc::new(SeedBreaker::new(*c)),
+        StrategyKind::Fusebox(c) => Arc::new(FuseboxGuard::new(c, clock)),
         // Refused before any run without the feature or in virtual mode
         // (`peers::check`).
-        StrategyKind::Peer(c) => crate::peers::build(*c, _clock)
+        StrategyKind::Peer(c) => crate::peers::build(*c, clock)
             .unwrap_or_else(|| panic!("{}", crate::peers::unavailable(&spec.name, c.peer))),
+    }
+}
+
+/// `kind = "fusebox"`: a [`fusebox::CircuitBreaker`] on the run's clock; its
+/// transitions are collected by an `on_transition` hook.
+#[derive(Debug)]
+pub struct FuseboxGuard {
+    breaker: fusebox::CircuitBreaker,
+    log: Arc<Mutex<Vec<TransitionRecord>>>,
+}
+
+impl FuseboxGuard {
+    /// Builds the breaker. The configuration was validated when the scenario
+    /// was loaded (by building it once), so this cannot fail.
+    pub fn new(config: &FuseboxConfig, clock: &LabClock) -> Self {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&log);
+        let breaker = config
+            .builder()
+            .clock(clock.clone())
+            .on_transition(move |t: &fusebox::Transition| {
+                lock_log(&sink).push(TransitionRecord {
+                    at: t.at,
+                    from: t.from.as_str(),
+                    to: t.to.as_str(),
+                });
+            })
+            .build()
+            .expect("fusebox configuration validated when the scenario was loaded");
+        FuseboxGuard { breaker, log }
+    }
+}
+
+fn lock_log(m: &Mutex<Vec<TransitionRecord>>) -> std::sync::MutexGuard<'_, Vec<TransitionRecord>> {
+    // Pushing a record cannot leave the vector inconsistent; ignore poison.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Ticket for fusebox::Permit {
+    fn finish(self: Box<Self>, _now: Duration, result: CallResult) {
+        if result.is_ok() {
+            self.success()
+        } else {
+            self.failure()
+        }
+    }
+}
+
+impl Guard for FuseboxGuard {
+    fn admit(&self, _now: Duration) -> Admission {
+        // The breaker reads the run's clock itself (set by the simulation in
+        // virtual mode), which is the same time as `now`.
+        match self.breaker.try_acquire() {
+            Ok(permit) => Admission::Call(Box::new(permit)),
+            Err(_) => Admission::FastFail,
+        }
+    }
+
+    fn transitions(&self) -> Vec<TransitionRecord> {
+        lock_log(&self.log).clone()
     }
 }
 
@@ -424,6 +582,136 @@ impl RawStrategy {
         v
     }
 
+    fn fusebox(
+        &self,
+        ctx: &Ctx<'_>,
+        table: Range<usize>,
+    ) -> Result<(&'static [&'static str], StrategyKind), ScenarioError> {
+        let kind = "fusebox";
+        let p = need(ctx, &self.policy, "policy", kind, table.clone())?;
+        let o = need(ctx, &self.open_for, "open_for", kind, table.clone())?;
+        let count = |v: &Option<Spanned<i64>>, key: &str, default: i64| match v {
+            Some(v) => int_in(ctx, v, &format!("strategy.{key}"), 1, 1_000_000),
+            None => Ok(default),
+        };
+        let rate = || -> Result<f64, ScenarioError> {
+            let r = need(ctx, &self.rate, "rate", kind, table.clone())?;
+            let x = *r.get_ref();
+            if !(x > 0.0 && x <= 1.0) {
+                return Err(ctx.err(r.span(), "strategy.rate", format!("{x} is not in (0, 1]")));
+            }
+            Ok(x)
+        };
+        let (allowed, policy): (&'static [&'static str], _) = match p.get_ref().as_str() {
+            "consecutive" => {
+                let f = need(
+                    ctx,
+                    &self.failures,
+                    "failures",
+                    "fusebox\", policy = \"consecutive",
+                    table.clone(),
+                )?;
+                (
+                    &["policy", "open_for", "probes", "successes", "failures"],
+                    FuseboxPolicy::Consecutive {
+                        failures: int_in(ctx, f, "strategy.failures", 1, 1_000_000)? as u32,
+                    },
+                )
+            }
+            "rate-count" => {
+                let w = need(
+                    ctx,
+                    &self.window_calls,
+                    "window_calls",
+                    "fusebox\", policy = \"rate-count",
+                    table.clone(),
+                )?;
+                (
+                    &[
+                        "policy",
+                        "open_for",
+                        "probes",
+                        "successes",
+                        "rate",
+                        "window_calls",
+                        "min_calls",
+                    ],
+                    FuseboxPolicy::RateCount {
+                        rate: rate()?,
+                        window_calls: int_in(ctx, w, "strategy.window_calls", 1, 10_000_000)?
+                            as usize,
+                    },
+                )
+            }
+            "rate-time" => {
+                let w = need(
+                    ctx,
+                    &self.window_time,
+                    "window_time",
+                    "fusebox\", policy = \"rate-time",
+                    table.clone(),
+                )?;
+                (
+                    &[
+                        "policy",
+                        "open_for",
+                        "probes",
+                        "successes",
+                        "rate",
+                        "window_time",
+                        "min_calls",
+                    ],
+                    FuseboxPolicy::RateTime {
+                        rate: rate()?,
+                        window_time: w.get_ref().0,
+                    },
+                )
+            }
+            other => {
+                return Err(ctx.err(
+                    p.span(),
+                    "strategy.policy",
+                    format!(
+                        "{other:?} is not one of \"consecutive\", \"rate-count\", \"rate-time\""
+                    ),
+                ))
+            }
+        };
+        let config = FuseboxConfig {
+            policy,
+            open_for: o.get_ref().0,
+            probes: count(&self.probes, "probes", 1)? as u32,
+            successes: count(&self.successes, "successes", 1)? as u32,
+            min_calls: match &self.min_calls {
+                Some(m) => Some(int_in(ctx, m, "strategy.min_calls", 1, 1_000_000)? as u32),
+                None => None,
+            },
+        };
+        // Let fusebox validate the whole configuration now, so a bad one is an
+        // input error naming the key rather than a failure during the run.
+        if let Err(e) = config.builder().clock(fusebox::ManualClock::new()).build() {
+            let (key, span) = match e.field() {
+                "consecutive_failures" => ("failures", self.failures.as_ref().map(|s| s.span())),
+                "failure_rate" => ("rate", self.rate.as_ref().map(|s| s.span())),
+                "count_window" => ("window_calls", self.window_calls.as_ref().map(|s| s.span())),
+                "time_window" | "buckets" => {
+                    ("window_time", self.window_time.as_ref().map(|s| s.span()))
+                }
+                "min_calls" => ("min_calls", self.min_calls.as_ref().map(|s| s.span())),
+                "half_open_probes" => ("probes", self.probes.as_ref().map(|s| s.span())),
+                "successes_to_close" => ("successes", self.successes.as_ref().map(|s| s.span())),
+                "open_for" => ("open_for", Some(o.span())),
+                other => (other, None),
+            };
+            return Err(ctx.err(
+                span.unwrap_or(table),
+                &format!("strategy.{key}"),
+                e.to_string(),
+            ));
+        }
+        Ok((allowed, StrategyKind::Fusebox(config)))
+    }
+
     /// Checks the keys against the kind and builds the spec.
     pub(crate) fn validate(
         &self,
@@ -448,6 +736,7 @@ impl RawStrategy {
                     }),
                 )
             }
+            "fusebox" => self.fusebox(ctx, table.clone())?,
             peer if crate::peers::Peer::parse(peer).is_some() => {
                 let f = need(ctx, &self.failures, "failures", kind_str, table.clone())?;
                 let o = need(ctx, &self.open_for, "open_for", kind_str, table.clone())?;
@@ -464,7 +753,7 @@ impl RawStrategy {
                 return Err(ctx.err(
                     self.kind.span(),
                     "strategy.kind",
-                    format!("{other:?} is not one of \"none\", \"seed\", \"fusebox\""),
+                    format!("{other:?} is not one of \"none\", \"seed\", \"fusebox\", \"failsafe\", \"recloser\", \"tower-resilience\""),
                 ))
             }
         };

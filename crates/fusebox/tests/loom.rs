@@ -114,3 +114,27 @@ fn probe_verdict_racing_reset() {
         assert_eq!(b.probes_in_flight(), 0);
     });
 }
+
+/// A closed-state verdict racing a reset: it either lands before the reset
+/// (and is emptied with the window) or is stale after it (and changes
+/// nothing). Either way the new closed period starts with an empty window.
+#[test]
+fn window_verdict_racing_reset_leaves_an_empty_window() {
+    loom::model(|| {
+        let b = CircuitBreaker::builder()
+            .failure_rate(1.0)
+            .count_window(2)
+            .min_calls(2)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let p = b.try_acquire().unwrap();
+        let b2 = b.clone();
+        let t = thread::spawn(move || b2.reset());
+        p.failure();
+        t.join().unwrap();
+        let s = b.snapshot();
+        assert_eq!((s.calls, s.failures), (0, 0));
+        assert_eq!(s.state, State::Closed);
+    });
+}

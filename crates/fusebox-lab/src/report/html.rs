@@ -343,6 +343,7 @@ fn figures_table(report: &ScenarioReport) -> String {
             "downstream calls",
             Box::new(|s| s.downstream_calls.to_string()),
         ),
+        ("of which failed", Box::new(|s| s.failed_calls.to_string())),
         ("successes", Box::new(|s| s.successes.to_string())),
         (
             "downstream errors",
@@ -439,6 +440,13 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
             format_duration(sc.window)
         );
         out.push_str(&window_bars(r));
+        let names: Vec<String> = r
+            .summaries
+            .iter()
+            .enumerate()
+            .map(|(k, s)| format!("{} = {}", k + 1, esc(&s.name)))
+            .collect();
+        let _ = write!(out, "<p class=note>bars: {}</p>", names.join(", "));
     }
     out.push_str("</body></html>\n");
     out

@@ -2,7 +2,7 @@
 //!
 //! One scenario gives `{scenario, mode, ..., strategies: [...]}`; several give
 //! `{scenarios: [that, ...]}`. Each entry of `strategies` has the keys `name`,
-//! `kind`, `downstream_calls`, `successes`, `downstream_errors`, `timeouts`,
+//! `kind`, `downstream_calls`, `downstream_call_failures`, `successes`, `downstream_errors`, `timeouts`,
 //! `fast_fails`, `queue_rejections`, `latency_fault_ms` and `latency_after_ms`
 //! (`{median, max}` or null), `transitions` (`[{at_s, from, to}]`), `windows`
 //! (`[{from_s, ok, fail, fast_fail, rejected}]`), `backlog`
@@ -31,6 +31,7 @@ fn strategy(sum: &Summary, run: &RunResult) -> Value {
         "name": sum.name,
         "kind": sum.kind,
         "downstream_calls": sum.downstream_calls,
+        "downstream_call_failures": sum.failed_calls,
         "successes": sum.successes,
         "downstream_errors": sum.downstream_errors,
         "timeouts": sum.timeouts,
@@ -84,5 +85,69 @@ pub fn document(reports: &[ScenarioReport]) -> Value {
     match reports {
         [one] => scenario(one),
         many => json!({ "scenarios": many.iter().map(scenario).collect::<Vec<_>>() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn every_strategy_entry_has_the_issue_keys() {
+        let sc = Scenario::embedded().remove(0);
+        let runs = sc
+            .strategies
+            .iter()
+            .map(|s| crate::sim::run(&sc, s))
+            .collect();
+        let doc = document(&[ScenarioReport::new(sc, Mode::Virtual, runs)]);
+        let strategies = doc["strategies"].as_array().unwrap();
+        assert_eq!(strategies.len(), 3);
+        for s in strategies {
+            for key in [
+                "name",
+                "downstream_calls",
+                "successes",
+                "downstream_errors",
+                "fast_fails",
+                "queue_rejections",
+                "latency_fault_ms",
+                "latency_after_ms",
+                "transitions",
+                "windows",
+                "backlog",
+                "requests",
+            ] {
+                assert!(s.get(key).is_some(), "missing {key}");
+            }
+            assert!(s["latency_fault_ms"]["median"].is_number());
+            assert!(s["backlog"]["last_fault_request_done_s"].is_number());
+            assert!(s["backlog"]["finished_after_fault"].is_u64());
+            assert_eq!(s["requests"].as_array().unwrap().len(), 150);
+            for w in s["windows"].as_array().unwrap() {
+                for k in ["from_s", "ok", "fail", "fast_fail"] {
+                    assert!(w.get(k).is_some());
+                }
+            }
+        }
+        let seed = &strategies[1];
+        assert_eq!(seed["downstream_calls"], 86);
+        assert_eq!(seed["transitions"][0]["from"], "closed");
+        assert_eq!(seed["transitions"][2]["from"], "half_open");
+        assert_eq!(seed["transitions"][0]["at_s"], 0.73);
+        // Two scenarios: wrapped in `scenarios`.
+        let two: Vec<_> = Scenario::embedded()
+            .into_iter()
+            .map(|sc| {
+                let runs = sc
+                    .strategies
+                    .iter()
+                    .map(|s| crate::sim::run(&sc, s))
+                    .collect();
+                ScenarioReport::new(sc, Mode::Virtual, runs)
+            })
+            .collect();
+        assert_eq!(document(&two)["scenarios"].as_array().unwrap().len(), 2);
     }
 }

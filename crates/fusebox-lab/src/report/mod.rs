@@ -54,13 +54,15 @@ pub struct Summary {
     pub requests: usize,
     /// Calls that reached the downstream (retries included).
     pub downstream_calls: usize,
+    /// Downstream calls that failed (error or timeout; retries included).
+    pub failed_calls: usize,
     /// Requests that ended in success.
     pub successes: usize,
     /// Requests that ended in a downstream failure (error or timeout).
     pub downstream_errors: usize,
     /// Of those, the ones that ended at the client's timeout.
     pub timeouts: usize,
-    /// Requests the guard rejected.
+    /// Requests the guard rejected before they reached the downstream.
     pub fast_fails: usize,
     /// Requests a full queue rejected.
     pub queue_rejections: usize,
@@ -178,6 +180,7 @@ impl Summary {
             kind: run.kind,
             requests: run.requests.len(),
             downstream_calls: run.calls.len(),
+            failed_calls: run.calls.iter().filter(|c| !c.result.is_ok()).count(),
             successes: count(Outcome::Ok),
             downstream_errors: count(Outcome::Error) + count(Outcome::Timeout),
             timeouts: count(Outcome::Timeout),

@@ -105,6 +105,7 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
     // Figures side by side.
     let labels: Vec<String> = [
         "downstream calls",
+        "  of which failed",
         "successes",
         "downstream errors",
         "fast-fails",
@@ -129,6 +130,16 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         }
     }
     render(&mut out, &labels, &columns);
+    if report
+        .summaries
+        .iter()
+        .any(|s| article::figures(&sc.name, s.kind).is_some_and(|a| a.backlog.is_some()))
+    {
+        let _ = writeln!(
+            out,
+            "  (article: it counted every request finishing after {fault_end}, including those arriving after it: 202 without a breaker, 150 with one; shown here less those 150)"
+        );
+    }
 
     // Transitions.
     for s in &report.summaries {
@@ -211,6 +222,7 @@ fn summary_column(s: &Summary) -> Column {
         header: s.name.clone(),
         cells: vec![
             s.downstream_calls.to_string(),
+            s.failed_calls.to_string(),
             s.successes.to_string(),
             if s.timeouts > 0 {
                 format!("{} ({} timeouts)", s.downstream_errors, s.timeouts)
@@ -246,6 +258,7 @@ fn article_column(a: &ArticleFigures) -> Column {
         header: "(article)".into(),
         cells: vec![
             a.downstream_calls.to_string(),
+            a.downstream_errors.to_string(),
             a.successes.to_string(),
             a.downstream_errors.to_string(),
             a.fast_fails.to_string(),

@@ -37,6 +37,10 @@ pub struct Transition {
     pub at: Duration,
     /// Why it happened.
     pub reason: Reason,
+    /// The generation the transition started. Listeners run outside the
+    /// breaker's lock, so two transitions close together may reach a listener
+    /// in either order; order them by this.
+    pub generation: u32,
 }
 
 impl fmt::Display for Transition {
@@ -139,8 +143,9 @@ pub struct CallEvent {
 /// are called on the thread that caused the event, outside any lock of the
 /// breaker, so a listener may call back into the breaker. Two events raised
 /// at once on two threads may reach the listener in either order; use
-/// [`Transition::at`] to order transitions. Keep listeners cheap: they run on
-/// the caller's path.
+/// [`Transition::generation`] to order transitions. Keep listeners cheap: they
+/// run on the caller's path. A listener must not panic: the panic reaches the
+/// caller, and if the caller is already unwinding the process aborts.
 ///
 /// # Examples
 ///

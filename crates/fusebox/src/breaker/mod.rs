@@ -17,7 +17,7 @@ pub use state::State;
 
 use crate::clock::{nanos, Clock};
 use permit::CallGuard;
-use state::{Core, Nanos, Settings, Ticket};
+use state::{Core, LazyNow, Nanos, Settings, Ticket};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -56,7 +56,6 @@ use std::time::Duration;
 ///     Ok(list) => println!("{} reviews", list.len()),
 ///     Err(Error::Rejected(r)) => println!("reviews skipped: {r}"),
 ///     Err(Error::Inner(e)) => println!("reviews failed: {e}"),
-///     Err(_) => unreachable!(),
 /// }
 /// # fn fetch_reviews(_: u32) -> Result<Vec<String>, std::io::Error> { Ok(vec![]) }
 /// # Ok::<(), fusebox::ConfigError>(())
@@ -108,14 +107,11 @@ impl Inner {
     }
 
     pub(crate) fn finish(&self, ticket: Ticket, outcome: Outcome) {
-        let now = if ticket.start.is_some() || self.core.verdict_needs_now(&ticket, outcome) {
-            self.now()
-        } else {
-            0
-        };
-        let elapsed = ticket.start.map(|s| now.saturating_sub(s));
+        let read = || self.now();
+        let now = LazyNow::new(&read);
+        let elapsed = ticket.start.map(|s| now.get().saturating_sub(s));
         let slow = self.core.settings.policy.is_slow(elapsed);
-        let transition = self.core.record(ticket, outcome, slow, now);
+        let transition = self.core.record(ticket, outcome, slow, &now);
         if !self.listeners.is_empty() {
             let call = CallEvent {
                 outcome,
@@ -242,12 +238,10 @@ impl CircuitBreaker {
         C: Fn(&Result<T, E>) -> Outcome,
     {
         let ticket = self.inner.acquire().map_err(Error::Rejected)?;
-        let guard = CallGuard {
-            inner: &self.inner,
-            ticket,
-            done: false,
-        };
+        let mut guard = CallGuard::new(&self.inner, ticket);
+        guard.running = true; // a panic out of `f` drops the guard with this set
         let result = f();
+        guard.running = false;
         guard.finish(classify(&result));
         result.map_err(Error::Inner)
     }
@@ -325,12 +319,21 @@ impl CircuitBreaker {
         let inner = Arc::clone(&self.inner);
         async move {
             let ticket = inner.acquire().map_err(Error::Rejected)?;
-            let guard = CallGuard {
-                inner: &inner,
-                ticket,
-                done: false,
-            };
-            let result = f().await;
+            let mut guard = CallGuard::new(&inner, ticket);
+            // `running` is set only while the user's code is on the stack, so
+            // a panic out of it counts as a failure while a drop at an await
+            // point (cancellation) releases the permit.
+            guard.running = true;
+            let fut = f();
+            guard.running = false;
+            let mut fut = std::pin::pin!(fut);
+            let result = std::future::poll_fn(|cx| {
+                guard.running = true;
+                let poll = fut.as_mut().poll(cx);
+                guard.running = false;
+                poll
+            })
+            .await;
             guard.finish(classify(&result));
             result.map_err(Error::Inner)
         }
@@ -543,7 +546,6 @@ pub struct Snapshot {
 /// assert_eq!(boxed.to_string(), "circuit breaker is forced open");
 /// # Ok::<(), fusebox::ConfigError>(())
 /// ```
-#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error<E> {
     /// The breaker did not run the call.

@@ -269,14 +269,26 @@ impl fmt::Debug for Permit {
 }
 
 /// The borrowed twin of [`Permit`] used inside `call*`: no reference count to
-/// touch, and a panic while it is alive counts as a failure.
+/// touch. While `running` is set the user's code is on the stack, so a drop
+/// then is a panic out of it and counts as a failure; any other drop (a
+/// cancelled future) releases the permit.
 pub(crate) struct CallGuard<'a> {
     pub(crate) inner: &'a Inner,
     pub(crate) ticket: Ticket,
+    pub(crate) running: bool,
     pub(crate) done: bool,
 }
 
-impl CallGuard<'_> {
+impl<'a> CallGuard<'a> {
+    pub(crate) fn new(inner: &'a Inner, ticket: Ticket) -> Self {
+        CallGuard {
+            inner,
+            ticket,
+            running: false,
+            done: false,
+        }
+    }
+
     pub(crate) fn finish(mut self, outcome: Outcome) {
         self.done = true;
         self.inner.finish(self.ticket, outcome);
@@ -288,7 +300,7 @@ impl Drop for CallGuard<'_> {
         if self.done {
             return;
         }
-        if std::thread::panicking() {
+        if self.running {
             self.inner.finish(self.ticket, Outcome::Failure);
         } else {
             self.inner.core.release(self.ticket);

@@ -101,6 +101,34 @@ impl fmt::Display for State {
 /// Nanoseconds on the breaker's clock.
 pub(crate) type Nanos = u64;
 
+/// Bit of `Core::recorders` set while a close empties the window.
+const SEAL: u64 = 1 << 63;
+
+/// The clock, read at most once per operation and only if needed.
+pub(crate) struct LazyNow<'a> {
+    read: &'a dyn Fn() -> Nanos,
+    at: std::cell::Cell<Option<Nanos>>,
+}
+
+impl<'a> LazyNow<'a> {
+    pub(crate) fn new(read: &'a dyn Fn() -> Nanos) -> Self {
+        LazyNow {
+            read,
+            at: std::cell::Cell::new(None),
+        }
+    }
+    pub(crate) fn get(&self) -> Nanos {
+        match self.at.get() {
+            Some(t) => t,
+            None => {
+                let t = (self.read)();
+                self.at.set(Some(t));
+                t
+            }
+        }
+    }
+}
+
 /// State word: generation in the high 32 bits, state tag in the low 8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Word(u64);
@@ -142,6 +170,8 @@ pub(crate) enum Kind {
 struct Slow {
     probes_in_flight: u32,
     probe_successes: u32,
+    /// Slow successful probes in this half-open period.
+    probe_slow: u32,
     /// Trips since the breaker last closed (drives the open backoff).
     trips: u32,
 }
@@ -176,6 +206,11 @@ pub(crate) struct Core {
     window: Option<Window>,
     rejected: AtomicU64,
     last_transition: AtomicU64,
+    /// Closed-state verdicts between their generation check and the end of
+    /// their window record, plus the `SEAL` bit while a close empties the
+    /// window. Everything about the seal is one variable, so its read-modify-
+    /// writes are totally ordered and no SeqCst reasoning is needed.
+    recorders: AtomicU64,
     slow: Mutex<Slow>,
     pub(crate) settings: Settings,
 }
@@ -207,6 +242,7 @@ impl Core {
             window,
             rejected: AtomicU64::new(0),
             last_transition: AtomicU64::new(now),
+            recorders: AtomicU64::new(0),
             slow: Mutex::new(Slow::default()),
             settings,
         }
@@ -217,11 +253,6 @@ impl Core {
         // state also sees what the transition wrote for it (open_until,
         // emptied counters).
         Word(self.word.load(Ordering::Acquire))
-    }
-
-    /// Whether verdicts need a clock reading (time window, slow calls).
-    pub(crate) fn needs_time(&self) -> bool {
-        self.settings.policy.slow.is_some() || self.window.as_ref().is_some_and(Window::needs_time)
     }
 
     /// Admission without the clock: succeeds in Closed and Disabled only.
@@ -316,6 +347,17 @@ impl Core {
     /// state reads must be written before this is called.
     fn publish(&self, from: Word, to: State, now: Nanos, reason: Reason) -> Transition {
         let generation = from.generation().wrapping_add(1);
+        self.publish_as(generation, from.state(), to, now, reason)
+    }
+
+    fn publish_as(
+        &self,
+        generation: u32,
+        from: State,
+        to: State,
+        now: Nanos,
+        reason: Reason,
+    ) -> Transition {
         // Relaxed: published by the Release store of the word just below.
         self.consecutive
             .store(tagged(generation, 0), Ordering::Relaxed);
@@ -325,10 +367,11 @@ impl Core {
         self.word
             .store(Word::new(generation, to).0, Ordering::Release);
         Transition {
-            from: from.state(),
+            from,
             to,
             at: Duration::from_nanos(now),
             reason,
+            generation,
         }
     }
 
@@ -345,10 +388,23 @@ impl Core {
     /// Under the lock: closes with empty counters.
     fn close(&self, slow: &mut Slow, from: Word, now: Nanos, reason: Reason) -> Transition {
         *slow = Slow::default();
-        if let Some(w) = &self.window {
-            w.clear();
+        let generation = from.generation().wrapping_add(1);
+        let Some(window) = &self.window else {
+            return self.publish_as(generation, from.state(), State::Closed, now, reason);
+        };
+        // Seal, drain, empty, publish, unseal. A verdict that announced itself
+        // before the seal is waited for (Acquire: its window writes happen
+        // before the emptying); one that comes later backs off until the
+        // unseal, after which it sees the new generation and bails.
+        self.recorders.fetch_or(SEAL, Ordering::Acquire);
+        while self.recorders.load(Ordering::Acquire) & !SEAL != 0 {
+            crate::sync::spin_wait();
         }
-        self.publish(from, State::Closed, now, reason)
+        window.clear();
+        let t = self.publish_as(generation, from.state(), State::Closed, now, reason);
+        // Release: whoever sees the seal gone also sees the new generation.
+        self.recorders.fetch_and(!SEAL, Ordering::Release);
+        t
     }
 
     /// The current state at `now`, moving Open -> HalfOpen if it is due.
@@ -364,14 +420,14 @@ impl Core {
         (w.state(), None)
     }
 
-    /// Records a verdict. `now` is read only when [`Core::verdict_needs_now`]
-    /// says so; otherwise it may be anything.
+    /// Records a verdict; the clock is read only if the verdict needs it (a
+    /// time window, a transition).
     pub(crate) fn record(
         &self,
         ticket: Ticket,
         outcome: Outcome,
         slow_call: bool,
-        now: Nanos,
+        now: &LazyNow<'_>,
     ) -> Option<Transition> {
         match ticket.kind {
             Kind::Bypass => None,
@@ -380,22 +436,12 @@ impl Core {
         }
     }
 
-    /// Whether recording this verdict may need the clock.
-    #[inline]
-    pub(crate) fn verdict_needs_now(&self, ticket: &Ticket, outcome: Outcome) -> bool {
-        match (ticket.kind, outcome) {
-            (Kind::Bypass, _) | (_, Outcome::Ignore) => false,
-            (Kind::Normal, Outcome::Success) => self.needs_time() || self.window.is_some(),
-            _ => true,
-        }
-    }
-
     fn record_closed(
         &self,
         generation: u32,
         outcome: Outcome,
         slow_call: bool,
-        now: Nanos,
+        now: &LazyNow<'_>,
     ) -> Option<Transition> {
         let failed = match outcome {
             Outcome::Ignore => return None,
@@ -435,20 +481,43 @@ impl Core {
             }
         }
         if let Some(window) = &self.window {
-            if self.load().generation() != generation {
-                return None; // stale
+            // Announce, then check the generation (see `close`).
+            // Acquire: a fetch_add that finds the seal gone synchronises with
+            // the unseal, so the generation read below is the new one.
+            while self.recorders.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
+                // Relaxed: we wrote nothing the closer needs to see.
+                self.recorders.fetch_sub(1, Ordering::Relaxed);
+                while self.recorders.load(Ordering::Relaxed) & SEAL != 0 {
+                    crate::sync::spin_wait();
+                }
             }
-            if let Some(totals) = window.record(now, failed, slow_call) {
+            if self.load().generation() != generation {
+                // Release (here and below): our window writes happen before
+                // the closer's emptying that waits for this decrement.
+                self.recorders.fetch_sub(1, Ordering::Release);
+                return None; // stale: this permit's closed period is over
+            }
+            let t = if window.needs_time() { now.get() } else { 0 };
+            let totals = window.record(t, failed, slow_call);
+            self.recorders.fetch_sub(1, Ordering::Release);
+            if let Some(totals) = totals {
                 trip = trip.or_else(|| policy.rate_trip(&totals));
             }
         }
-        let reason = trip?;
+        let mut reason = trip?;
         let mut slow = lock(&self.slow);
         let w = self.load();
         if w.generation() != generation || w.state() != State::Closed {
             return None; // someone else already moved the breaker on
         }
-        Some(self.open(&mut slow, w, now, reason))
+        if let (Reason::FailureRate { .. } | Reason::SlowCallRate { .. }, Some(window)) =
+            (reason, &self.window)
+        {
+            // The totals were read one counter at a time while others
+            // recorded; decide again on a fresh reading.
+            reason = policy.rate_trip(&window.totals(now.get()))?;
+        }
+        Some(self.open(&mut slow, w, now.get(), reason))
     }
 
     fn record_probe(
@@ -456,7 +525,7 @@ impl Core {
         generation: u32,
         outcome: Outcome,
         slow_call: bool,
-        now: Nanos,
+        now: &LazyNow<'_>,
     ) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let w = self.load();
@@ -466,18 +535,29 @@ impl Core {
         slow.probes_in_flight = slow.probes_in_flight.saturating_sub(1);
         match outcome {
             Outcome::Ignore => None,
-            Outcome::Failure => Some(self.open(&mut slow, w, now, Reason::ProbeFailed)),
-            Outcome::Success if slow_call => {
-                Some(self.open(&mut slow, w, now, Reason::ProbeFailed))
-            }
+            Outcome::Failure => Some(self.open(&mut slow, w, now.get(), Reason::ProbeFailed)),
             Outcome::Success => {
                 slow.probe_successes += 1;
-                if slow.probe_successes >= self.settings.successes {
-                    let successes = slow.probe_successes;
-                    Some(self.close(&mut slow, w, now, Reason::ProbesSucceeded { successes }))
-                } else {
-                    None
+                slow.probe_slow += u32::from(slow_call);
+                if slow.probe_successes < self.settings.successes {
+                    return None;
                 }
+                // Enough successes: slow ones are judged by the slow-call rate
+                // over this half-open period's successes.
+                let successes = slow.probe_successes;
+                if let Some((_, limit)) = self.settings.policy.slow {
+                    let rate = f64::from(slow.probe_slow) / f64::from(successes);
+                    if rate >= limit {
+                        let reason = Reason::SlowCallRate { rate };
+                        return Some(self.open(&mut slow, w, now.get(), reason));
+                    }
+                }
+                Some(self.close(
+                    &mut slow,
+                    w,
+                    now.get(),
+                    Reason::ProbesSucceeded { successes },
+                ))
             }
         }
     }
@@ -500,6 +580,8 @@ impl Core {
         let mut slow = lock(&self.slow);
         let w = self.load();
         let t = if to == State::Closed {
+            // Relaxed: a statistic; reset starts every count afresh.
+            self.rejected.store(0, Ordering::Relaxed);
             self.close(&mut slow, w, now, Reason::Manual)
         } else {
             *slow = Slow::default();
