@@ -168,6 +168,14 @@ fn fusebox_ref<'a>(rows: &'a [Row], r: &Row) -> Option<&'a Row> {
         .or_else(|| rows.iter().find(|f| f.krate == "fusebox"))
 }
 
+/// The 1, 5 and 15 minute load averages (Linux), or "unknown".
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "unknown".into())
+}
+
 fn json_str(s: &str) -> String {
     let mut out = String::from("\"");
     for c in s.chars() {
@@ -210,6 +218,7 @@ fn main() {
         );
         std::process::exit(2);
     }
+    let load_before = loadavg();
     let started = Instant::now();
     let mut results = Vec::new();
     for sc in &scenarios {
@@ -219,14 +228,17 @@ fn main() {
         results.push((sc, measure(sc, &o)));
     }
     let took = started.elapsed();
+    let load_after = loadavg();
 
     if o.json {
         let mut out = String::from("{\n");
         out.push_str(&format!(
-            "  \"slice_ms\": {},\n  \"rounds\": {},\n  \"seconds\": {:.1},\n  \"scenarios\": [\n",
+            "  \"slice_ms\": {},\n  \"rounds\": {},\n  \"seconds\": {:.1},\n  \"loadavg_before\": {},\n  \"loadavg_after\": {},\n  \"scenarios\": [\n",
             o.slice.as_millis(),
             o.rounds,
-            took.as_secs_f64()
+            took.as_secs_f64(),
+            json_str(&load_before),
+            json_str(&load_after)
         ));
         for (si, (sc, rows)) in results.iter().enumerate() {
             out.push_str(&format!(
@@ -264,6 +276,7 @@ fn main() {
         o.slice.as_millis(),
         took.as_secs_f64()
     );
+    println!("load average (1, 5, 15 min): {load_before} before, {load_after} after");
     for (sc, rows) in &results {
         println!(
             "\n## {} ({} thread{}): {}",
