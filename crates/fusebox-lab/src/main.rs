@@ -13,6 +13,7 @@ mod real;
 mod report;
 mod run;
 mod scenario;
+mod serve;
 mod sim;
 mod strategy;
 mod sweep;
@@ -66,6 +67,10 @@ struct RunArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// Serve Prometheus metrics of the fusebox breakers at http://ADDR/metrics
+    /// (and JSON snapshots at /breakers) during a real-mode run.
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<std::net::SocketAddr>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -147,6 +152,7 @@ fn run_all(scenarios: Vec<Scenario>, mode: Mode, pb: &ProgressBar) -> Vec<Scenar
                 .iter()
                 .map(|spec| {
                     pb.set_message(format!("{} / {}", sc.name, spec.name));
+                    serve::set_run(format!("{}/{}", sc.name, spec.name));
                     let r = run::run(&sc, spec, mode);
                     pb.inc(1);
                     r
@@ -159,6 +165,20 @@ fn run_all(scenarios: Vec<Scenario>, mode: Mode, pb: &ProgressBar) -> Vec<Scenar
 
 fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let mode = args.clock.unwrap_or(Mode::Real);
+    let _server = match args.serve {
+        Some(_) if mode != Mode::Real => {
+            return Err(CliError::BadInput(
+                "--serve needs a real-mode run (--clock real)".into(),
+            ))
+        }
+        Some(addr) => {
+            let server = serve::start(addr)
+                .map_err(|e| CliError::Io(format!("cannot serve on {addr}: {e}")))?;
+            eprintln!("serving metrics on http://{}/metrics", server.local_addr());
+            Some(server)
+        }
+        None => None,
+    };
     let scenarios = if args.scenarios.is_empty() {
         Scenario::embedded()
     } else {

@@ -310,17 +310,19 @@ impl FuseboxGuard {
     pub fn new(config: &FuseboxConfig, clock: &LabClock) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&log);
-        let breaker = config
-            .builder()
-            .clock(clock.clone())
-            .on_transition(move |t: &fusebox::Transition| {
-                lock_log(&sink).push(TransitionRecord {
-                    at: t.at,
-                    from: t.from.as_str(),
-                    to: t.to.as_str(),
+        let builder =
+            config
+                .builder()
+                .clock(clock.clone())
+                .on_transition(move |t: &fusebox::Transition| {
+                    lock_log(&sink).push(TransitionRecord {
+                        at: t.at,
+                        from: t.from.as_str(),
+                        to: t.to.as_str(),
+                    });
                 });
-            })
-            .build()
+        // Instrumented for `run --serve` when serving.
+        let breaker = crate::serve::build(builder)
             .expect("fusebox configuration validated when the scenario was loaded");
         FuseboxGuard { breaker, log }
     }

@@ -243,7 +243,7 @@ impl Bulkhead {
     /// assert!(b.try_call(|| 0).is_err());
     /// ```
     pub fn try_call<T>(&self, f: impl FnOnce() -> T) -> Result<T, BulkheadFull> {
-        let _permit = self.try_acquire()?;
+        let _slot = self.try_slot()?;
         Ok(f())
     }
 
@@ -271,8 +271,27 @@ impl Bulkhead {
     /// assert_eq!(waiter.join().unwrap(), Ok("got it"));
     /// ```
     pub fn acquire(&self) -> Result<BulkheadPermit, BulkheadFull> {
+        self.take_blocking().map(|()| self.permit())
+    }
+
+    /// A slot borrowed from this handle (no reference count to bump): what
+    /// the `*call*` methods and the pipeline hold.
+    pub(crate) fn slot(&self) -> Result<Slot<'_>, BulkheadFull> {
+        self.take_blocking().map(|()| Slot(&self.inner))
+    }
+
+    fn try_slot(&self) -> Result<Slot<'_>, BulkheadFull> {
         if self.inner.try_take() {
-            return Ok(self.permit());
+            Ok(Slot(&self.inner))
+        } else {
+            Err(self.reject(Duration::ZERO))
+        }
+    }
+
+    /// Takes a slot, waiting up to `max_wait` (blocking).
+    fn take_blocking(&self) -> Result<(), BulkheadFull> {
+        if self.inner.try_take() {
+            return Ok(());
         }
         let max_wait = self.inner.max_wait;
         if max_wait.is_zero() {
@@ -304,7 +323,7 @@ impl Bulkhead {
         inner.sync_waiters.fetch_sub(1, Ordering::Relaxed);
         drop(guard);
         if got {
-            Ok(self.permit())
+            Ok(())
         } else {
             Err(self.reject(max_wait))
         }
@@ -325,7 +344,7 @@ impl Bulkhead {
     /// assert_eq!(b.call(|| "ran"), Ok("ran"));
     /// ```
     pub fn call<T>(&self, f: impl FnOnce() -> T) -> Result<T, BulkheadFull> {
-        let _permit = self.acquire()?;
+        let _slot = self.slot()?;
         Ok(f())
     }
 
@@ -355,7 +374,7 @@ impl Bulkhead {
         &self,
         fut: F,
     ) -> Result<F::Output, BulkheadFull> {
-        let _permit = self.try_acquire()?;
+        let _slot = self.try_slot()?;
         Ok(fut.await)
     }
 
@@ -468,9 +487,18 @@ impl Bulkhead {
     /// # }
     /// ```
     pub async fn acquire_async(&self) -> Result<BulkheadPermit, BulkheadFull> {
+        self.take_async().await.map(|()| self.permit())
+    }
+
+    /// As [`slot`](Self::slot), waiting asynchronously.
+    pub(crate) async fn slot_async(&self) -> Result<Slot<'_>, BulkheadFull> {
+        self.take_async().await.map(|()| Slot(&self.inner))
+    }
+
+    async fn take_async(&self) -> Result<(), BulkheadFull> {
         let inner = &*self.inner;
         if inner.try_take() {
-            return Ok(self.permit());
+            return Ok(());
         }
         let max_wait = inner.max_wait;
         if max_wait.is_zero() {
@@ -502,7 +530,7 @@ impl Bulkhead {
             }
         };
         match tokio::time::timeout(max_wait, wait).await {
-            Ok(()) => Ok(self.permit()),
+            Ok(()) => Ok(()),
             Err(_) => Err(self.reject(max_wait)),
         }
     }
@@ -532,7 +560,7 @@ impl Bulkhead {
         &self,
         fut: F,
     ) -> Result<F::Output, BulkheadFull> {
-        let _permit = self.acquire_async().await?;
+        let _slot = self.slot_async().await?;
         Ok(fut.await)
     }
 }
@@ -567,6 +595,10 @@ impl Inner {
         // least one sees the other's write (store-buffering), so either the
         // waiter finds the free slot or we see it waiting and wake it.
         self.in_use.fetch_sub(1, Ordering::Release);
+        if self.max_wait.is_zero() {
+            // Nobody ever waits on a bulkhead that never waits: no handshake.
+            return;
+        }
         fence(Ordering::SeqCst);
         // Relaxed: ordered by the fence above.
         if self.sync_waiters.load(Ordering::Relaxed) > 0 {
@@ -579,6 +611,15 @@ impl Inner {
         if self.async_waiters.load(Ordering::Relaxed) > 0 {
             self.notify.notify_one();
         }
+    }
+}
+
+/// A slot borrowed from a bulkhead handle, given back when dropped.
+pub(crate) struct Slot<'a>(&'a Inner);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.release();
     }
 }
 

@@ -53,16 +53,35 @@ mod breaker;
 mod clock;
 mod sync;
 
+// Observability and operations: registry, alerts, tracing, Prometheus.
+pub mod alert;
+#[cfg(feature = "prometheus")]
+pub mod metrics;
+pub mod registry;
+#[cfg(feature = "tracing")]
+pub mod trace;
+
 pub use breaker::{
     Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener, Outcome, Permit, Reason,
     Rejected, Snapshot, State, Transition,
 };
 
 pub mod bulkhead;
-mod timeout;
+mod ext;
+pub mod fallback;
+pub mod pipeline;
+pub mod retry;
+pub mod timeout;
 
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
+pub use fallback::{Cause, Fallback, PolicyError};
+pub use pipeline::{Pipeline, PipelineError};
+pub use retry::Retry;
 #[cfg(feature = "tokio")]
 pub use timeout::{timeout, Timeout};
 pub use timeout::{Elapsed, TimeoutError};
+
+#[cfg(feature = "tower")]
+pub mod tower;

@@ -1,7 +1,7 @@
 //! Timeout: a deadline around an async call (feature `tokio`).
 //!
 //! A timeout bounds how long one call may take. With the `tokio` feature,
-//! [`timeout`] and [`Timeout`] wrap a future: when the deadline passes first,
+//! `timeout()` and `Timeout` wrap a future: when the deadline passes first,
 //! the future is dropped (cancelled) and the caller gets [`Elapsed`], an error
 //! of its own type, never confused with the call's own error. Inside a
 //! breaker, a timed-out call is a failure like any other:
@@ -113,7 +113,7 @@ impl fmt::Display for Elapsed {
 
 impl std::error::Error for Elapsed {}
 
-/// The error of [`Timeout::call`]: the deadline passed, or the call failed.
+/// The error of `Timeout::call` (feature `tokio`): the deadline passed, or the call failed.
 ///
 /// # Examples
 ///

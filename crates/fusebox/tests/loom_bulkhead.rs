@@ -89,3 +89,38 @@ fn waiter_is_woken_by_release() {
         assert_eq!(b.snapshot().in_use, 0, "a permit was lost");
     });
 }
+
+/// A waiter, a releasing holder and a barging `try_call` at once: whoever
+/// takes the freed slot, the waiter is woken in the end (a barger's release
+/// wakes it too), the limit holds and nothing leaks.
+#[test]
+fn waiter_survives_a_barging_caller() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(|| {
+        let b = Bulkhead::builder(1)
+            .max_wait(Duration::from_secs(3600))
+            .build();
+        let inside = Arc::new(AtomicUsize::new(0));
+        let held = b.try_acquire().unwrap();
+        let (b2, in2) = (b.clone(), inside.clone());
+        let waiter = thread::spawn(move || {
+            b2.call(|| {
+                assert_eq!(in2.fetch_add(1, Ordering::SeqCst), 0, "limit exceeded");
+                in2.fetch_sub(1, Ordering::SeqCst);
+            })
+            .is_ok()
+        });
+        let (b3, in3) = (b.clone(), inside.clone());
+        let barger = thread::spawn(move || {
+            let _ = b3.try_call(|| {
+                assert_eq!(in3.fetch_add(1, Ordering::SeqCst), 0, "limit exceeded");
+                in3.fetch_sub(1, Ordering::SeqCst);
+            });
+        });
+        drop(held);
+        barger.join().unwrap();
+        assert!(waiter.join().unwrap(), "the waiter gave up");
+        assert_eq!(b.snapshot().in_use, 0, "a permit was lost");
+    });
+}

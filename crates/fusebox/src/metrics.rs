@@ -1,0 +1,635 @@
+//! Prometheus / OpenMetrics exposition (feature `prometheus`, on the
+//! [`prometheus_client`] crate).
+//!
+//! [`Metrics::new`] registers these families into a registry you own, so they
+//! sit beside your service's own metrics on one `/metrics` endpoint:
+//!
+//! | series | type | labels | value |
+//! |---|---|---|---|
+//! | `fusebox_circuit_state` | gauge | `name`, `state` | 1 for the current state, 0 for the four others |
+//! | `fusebox_calls_total` | counter | `name`, `outcome` | calls by outcome: `success`, `failure`, `ignored`, `rejected` |
+//! | `fusebox_call_duration_seconds` | histogram | `name` | admission to verdict, on the breaker's clock |
+//! | `fusebox_transitions_total` | counter | `name`, `from`, `to` | state changes |
+//! | `fusebox_failure_rate` | gauge | `name` | failure rate in the window, 0 to 1 |
+//! | `fusebox_slow_call_rate` | gauge | `name` | slow-call rate in the window, 0 to 1 |
+//! | `fusebox_breaker_info` | gauge | `name` + one label per tag | always 1; joins tags (e.g. `service`) onto the other series |
+//! | `fusebox_bulkhead_in_use` | gauge | `name` | slots taken |
+//! | `fusebox_bulkhead_limit` | gauge | `name` | the bulkhead's limit |
+//! | `fusebox_bulkhead_waiting` | gauge | `name` | callers waiting for a slot |
+//! | `fusebox_bulkhead_rejections_total` | counter | `name` | calls refused |
+//!
+//! Counters and the histogram are updated by a [`MetricsListener`] on the
+//! breaker; their handles are created when the listener is, so a call costs
+//! three relaxed atomic adds, takes no lock and allocates nothing (the
+//! histogram is fusebox's own, of atomic buckets: prometheus-client's
+//! `Histogram` takes a mutex per observation).
+//! (A transition on an edge never taken before creates that edge's series
+//! once; `closed -> open`, `open -> half_open`, `half_open -> closed` and
+//! `half_open -> open` exist from the start, at 0, so `increase()` sees the
+//! first trip.) The gauges are read from [`CircuitBreaker::snapshot`] at
+//! scrape time, so they are exact when scraped, including an open breaker
+//! whose open period just ended (reading the state moves it to half-open).
+//!
+//! # Examples
+//!
+//! ```
+//! use fusebox::metrics::Metrics;
+//! use fusebox::CircuitBreaker;
+//! use prometheus_client::registry::Registry;
+//!
+//! let mut registry = Registry::default();
+//! let metrics = Metrics::new(&mut registry);
+//! let db = metrics.build("db", CircuitBreaker::builder().consecutive_failures(3))?;
+//! db.call(|| Ok::<_, std::io::Error>(()))?;
+//!
+//! let mut text = String::new();
+//! prometheus_client::encoding::text::encode(&mut text, &registry)?;
+//! assert!(text.contains(r#"fusebox_calls_total{name="db",outcome="success"} 1"#));
+//! assert!(text.contains(r#"fusebox_circuit_state{name="db",state="closed"} 1"#));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::registry::{Observer, Tags};
+use crate::sync::{lock, Mutex};
+use crate::{
+    Builder, Bulkhead, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State,
+    Transition,
+};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::NoLabelSet;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc; // std even under loom: not modelled, and loom's Arc cannot hold `dyn` or be a `self` type
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// Upper bounds of the call-duration buckets: 1 ms to 10 s (plus `+Inf`).
+pub const DURATION_BUCKETS: [Duration; 13] = [
+    Duration::from_micros(1_000),
+    Duration::from_micros(2_500),
+    Duration::from_millis(5),
+    Duration::from_millis(10),
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_millis(2_500),
+    Duration::from_secs(5),
+    Duration::from_secs(10),
+];
+
+/// One breaker's call durations: a bucket count per bound, one for `+Inf`,
+/// and the sum. Lock-free.
+#[derive(Debug, Default)]
+struct Durations {
+    slots: [AtomicU64; DURATION_BUCKETS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+impl Durations {
+    fn observe(&self, d: Duration) {
+        let i = DURATION_BUCKETS
+            .iter()
+            .position(|&bound| d <= bound)
+            .unwrap_or(DURATION_BUCKETS.len());
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        // Relaxed: independent counters read once per scrape; no other
+        // memory is published through them.
+        self.slots[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// (sum in seconds, count, per-bucket counts with `+Inf` last). The
+    /// count is the buckets' total, so the two always agree in a scrape.
+    fn read(&self) -> (f64, u64, Vec<(f64, u64)>) {
+        let mut buckets = Vec::with_capacity(self.slots.len());
+        let mut count = 0u64;
+        for (i, slot) in self.slots.iter().enumerate() {
+            // Relaxed: see `observe`.
+            let n = slot.load(Ordering::Relaxed);
+            count = count.saturating_add(n);
+            let bound = DURATION_BUCKETS
+                .get(i)
+                .map_or(f64::INFINITY, Duration::as_secs_f64);
+            buckets.push((bound, n));
+        }
+        // Relaxed: see `observe`.
+        let sum = self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        (sum, count, buckets)
+    }
+}
+
+const STATES: [State; 5] = [
+    State::Closed,
+    State::Open,
+    State::HalfOpen,
+    State::ForcedOpen,
+    State::Disabled,
+];
+
+fn state_index(s: State) -> usize {
+    match s {
+        State::Closed => 0,
+        State::Open => 1,
+        State::HalfOpen => 2,
+        State::ForcedOpen => 3,
+        State::Disabled => 4,
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    name: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabels {
+    name: String,
+    from: &'static str,
+    to: &'static str,
+}
+
+/// fusebox's metric families, registered in a [`Registry`]; see the [module
+/// docs](self).
+///
+/// Cheap to clone; clones share the families and the tracked breakers.
+///
+/// # Examples
+///
+/// With a registry of breakers, every breaker is instrumented as it is built:
+///
+/// ```
+/// use fusebox::metrics::Metrics;
+/// use fusebox::registry::Fusebox;
+/// use prometheus_client::registry::Registry;
+///
+/// let mut registry = Registry::default();
+/// let metrics = Metrics::new(&mut registry);
+/// let fusebox = Fusebox::builder().observer(metrics).build()?;
+/// fusebox.breaker("db").force_open();
+///
+/// let mut text = String::new();
+/// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+/// assert!(text.contains(r#"fusebox_circuit_state{name="db",state="forced_open"} 1"#));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Metrics {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    calls: Family<CallLabels, Counter>,
+    durations: Mutex<BTreeMap<String, Arc<Durations>>>,
+    transitions: Family<TransitionLabels, Counter>,
+    tracked: Mutex<BTreeMap<String, Tracked>>,
+    bulkheads: Mutex<BTreeMap<String, Bulkhead>>,
+}
+
+struct Tracked {
+    breaker: CircuitBreaker,
+    tags: Tags,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<String> = lock(&self.shared.tracked).keys().cloned().collect();
+        f.debug_struct("Metrics")
+            .field("tracked", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Registers fusebox's families in `registry`.
+    ///
+    /// Call once per registry: a second `Metrics` in the same registry would
+    /// export every family twice.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// let mut registry = Registry::default();
+    /// let metrics = fusebox::metrics::Metrics::new(&mut registry);
+    /// # let _ = metrics;
+    /// ```
+    pub fn new(registry: &mut Registry) -> Metrics {
+        let shared = Arc::new(Shared {
+            calls: Family::default(),
+            durations: Mutex::new(BTreeMap::new()),
+            transitions: Family::default(),
+            tracked: Mutex::new(BTreeMap::new()),
+            bulkheads: Mutex::new(BTreeMap::new()),
+        });
+        // One collector encodes everything, so that the snapshots (which
+        // may move an open breaker to half-open) are taken before the
+        // counters are written and one scrape is self-consistent.
+        registry.register_collector(Box::new(SnapshotCollector(shared.clone())));
+        Metrics { shared }
+    }
+
+    /// A listener that counts the calls, durations and transitions of the
+    /// breaker `name`. Its counters are created now, so calls allocate
+    /// nothing.
+    ///
+    /// Use with [`Metrics::track`] (for the gauges), or use
+    /// [`Metrics::build`], which does both.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::CircuitBreaker;
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let db = CircuitBreaker::builder().name("db").listener(metrics.listener("db")).build()?;
+    /// metrics.track("db", &Default::default(), &db);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn listener(&self, name: &str) -> MetricsListener {
+        let s = &self.shared;
+        let calls = |outcome| {
+            s.calls
+                .get_or_create(&CallLabels {
+                    name: name.to_owned(),
+                    outcome,
+                })
+                .clone()
+        };
+        let edges: [[OnceLock<Counter>; 5]; 5] = Default::default();
+        let listener = MetricsListener {
+            name: name.into(),
+            success: calls("success"),
+            failure: calls("failure"),
+            ignored: calls("ignored"),
+            rejected: calls("rejected"),
+            duration: Arc::clone(lock(&s.durations).entry(name.to_owned()).or_default()),
+            transitions: s.transitions.clone(),
+            edges,
+        };
+        // The automatic edges exist from the start, at 0.
+        for (from, to) in [
+            (State::Closed, State::Open),
+            (State::Open, State::HalfOpen),
+            (State::HalfOpen, State::Closed),
+            (State::HalfOpen, State::Open),
+        ] {
+            listener.edge(from, to);
+        }
+        listener
+    }
+
+    /// Exports the gauges of `breaker` (state, rates, info with `tags`) under
+    /// `name`, read at each scrape. Tracking a name again replaces the
+    /// breaker it reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::CircuitBreaker;
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let mut tags = fusebox::registry::Tags::new();
+    /// tags.insert("service".into(), "orders".into());
+    /// metrics.track("db", &tags, &CircuitBreaker::builder().build()?);
+    ///
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_breaker_info{name="db",service="orders"} 1"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
+        lock(&self.shared.tracked).insert(
+            name.to_owned(),
+            Tracked {
+                breaker: breaker.clone(),
+                tags: tags.clone(),
+            },
+        );
+    }
+
+    /// Stops exporting the gauges of `name` (its counters stay, as counters
+    /// must). Returns whether it was tracked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// let metrics = fusebox::metrics::Metrics::new(&mut Registry::default());
+    /// assert!(!metrics.untrack("db"));
+    /// ```
+    pub fn untrack(&self, name: &str) -> bool {
+        lock(&self.shared.tracked).remove(name).is_some()
+    }
+
+    /// Exports the in-use, limit, waiting and rejection series of `bulkhead`
+    /// under `name`, read from its snapshot at each scrape.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::Bulkhead;
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let reviews = Bulkhead::new(4);
+    /// metrics.track_bulkhead("reviews", &reviews);
+    /// let _slot = reviews.try_acquire()?;
+    ///
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_bulkhead_in_use{name="reviews"} 1"#));
+    /// assert!(text.contains(r#"fusebox_bulkhead_limit{name="reviews"} 4"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_bulkhead(&self, name: &str, bulkhead: &Bulkhead) {
+        lock(&self.shared.bulkheads).insert(name.to_owned(), bulkhead.clone());
+    }
+
+    /// Builds a breaker named `name` from `builder` with a
+    /// [`MetricsListener`], and tracks it.
+    ///
+    /// # Errors
+    ///
+    /// The builder's [`ConfigError`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::CircuitBreaker;
+    /// use prometheus_client::registry::Registry;
+    /// let metrics = Metrics::new(&mut Registry::default());
+    /// let db = metrics.build("db", CircuitBreaker::builder())?;
+    /// assert_eq!(db.name(), Some("db"));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn build(&self, name: &str, builder: Builder) -> Result<CircuitBreaker, ConfigError> {
+        let breaker = builder.name(name).listener(self.listener(name)).build()?;
+        self.track(name, &Tags::new(), &breaker);
+        Ok(breaker)
+    }
+}
+
+impl Observer for Metrics {
+    fn instrument(&self, name: &str, _tags: &Tags, builder: Builder) -> Builder {
+        builder.listener(self.listener(name))
+    }
+
+    fn breaker_added(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
+        self.track(name, tags, breaker);
+    }
+
+    fn bulkhead_added(&self, name: &str, _tags: &Tags, bulkhead: &Bulkhead) {
+        self.track_bulkhead(name, bulkhead);
+    }
+}
+
+/// Counts one breaker's calls, durations and transitions; from
+/// [`Metrics::listener`].
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::metrics::Metrics;
+/// use prometheus_client::registry::Registry;
+/// let listener = Metrics::new(&mut Registry::default()).listener("db");
+/// assert_eq!(listener.name(), "db");
+/// ```
+pub struct MetricsListener {
+    name: Box<str>,
+    success: Counter,
+    failure: Counter,
+    ignored: Counter,
+    rejected: Counter,
+    duration: Arc<Durations>,
+    transitions: Family<TransitionLabels, Counter>,
+    /// `[from][to]`, created on first use.
+    edges: [[OnceLock<Counter>; 5]; 5],
+}
+
+impl fmt::Debug for MetricsListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MetricsListener")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MetricsListener {
+    /// The breaker name on the series.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// let m = fusebox::metrics::Metrics::new(&mut Registry::default());
+    /// assert_eq!(m.listener("x").name(), "x");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn edge(&self, from: State, to: State) -> &Counter {
+        self.edges[state_index(from)][state_index(to)].get_or_init(|| {
+            self.transitions
+                .get_or_create(&TransitionLabels {
+                    name: self.name.to_string(),
+                    from: from.as_str(),
+                    to: to.as_str(),
+                })
+                .clone()
+        })
+    }
+}
+
+impl Listener for MetricsListener {
+    fn on_transition(&self, t: &Transition) {
+        self.edge(t.from, t.to).inc();
+    }
+
+    fn on_rejected(&self, _: &Rejected) {
+        self.rejected.inc();
+    }
+
+    fn on_call(&self, c: &CallEvent) {
+        match c.outcome {
+            Outcome::Success => self.success.inc(),
+            Outcome::Failure => self.failure.inc(),
+            Outcome::Ignore => self.ignored.inc(),
+        };
+        self.duration.observe(c.duration);
+    }
+}
+
+/// Encodes the scrape-time gauges of the tracked breakers.
+struct SnapshotCollector(Arc<Shared>);
+
+impl fmt::Debug for SnapshotCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SnapshotCollector")
+    }
+}
+
+impl Collector for SnapshotCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        // Read every snapshot first, outside the encoder, and without holding
+        // the lock while a snapshot may fire a transition to listeners.
+        let tracked: Vec<(String, CircuitBreaker, Tags)> = lock(&self.0.tracked)
+            .iter()
+            .map(|(n, t)| (n.clone(), t.breaker.clone(), t.tags.clone()))
+            .collect();
+        let snaps: Vec<_> = tracked.iter().map(|(_, b, _)| b.snapshot()).collect();
+
+        let s = &*self.0;
+        s.calls.encode(encoder.encode_descriptor(
+            "fusebox_calls",
+            "Calls through a circuit breaker, by outcome (success, failure, ignored, rejected)",
+            None,
+            s.calls.metric_type(),
+        )?)?;
+        let durations: Vec<(String, Arc<Durations>)> = lock(&s.durations)
+            .iter()
+            .map(|(n, d)| (n.clone(), Arc::clone(d)))
+            .collect();
+        let mut family = encoder.encode_descriptor(
+            "fusebox_call_duration",
+            "Duration of calls admitted by a circuit breaker, from admission to verdict",
+            Some(&Unit::Seconds),
+            MetricType::Histogram,
+        )?;
+        for (name, d) in &durations {
+            let (sum, count, buckets) = d.read();
+            let labels = [("name", name.as_str())];
+            family
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+        }
+        s.transitions.encode(encoder.encode_descriptor(
+            "fusebox_transitions",
+            "Circuit breaker state transitions",
+            None,
+            s.transitions.metric_type(),
+        )?)?;
+
+        let gauge = ConstGauge::new(0i64).metric_type();
+        let mut family = encoder.encode_descriptor(
+            "fusebox_circuit_state",
+            "Circuit breaker state: 1 for the current state, 0 for the others",
+            None,
+            gauge,
+        )?;
+        for ((name, _, _), snap) in tracked.iter().zip(&snaps) {
+            for s in STATES {
+                let labels = [("name", name.as_str()), ("state", s.as_str())];
+                ConstGauge::new(i64::from(snap.state == s))
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "fusebox_failure_rate",
+            "Failure rate in the circuit breaker's window (0 to 1)",
+            None,
+            gauge,
+        )?;
+        for ((name, _, _), snap) in tracked.iter().zip(&snaps) {
+            let labels = [("name", name.as_str())];
+            ConstGauge::new(snap.failure_rate).encode(family.encode_family(&labels)?)?;
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "fusebox_slow_call_rate",
+            "Slow-call rate in the circuit breaker's window (0 to 1)",
+            None,
+            gauge,
+        )?;
+        for ((name, _, _), snap) in tracked.iter().zip(&snaps) {
+            let labels = [("name", name.as_str())];
+            ConstGauge::new(snap.slow_call_rate).encode(family.encode_family(&labels)?)?;
+        }
+
+        // A gauge rather than an OpenMetrics `info` family: Prometheus' classic
+        // text parser (and `promtool check metrics`) rejects type `info`.
+        let mut family = encoder.encode_descriptor(
+            "fusebox_breaker_info",
+            "Always 1: the circuit breaker's tags as labels",
+            None,
+            gauge,
+        )?;
+        for (name, _, tags) in &tracked {
+            let mut labels: Vec<(&str, &str)> = vec![("name", name.as_str())];
+            labels.extend(
+                tags.iter()
+                    .filter(|(k, _)| k.as_str() != "name" && valid_label_name(k))
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
+            );
+            ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
+        }
+
+        let bulkheads: Vec<(String, crate::BulkheadSnapshot)> = lock(&s.bulkheads)
+            .iter()
+            .map(|(n, b)| (n.clone(), b.snapshot()))
+            .collect();
+        let as_i64 = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        for (metric, help, value) in [
+            (
+                "fusebox_bulkhead_in_use",
+                "Bulkhead slots taken",
+                (|s: &crate::BulkheadSnapshot| s.in_use) as fn(&crate::BulkheadSnapshot) -> usize,
+            ),
+            ("fusebox_bulkhead_limit", "Bulkhead limit", |s| s.limit),
+            (
+                "fusebox_bulkhead_waiting",
+                "Callers waiting for a bulkhead slot",
+                |s| s.waiting,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(metric, help, None, gauge)?;
+            for (name, snap) in &bulkheads {
+                let labels = [("name", name.as_str())];
+                ConstGauge::new(as_i64(value(snap))).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let counter = ConstCounter::new(0u64).metric_type();
+        let mut family = encoder.encode_descriptor(
+            "fusebox_bulkhead_rejections",
+            "Calls refused by a bulkhead",
+            None,
+            counter,
+        )?;
+        for (name, snap) in &bulkheads {
+            let labels = [("name", name.as_str())];
+            ConstCounter::new(snap.rejected).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// Prometheus label names: `[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`.
+/// Tags that are not valid label names are left out of `fusebox_breaker_info`.
+fn valid_label_name(k: &str) -> bool {
+    let mut chars = k.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !k.starts_with("__")
+}

@@ -1,0 +1,779 @@
+//! Pipeline: the policies composed in one documented order.
+//!
+//! Outermost first:
+//!
+//! ```text
+//! fallback( retry( breaker( bulkhead( timeout( call ) ) ) ) )
+//! ```
+//!
+//! - **fallback** outermost, so it answers for whatever stopped the call,
+//!   after retries gave up;
+//! - **retry** outside the breaker, so every attempt asks the breaker again
+//!   and an open breaker ends the retrying (it never hammers an open breaker;
+//!   see [`Retry`]);
+//! - **breaker** outside the bulkhead, so an open breaker fails fast without
+//!   taking a slot; a full bulkhead releases the breaker's permit without a
+//!   verdict (a full bulkhead says nothing about the dependency's health; the
+//!   slow-call policy sees the slowness that fills it);
+//! - **bulkhead** outside the timeout, so a slot is held until the call is
+//!   over or cancelled;
+//! - **timeout** innermost, so a timed-out attempt is a failure to the breaker
+//!   and a retryable error to the retry.
+//!
+//! Every layer is optional. One error type, [`PipelineError`], says which
+//! policy stopped the call. The sync path ([`Pipeline::call`]) allocates
+//! nothing and boxes nothing per call. The async path
+//! (`Pipeline::call_async`) needs the `tokio` feature (for the timeout and
+//! the waits between retries).
+//!
+//! A sync call cannot be interrupted (see [the timeout docs](mod@crate::timeout)
+//! for why), so on the sync path the timeout is a deadline on the *answer*: a
+//! call that returns after it is reported as [`PipelineError::TimedOut`] and
+//! counted as a failure by the breaker.
+//!
+//! # Examples
+//!
+//! ```
+//! use fusebox::retry::{Constant, Retry};
+//! use fusebox::{Bulkhead, CircuitBreaker, Pipeline, PipelineError};
+//! use std::time::Duration;
+//!
+//! let reviews = Pipeline::builder()
+//!     .fallback(|_why| Some(Vec::<String>::new())) // no reviews beats no page
+//!     .retry(Retry::builder().backoff(Constant::new(Duration::ZERO)).build()?)
+//!     .breaker(CircuitBreaker::builder().consecutive_failures(5).build().unwrap())
+//!     .bulkhead(Bulkhead::new(10))
+//!     .timeout(Duration::from_millis(300))
+//!     .build();
+//!
+//! let r = reviews.call(|| Err::<Vec<String>, _>(std::io::Error::other("reviews down")));
+//! assert_eq!(r.unwrap(), Vec::<String>::new());
+//! # Ok::<(), fusebox::retry::RetryConfigError>(())
+//! ```
+
+use crate::breaker::{CircuitBreaker, Error as BreakerError, Outcome, Rejected};
+use crate::bulkhead::{Bulkhead, BulkheadFull};
+use crate::clock::{Clock, MonotonicClock};
+use crate::fallback::{Cause, FallbackFn, PolicyError, Value};
+use crate::retry::{AnyError, DefaultBackoff, Retry, RetryIf};
+use crate::timeout::Elapsed;
+use std::fmt;
+use std::time::Duration;
+
+/// Which policy stopped a call through a [`Pipeline`], or the call's own error.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{Bulkhead, Pipeline, PipelineError};
+/// let p = Pipeline::builder().bulkhead(Bulkhead::new(0)).build();
+/// let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+/// assert!(matches!(e, PipelineError::BulkheadFull(_)));
+/// assert_eq!(e.stopped_by(), "bulkhead");
+/// assert_eq!(e.to_string(), "bulkhead is full (limit 0)");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PipelineError<E> {
+    /// The breaker refused the call; it never ran.
+    Rejected(Rejected),
+    /// The bulkhead was full; the call never ran.
+    BulkheadFull(BulkheadFull),
+    /// The call did not answer within the timeout.
+    TimedOut(Elapsed),
+    /// The call ran and failed.
+    Failed(E),
+}
+
+impl<E> PipelineError<E> {
+    /// The policy that stopped the call: `"breaker"`, `"bulkhead"`,
+    /// `"timeout"`, or `"call"` for the call's own error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::PipelineError::Failed(()).stopped_by(), "call");
+    /// ```
+    pub fn stopped_by(&self) -> &'static str {
+        match self {
+            PipelineError::Rejected(_) => "breaker",
+            PipelineError::BulkheadFull(_) => "bulkhead",
+            PipelineError::TimedOut(_) => "timeout",
+            PipelineError::Failed(_) => "call",
+        }
+    }
+
+    /// The call's own error, if it ran and failed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::PipelineError::Failed(7).into_inner(), Some(7));
+    /// ```
+    pub fn into_inner(self) -> Option<E> {
+        match self {
+            PipelineError::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the call never ran (breaker or bulkhead refused it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(!fusebox::PipelineError::Failed(()).is_refusal());
+    /// ```
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            PipelineError::Rejected(_) | PipelineError::BulkheadFull(_)
+        )
+    }
+}
+
+impl<E> PolicyError for PipelineError<E> {
+    type Inner = E;
+    fn cause(&self) -> Cause<'_, E> {
+        match self {
+            PipelineError::Rejected(r) => Cause::Rejected(r),
+            PipelineError::BulkheadFull(b) => Cause::BulkheadFull(b),
+            PipelineError::TimedOut(t) => Cause::TimedOut(t),
+            PipelineError::Failed(e) => Cause::Failed(e),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for PipelineError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PipelineError::Rejected(r) => fmt::Display::fmt(r, f),
+            PipelineError::BulkheadFull(b) => fmt::Display::fmt(b, f),
+            PipelineError::TimedOut(t) => fmt::Display::fmt(t, f),
+            PipelineError::Failed(e) => fmt::Display::fmt(e, f),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for PipelineError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PipelineError::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Decides what a call's error means to the breaker.
+///
+/// Implemented for [`AllErrors`] (the default: every error is a failure) and
+/// for any `Fn(&E) -> Outcome` closure (or `fn`).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{pipeline::Classify, Outcome};
+/// // 4xx are the caller's fault, not the dependency's.
+/// let by_status = |status: &u16| if *status >= 500 { Outcome::Failure } else { Outcome::Ignore };
+/// assert_eq!(by_status.classify(&503), Outcome::Failure);
+/// assert_eq!(by_status.classify(&404), Outcome::Ignore);
+/// ```
+pub trait Classify<E> {
+    /// The breaker's verdict for a call that failed with `error`.
+    fn classify(&self, error: &E) -> Outcome;
+}
+
+impl<E, F: Fn(&E) -> Outcome> Classify<E> for F {
+    fn classify(&self, error: &E) -> Outcome {
+        self(error)
+    }
+}
+
+/// Every error is a failure (the default [`Classify`]).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{pipeline::{AllErrors, Classify}, Outcome};
+/// assert_eq!(AllErrors.classify(&"any"), Outcome::Failure);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllErrors;
+
+impl<E> Classify<E> for AllErrors {
+    fn classify(&self, _: &E) -> Outcome {
+        Outcome::Failure
+    }
+}
+
+/// No fallback: errors come through (the default).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{fallback::FallbackFn, pipeline::NoFallback, PolicyError};
+/// let e = std::io::Error::other("x");
+/// assert_eq!(FallbackFn::<_, u8>::fallback(&NoFallback, e.cause()), None);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoFallback;
+
+impl<E, T> FallbackFn<E, T> for NoFallback {
+    fn fallback(&self, _: Cause<'_, E>) -> Option<T> {
+        None
+    }
+}
+
+/// The policies around calls to one dependency, composed in the documented
+/// order (see the [module docs](self)).
+///
+/// Cheap to clone (the breaker, bulkhead and budget are shared handles) and
+/// `Send + Sync` when its closures are: build one per dependency and share it
+/// across handlers.
+///
+/// The type parameters are the retry's backoff `B` and predicate `P`, the
+/// fallback `F` and the breaker classifier `C`; each has a default, so a
+/// pipeline without closures is just `Pipeline`. To store one with closures in
+/// a struct, use `fn` items instead of closures (`fn` pointers name easily).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{CircuitBreaker, Pipeline, State};
+///
+/// let breaker = CircuitBreaker::builder().consecutive_failures(2).build()?;
+/// let prices = Pipeline::builder().breaker(breaker.clone()).build();
+/// for _ in 0..2 {
+///     let _ = prices.call(|| Err::<f64, _>(std::io::Error::other("down")));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// let e = prices.call(|| Ok::<_, std::io::Error>(19.99)).unwrap_err();
+/// assert_eq!(e.stopped_by(), "breaker");
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Pipeline<B = DefaultBackoff, P = AnyError, F = NoFallback, C = AllErrors> {
+    fallback: F,
+    retry: Option<Retry<B, P>>,
+    breaker: Option<CircuitBreaker>,
+    bulkhead: Option<Bulkhead>,
+    timeout: Option<Duration>,
+    classify: C,
+}
+
+/// Builds a [`Pipeline`]; from [`Pipeline::builder`]. Every layer is
+/// optional; the order of the calls does not matter (the composition order is
+/// fixed).
+///
+/// # Default
+///
+/// No layer at all: the pipeline just runs the call. The classifier is
+/// [`AllErrors`].
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{Bulkhead, Pipeline};
+/// let p = Pipeline::builder().bulkhead(Bulkhead::new(4)).build();
+/// assert_eq!(p.call(|| Ok::<_, std::io::Error>(1)).unwrap(), 1);
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct PipelineBuilder<B, P, F, C> {
+    inner: Pipeline<B, P, F, C>,
+}
+
+impl<B, P, F, C> fmt::Debug for PipelineBuilder<B, P, F, C>
+where
+    B: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("PipelineBuilder").field(&self.inner).finish()
+    }
+}
+
+impl Pipeline {
+    /// A builder with no layers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = fusebox::Pipeline::builder().build();
+    /// assert_eq!(p.call(|| Ok::<_, std::io::Error>("direct")).unwrap(), "direct");
+    /// ```
+    pub fn builder() -> PipelineBuilder<DefaultBackoff, AnyError, NoFallback, AllErrors> {
+        PipelineBuilder {
+            inner: Pipeline {
+                fallback: NoFallback,
+                retry: None,
+                breaker: None,
+                bulkhead: None,
+                timeout: None,
+                classify: AllErrors,
+            },
+        }
+    }
+}
+
+impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
+    /// The fallback (outermost layer): `Some(value)` answers instead of the
+    /// error, `None` lets the error through. See [`Fallback`](crate::Fallback)
+    /// for strategies.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Cause, Pipeline};
+    /// let p = Pipeline::builder()
+    ///     .fallback(|why: Cause<'_, std::io::Error>| Some(format!("degraded: {why}")))
+    ///     .build();
+    /// let r = p.call(|| Err::<String, _>(std::io::Error::other("x")));
+    /// assert_eq!(r.unwrap(), "degraded: failed");
+    /// ```
+    pub fn fallback<F2, E, T>(self, fallback: F2) -> PipelineBuilder<B, P, F2, C>
+    where
+        F2: Fn(Cause<'_, E>) -> Option<T>,
+    {
+        self.with_fallback(fallback)
+    }
+
+    /// A fallback that always answers with a clone of `value`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = fusebox::Pipeline::builder().fallback_value(0u32).build();
+    /// assert_eq!(p.call(|| Err::<u32, _>(std::io::Error::other("x"))).unwrap(), 0);
+    /// ```
+    pub fn fallback_value<T: Clone>(self, value: T) -> PipelineBuilder<B, P, Value<T>, C> {
+        self.with_fallback(Value::new(value))
+    }
+
+    fn with_fallback<F2>(self, fallback: F2) -> PipelineBuilder<B, P, F2, C> {
+        let i = self.inner;
+        PipelineBuilder {
+            inner: Pipeline {
+                fallback,
+                retry: i.retry,
+                breaker: i.breaker,
+                bulkhead: i.bulkhead,
+                timeout: i.timeout,
+                classify: i.classify,
+            },
+        }
+    }
+
+    /// The retry policy (inside the fallback, outside the breaker).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{retry::Retry, Pipeline};
+    /// let p = Pipeline::builder()
+    ///     .retry(Retry::builder().max_attempts(2).sleeper(|_: std::time::Duration| {}).build()?)
+    ///     .build();
+    /// let mut n = 0;
+    /// let _ = p.call(|| { n += 1; Err::<(), _>(std::io::Error::other("x")) });
+    /// assert_eq!(n, 2);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn retry<B2, P2>(self, retry: Retry<B2, P2>) -> PipelineBuilder<B2, P2, F, C> {
+        let i = self.inner;
+        PipelineBuilder {
+            inner: Pipeline {
+                fallback: i.fallback,
+                retry: Some(retry),
+                breaker: i.breaker,
+                bulkhead: i.bulkhead,
+                timeout: i.timeout,
+                classify: i.classify,
+            },
+        }
+    }
+
+    /// The circuit breaker (a shared handle: clones see the same state).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::CircuitBreaker::builder().build()?;
+    /// let p = fusebox::Pipeline::builder().breaker(b).build();
+    /// assert!(p.breaker().is_some());
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.inner.breaker = Some(breaker);
+        self
+    }
+
+    /// What a call's error means to the breaker (default: every error is a
+    /// failure).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, Outcome, Pipeline, State};
+    /// let breaker = CircuitBreaker::builder().consecutive_failures(1).build()?;
+    /// let p = Pipeline::builder()
+    ///     .breaker(breaker.clone())
+    ///     .classify(|status: &u16| if *status >= 500 { Outcome::Failure } else { Outcome::Ignore })
+    ///     .build();
+    /// let _ = p.call(|| Err::<(), u16>(404));
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// let _ = p.call(|| Err::<(), u16>(503));
+    /// assert_eq!(breaker.state(), State::Open);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn classify<C2>(self, classify: C2) -> PipelineBuilder<B, P, F, C2> {
+        let i = self.inner;
+        PipelineBuilder {
+            inner: Pipeline {
+                fallback: i.fallback,
+                retry: i.retry,
+                breaker: i.breaker,
+                bulkhead: i.bulkhead,
+                timeout: i.timeout,
+                classify,
+            },
+        }
+    }
+
+    /// The bulkhead (a shared handle). The sync path waits up to its
+    /// `max_wait` blocking; the async path waits asynchronously.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = fusebox::Pipeline::builder().bulkhead(fusebox::Bulkhead::new(2)).build();
+    /// assert_eq!(p.bulkhead().unwrap().limit(), 2);
+    /// ```
+    pub fn bulkhead(mut self, bulkhead: Bulkhead) -> Self {
+        self.inner.bulkhead = Some(bulkhead);
+        self
+    }
+
+    /// The deadline for each attempt (innermost layer). Zero times out
+    /// every call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = fusebox::Pipeline::builder().timeout(Duration::from_secs(1)).build();
+    /// assert_eq!(p.timeout(), Some(Duration::from_secs(1)));
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.inner.timeout = Some(timeout);
+        self
+    }
+
+    /// Builds the pipeline. Every combination is valid.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = fusebox::Pipeline::builder().build();
+    /// assert!(p.breaker().is_none());
+    /// ```
+    pub fn build(self) -> Pipeline<B, P, F, C> {
+        self.inner
+    }
+}
+
+impl<B, P, F, C> Pipeline<B, P, F, C>
+where
+    B: Iterator<Item = Duration> + Clone,
+{
+    /// Runs `op` through every configured layer.
+    ///
+    /// `op` is `FnMut` because the retry may run it again. Nothing is boxed
+    /// or allocated per call.
+    ///
+    /// # Errors
+    ///
+    /// A [`PipelineError`] saying which policy stopped the call, unless the
+    /// fallback answered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, Pipeline, PipelineError};
+    /// let breaker = CircuitBreaker::builder().build()?;
+    /// breaker.force_open();
+    /// let p = Pipeline::builder().breaker(breaker).build();
+    /// let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+    /// assert!(matches!(e, PipelineError::Rejected(_)));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn call<T, E, Op>(&self, mut op: Op) -> Result<T, PipelineError<E>>
+    where
+        Op: FnMut() -> Result<T, E>,
+        P: RetryIf<E>,
+        F: FallbackFn<E, T>,
+        C: Classify<E>,
+    {
+        let result = match &self.retry {
+            None => self.attempt(&mut op),
+            Some(retry) => {
+                let mut backoff = retry.begin();
+                let mut attempt = 1;
+                loop {
+                    let err = match self.attempt(&mut op) {
+                        Ok(v) => break Ok(v),
+                        Err(e) => e,
+                    };
+                    match retry.after_failure(&mut backoff, attempt, &err) {
+                        Some(d) => retry.sleeper().sleep(d),
+                        None => break Err(err),
+                    }
+                    attempt += 1;
+                }
+            }
+        };
+        result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
+    }
+
+    /// One attempt through breaker, bulkhead and (sync) timeout. The
+    /// breaker's own `call_with` settles the permit (a panic is a failure).
+    fn attempt<T, E, Op>(&self, op: &mut Op) -> Result<T, PipelineError<E>>
+    where
+        Op: FnMut() -> Result<T, E>,
+        C: Classify<E>,
+    {
+        match &self.breaker {
+            None => self.inside_breaker(op),
+            Some(b) => flatten(b.call_with(|r| self.verdict(r), || self.inside_breaker(op))),
+        }
+    }
+
+    /// Bulkhead and timeout around the call.
+    fn inside_breaker<T, E, Op>(&self, op: &mut Op) -> Result<T, PipelineError<E>>
+    where
+        Op: FnMut() -> Result<T, E>,
+    {
+        let _slot = match &self.bulkhead {
+            Some(bh) => Some(bh.slot().map_err(PipelineError::BulkheadFull)?),
+            None => None,
+        };
+        let Some(limit) = self.timeout else {
+            return op().map_err(PipelineError::Failed);
+        };
+        let clock: &dyn Clock = match &self.breaker {
+            Some(b) => b.clock(),
+            None => &MonotonicClock,
+        };
+        let start = clock.now();
+        let result = op();
+        if clock.now().saturating_sub(start) > limit {
+            return Err(PipelineError::TimedOut(Elapsed::new(limit)));
+        }
+        result.map_err(PipelineError::Failed)
+    }
+
+    /// What an attempt means to the breaker: a full bulkhead says nothing
+    /// about the dependency (no verdict); a timeout is a failure; the call's
+    /// own error is what the classifier says.
+    fn verdict<T, E>(&self, result: &Result<T, PipelineError<E>>) -> Outcome
+    where
+        C: Classify<E>,
+    {
+        match result {
+            Ok(_) => Outcome::Success,
+            Err(PipelineError::Failed(e)) => self.classify.classify(e),
+            Err(PipelineError::TimedOut(_)) => Outcome::Failure,
+            Err(PipelineError::BulkheadFull(_) | PipelineError::Rejected(_)) => Outcome::Ignore,
+        }
+    }
+
+    /// The breaker, if the pipeline has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Pipeline::builder().build().breaker().is_none());
+    /// ```
+    pub fn breaker(&self) -> Option<&CircuitBreaker> {
+        self.breaker.as_ref()
+    }
+
+    /// The bulkhead, if the pipeline has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Pipeline::builder().build().bulkhead().is_none());
+    /// ```
+    pub fn bulkhead(&self) -> Option<&Bulkhead> {
+        self.bulkhead.as_ref()
+    }
+
+    /// The retry policy, if the pipeline has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Pipeline::builder().build().retry().is_none());
+    /// ```
+    pub fn retry(&self) -> Option<&Retry<B, P>> {
+        self.retry.as_ref()
+    }
+
+    /// The per-attempt deadline, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::Pipeline::builder().build().timeout(), None);
+    /// ```
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl<B, P, F, C> Pipeline<B, P, F, C>
+where
+    B: Iterator<Item = Duration> + Clone,
+{
+    /// Runs the futures `op` makes through every configured layer (feature
+    /// `tokio`): the timeout cancels a late attempt, the bulkhead waits
+    /// asynchronously up to its `max_wait`, retries wait on tokio's timer.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the returned future drops the attempt in progress: its
+    /// bulkhead slot is freed and its breaker permit released without a
+    /// verdict (a cancelled call says nothing about the dependency).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use fusebox::{Pipeline, PipelineError};
+    /// use std::time::Duration;
+    /// let p = Pipeline::builder().timeout(Duration::from_millis(100)).build();
+    /// let e = p
+    ///     .call_async(|| async {
+    ///         tokio::time::sleep(Duration::from_secs(1)).await;
+    ///         Ok::<_, std::io::Error>(())
+    ///     })
+    ///     .await
+    ///     .unwrap_err();
+    /// assert!(matches!(e, PipelineError::TimedOut(_)));
+    /// # }
+    /// ```
+    pub async fn call_async<T, E, Op, Fut>(&self, mut op: Op) -> Result<T, PipelineError<E>>
+    where
+        Op: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, E>>,
+        P: RetryIf<E>,
+        F: FallbackFn<E, T>,
+        C: Classify<E>,
+    {
+        let result = match &self.retry {
+            None => self.attempt_async(op()).await,
+            Some(retry) => {
+                let mut backoff = retry.begin();
+                let mut attempt = 1;
+                loop {
+                    let err = match self.attempt_async(op()).await {
+                        Ok(v) => break Ok(v),
+                        Err(e) => e,
+                    };
+                    match retry.after_failure(&mut backoff, attempt, &err) {
+                        Some(d) => tokio::time::sleep(d).await,
+                        None => break Err(err),
+                    }
+                    attempt += 1;
+                }
+            }
+        };
+        result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
+    }
+
+    /// Runs one future through every layer but the retry (a future can run
+    /// only once); the fallback still answers for it.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`call_async`](Self::call_async).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let p = fusebox::Pipeline::builder().fallback_value("cached").build();
+    /// let r = p.run_async(async { Err::<&str, _>(std::io::Error::other("down")) }).await;
+    /// assert_eq!(r.unwrap(), "cached");
+    /// # }
+    /// ```
+    pub async fn run_async<T, E, Fut>(&self, fut: Fut) -> Result<T, PipelineError<E>>
+    where
+        Fut: std::future::Future<Output = Result<T, E>>,
+        F: FallbackFn<E, T>,
+        C: Classify<E>,
+    {
+        let result = self.attempt_async(fut).await;
+        result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
+    }
+
+    async fn attempt_async<T, E, Fut>(&self, fut: Fut) -> Result<T, PipelineError<E>>
+    where
+        Fut: std::future::Future<Output = Result<T, E>>,
+        C: Classify<E>,
+    {
+        match &self.breaker {
+            None => self.inside_breaker_async(fut).await,
+            Some(b) => flatten(
+                b.call_async_with(|r| self.verdict(r), || self.inside_breaker_async(fut))
+                    .await,
+            ),
+        }
+    }
+
+    async fn inside_breaker_async<T, E, Fut>(&self, fut: Fut) -> Result<T, PipelineError<E>>
+    where
+        Fut: std::future::Future<Output = Result<T, E>>,
+    {
+        let _slot = match &self.bulkhead {
+            Some(bh) => Some(bh.slot_async().await.map_err(PipelineError::BulkheadFull)?),
+            None => None,
+        };
+        match self.timeout {
+            None => fut.await.map_err(PipelineError::Failed),
+            Some(limit) => match tokio::time::timeout(limit, fut).await {
+                Ok(r) => r.map_err(PipelineError::Failed),
+                Err(_) => Err(PipelineError::TimedOut(Elapsed::new(limit))),
+            },
+        }
+    }
+}
+
+/// The breaker's error around an attempt's error, as one [`PipelineError`].
+fn flatten<T, E>(r: Result<T, BreakerError<PipelineError<E>>>) -> Result<T, PipelineError<E>> {
+    match r {
+        Ok(v) => Ok(v),
+        Err(BreakerError::Rejected(r)) => Err(PipelineError::Rejected(r)),
+        Err(BreakerError::Inner(e)) => Err(e),
+    }
+}
+
+impl<B: fmt::Debug, P, F, C> fmt::Debug for Pipeline<B, P, F, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("retry", &self.retry)
+            .field("breaker", &self.breaker)
+            .field("bulkhead", &self.bulkhead)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}

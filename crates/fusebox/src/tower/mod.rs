@@ -1,0 +1,81 @@
+//! Tower middleware for every fusebox policy (feature `tower`).
+//!
+//! Each policy is a [`Layer`](::tower::Layer) + a [`Service`](::tower::Service) +
+//! a `ResponseFuture`, laid out like tower's own middleware, so a tower user
+//! stacks them with `ServiceBuilder` as usual:
+//!
+//! | policy | layer | service | errors it adds (downcast the [`BoxError`]) |
+//! |---|---|---|---|
+//! | circuit breaker | [`CircuitBreakerLayer`] | [`CircuitBreaker`] | [`Rejected`](crate::Rejected) |
+//! | bulkhead | [`BulkheadLayer`] | [`Bulkhead`] | [`BulkheadFull`](crate::BulkheadFull) |
+//! | timeout (feature `tokio`) | `TimeoutLayer` | `Timeout` | [`Elapsed`](crate::Elapsed) |
+//! | retry (feature `tokio`) | `RetryLayer` | `Retry` | none: sends the request again as a [`Retry`](crate::retry::Retry) policy says |
+//! | fallback | [`FallbackLayer`] | [`Fallback`] | none: replaces errors |
+//!
+//! On this path every error is a [`BoxError`]: the inner service's own errors
+//! pass through unchanged, and fusebox's refusals are boxed fusebox types, so
+//! `err.downcast_ref::<fusebox::Rejected>()` tells a fast-fail from a failure.
+//!
+//! # Order
+//!
+//! Outermost first: fallback, retry, breaker, bulkhead, timeout, then the
+//! service. The timeout sits inside the breaker so that a call that timed out
+//! counts as a failure; the bulkhead sits inside the breaker so that the breaker
+//! rejects before a bulkhead slot is taken, and the breaker's default
+//! classifier ignores a full bulkhead (it is not the dependency's answer).
+//! The retry sits outside the breaker so that every attempt asks it, and an
+//! opening breaker ends the retries.
+//!
+//! The `tower_axum` example (`crates/fusebox/examples/`) puts all five in
+//! front of a slow dependency inside an axum app.
+//!
+//! # Examples
+//!
+//! ```
+//! use fusebox::tower::CircuitBreakerLayer;
+//! use tower::{service_fn, Service, ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), fusebox::tower::BoxError> {
+//! let breaker = fusebox::CircuitBreaker::builder().build()?;
+//! let mut svc = ServiceBuilder::new()
+//!     .layer(CircuitBreakerLayer::new(breaker))
+//!     .service(service_fn(|name: &'static str| async move {
+//!         Ok::<_, std::io::Error>(format!("hello, {name}"))
+//!     }));
+//!
+//! let reply = svc.ready().await?.call("fusebox").await?;
+//! assert_eq!(reply, "hello, fusebox");
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod breaker;
+pub mod bulkhead;
+pub mod fallback;
+#[cfg(feature = "tokio")]
+pub mod retry;
+#[cfg(feature = "tokio")]
+pub mod timeout;
+
+pub use self::breaker::{CircuitBreaker, CircuitBreakerLayer};
+pub use self::bulkhead::{Bulkhead, BulkheadLayer};
+pub use self::fallback::{Fallback, FallbackLayer};
+#[cfg(feature = "tokio")]
+pub use self::retry::{Retry, RetryLayer};
+#[cfg(feature = "tokio")]
+pub use self::timeout::{Timeout, TimeoutLayer};
+
+/// The error type on the tower path: any error, boxed.
+///
+/// The same alias as `tower::BoxError`; downcast it to fusebox's types.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::tower::BoxError;
+///
+/// let err: BoxError = fusebox::Bulkhead::new(0).try_acquire().unwrap_err().into();
+/// assert!(err.is::<fusebox::BulkheadFull>());
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,0 +1,133 @@
+use super::future::ResponseFuture;
+use crate::retry::{AnyError, DefaultBackoff, RetryIf};
+use crate::tower::BoxError;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower::Service;
+
+/// Retries failed requests of the inner service with a fusebox
+/// [`Retry`](crate::retry::Retry) policy; see the [module docs](super).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::retry::Retry;
+/// use fusebox::tower::Retry as RetryService;
+///
+/// let svc = RetryService::new((), Retry::builder().build()?);
+/// assert_eq!(svc.retry().max_attempts(), 3);
+/// # Ok::<(), fusebox::retry::RetryConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Retry<S, B = DefaultBackoff, P = AnyError> {
+    inner: S,
+    retry: crate::retry::Retry<B, P>,
+}
+
+impl<S, B, P> Retry<S, B, P> {
+    /// Wraps `inner`; failed requests are retried as `retry` says.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
+    ///
+    /// let svc = RetryService::new(7, Retry::builder().build()?);
+    /// assert_eq!(*svc.get_ref(), 7);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub const fn new(inner: S, retry: crate::retry::Retry<B, P>) -> Self {
+        Retry { inner, retry }
+    }
+
+    /// The retry policy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
+    ///
+    /// let svc = RetryService::new((), Retry::builder().max_attempts(5).build()?);
+    /// assert_eq!(svc.retry().max_attempts(), 5);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn retry(&self) -> &crate::retry::Retry<B, P> {
+        &self.retry
+    }
+
+    /// Gets a reference to the inner service.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
+    ///
+    /// let svc = RetryService::new(7, Retry::builder().build()?);
+    /// assert_eq!(*svc.get_ref(), 7);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Gets a mutable reference to the inner service.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
+    ///
+    /// let mut svc = RetryService::new(7, Retry::builder().build()?);
+    /// *svc.get_mut() = 8;
+    /// assert_eq!(*svc.get_ref(), 8);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes `self`, returning the inner service.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::Retry;
+    /// use fusebox::tower::Retry as RetryService;
+    ///
+    /// let svc = RetryService::new(7, Retry::builder().build()?);
+    /// assert_eq!(svc.into_inner(), 7);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, B, P, Request> Service<Request> for Retry<S, B, P>
+where
+    S: Service<Request> + Clone,
+    S::Error: Into<BoxError>,
+    B: Iterator<Item = Duration> + Clone,
+    P: RetryIf<BoxError> + Clone,
+    Request: Clone,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S, Request, B, P>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        // The ready service answers this first attempt; a clone (not yet
+        // ready) goes into the future for the retries, as tower's Retry does.
+        let retries = self.inner.clone();
+        let future = self.inner.call(request.clone());
+        ResponseFuture::new(future, retries, request, self.retry.clone())
+    }
+}

@@ -1,0 +1,529 @@
+//! Prometheus exposition: drive breakers through their states on a
+//! ManualClock, scrape the registry, parse the OpenMetrics text and check
+//! every series and value.
+#![cfg(feature = "prometheus")]
+
+use fusebox::metrics::Metrics;
+use fusebox::registry::{BreakerConfig, Fusebox, FuseboxConfig};
+use fusebox::{CircuitBreaker, ManualClock, Outcome};
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+// ---------------------------------------------------------------------------
+// A small OpenMetrics text parser (the subset prometheus-client writes).
+
+#[derive(Debug, Clone, PartialEq)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+#[derive(Debug, Default)]
+struct Exposition {
+    /// Family name -> type from `# TYPE`.
+    types: BTreeMap<String, String>,
+    samples: Vec<Sample>,
+    eof: bool,
+}
+
+fn parse_labels(s: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut labels = BTreeMap::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.peek() == Some(&',') || chars.peek() == Some(&' ') {
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            return Ok(labels);
+        }
+        let mut key = String::new();
+        for c in chars.by_ref() {
+            if c == '=' {
+                break;
+            }
+            key.push(c);
+        }
+        if chars.next() != Some('"') {
+            return Err(format!("label {key}: value not quoted in {s:?}"));
+        }
+        let mut value = String::new();
+        loop {
+            match chars.next() {
+                Some('\\') => match chars.next() {
+                    Some('n') => value.push('\n'),
+                    Some(c) => value.push(c),
+                    None => return Err("dangling escape".into()),
+                },
+                Some('"') => break,
+                Some(c) => value.push(c),
+                None => return Err(format!("unterminated value in {s:?}")),
+            }
+        }
+        if labels.insert(key.clone(), value).is_some() {
+            return Err(format!("label {key} twice"));
+        }
+    }
+}
+
+fn parse(text: &str) -> Result<Exposition, String> {
+    let mut out = Exposition::default();
+    for line in text.lines() {
+        if out.eof {
+            return Err(format!("line after # EOF: {line:?}"));
+        }
+        if line == "# EOF" {
+            out.eof = true;
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, ty) = rest.split_once(' ').ok_or("bad TYPE")?;
+            out.types.insert(name.to_owned(), ty.to_owned());
+            continue;
+        }
+        if line.starts_with("# HELP ") || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if line.starts_with('#') {
+            return Err(format!("unknown comment {line:?}"));
+        }
+        let (series, value) = match line.find('{') {
+            Some(open) => {
+                let close = line.rfind('}').ok_or("no closing brace")?;
+                let labels = parse_labels(&line[open + 1..close])?;
+                let value = line[close + 1..].trim();
+                ((line[..open].to_owned(), labels), value)
+            }
+            None => {
+                let (name, value) = line.split_once(' ').ok_or("no value")?;
+                ((name.to_owned(), BTreeMap::new()), value.trim())
+            }
+        };
+        let value = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v
+                .parse::<f64>()
+                .map_err(|e| format!("value {v:?} in {line:?}: {e}"))?,
+        };
+        out.samples.push(Sample {
+            name: series.0,
+            labels: series.1,
+            value,
+        });
+    }
+    if !out.eof {
+        return Err("no # EOF".into());
+    }
+    Ok(out)
+}
+
+impl Exposition {
+    /// The single sample `name` whose labels are exactly `labels`.
+    fn get(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+        let want: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let hits: Vec<&Sample> = self
+            .samples
+            .iter()
+            .filter(|s| s.name == name && s.labels == want)
+            .collect();
+        assert_eq!(
+            hits.len(),
+            1,
+            "expected one sample {name}{want:?}, found {hits:?}"
+        );
+        hits[0].value
+    }
+
+    fn has(&self, name: &str, labels: &[(&str, &str)]) -> bool {
+        self.samples.iter().any(|s| {
+            s.name == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+        })
+    }
+
+    /// The state whose `fusebox_circuit_state` is 1; checks the others are 0.
+    fn state(&self, name: &str) -> String {
+        let mut current = Vec::new();
+        for state in ["closed", "open", "half_open", "forced_open", "disabled"] {
+            let v = self.get("fusebox_circuit_state", &[("name", name), ("state", state)]);
+            assert!(v == 0.0 || v == 1.0, "{state} = {v}");
+            if v == 1.0 {
+                current.push(state.to_owned());
+            }
+        }
+        assert_eq!(current.len(), 1, "exactly one state is 1: {current:?}");
+        current.pop().unwrap()
+    }
+
+    fn calls(&self, name: &str, outcome: &str) -> f64 {
+        self.get(
+            "fusebox_calls_total",
+            &[("name", name), ("outcome", outcome)],
+        )
+    }
+
+    fn transitions(&self, name: &str, from: &str, to: &str) -> f64 {
+        self.get(
+            "fusebox_transitions_total",
+            &[("name", name), ("from", from), ("to", to)],
+        )
+    }
+}
+
+fn scrape(registry: &Registry) -> Exposition {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    parse(&text).unwrap_or_else(|e| panic!("unparsable exposition ({e}):\n{text}"))
+}
+
+#[test]
+fn parser_reads_escapes_and_rejects_garbage() {
+    let e = parse("# TYPE a gauge\na{x=\"q\\\"uo\\\\te\\n\",y=\"\"} 1.5\n# EOF\n").unwrap();
+    assert_eq!(e.samples[0].labels["x"], "q\"uo\\te\n");
+    assert_eq!(e.samples[0].value, 1.5);
+    assert!(parse("a 1\n").is_err(), "missing EOF");
+    assert!(parse("a{x=1} 1\n# EOF\n").is_err(), "unquoted label");
+    assert!(parse("a{x=\"1\"} one\n# EOF\n").is_err(), "bad value");
+}
+
+// ---------------------------------------------------------------------------
+
+#[test]
+fn open_half_open_closed_in_the_exposition() {
+    let clock = ManualClock::new();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let db = metrics
+        .build(
+            "db",
+            CircuitBreaker::builder()
+                .consecutive_failures(2)
+                .open_for(Duration::from_secs(10))
+                .clock(clock.clone()),
+        )
+        .unwrap();
+
+    // Families and types.
+    let e = scrape(&registry);
+    assert_eq!(e.types["fusebox_circuit_state"], "gauge");
+    assert_eq!(e.types["fusebox_calls"], "counter");
+    assert_eq!(e.types["fusebox_call_duration_seconds"], "histogram");
+    assert_eq!(e.types["fusebox_transitions"], "counter");
+    assert_eq!(e.types["fusebox_failure_rate"], "gauge");
+    assert_eq!(e.types["fusebox_slow_call_rate"], "gauge");
+
+    // Fresh: closed, every counter at 0, the automatic edges present at 0.
+    assert_eq!(e.state("db"), "closed");
+    for outcome in ["success", "failure", "ignored", "rejected"] {
+        assert_eq!(e.calls("db", outcome), 0.0, "{outcome}");
+    }
+    for (from, to) in [
+        ("closed", "open"),
+        ("open", "half_open"),
+        ("half_open", "closed"),
+        ("half_open", "open"),
+    ] {
+        assert_eq!(e.transitions("db", from, to), 0.0, "{from}->{to}");
+    }
+
+    // One success taking 3 ms, one ignored, then two failures of 20 ms: open.
+    let p = db.try_acquire().unwrap();
+    clock.advance(Duration::from_millis(3));
+    p.success();
+    db.call_with(|_| Outcome::Ignore, || Err::<(), _>("404"))
+        .unwrap_err();
+    for _ in 0..2 {
+        let p = db.try_acquire().unwrap();
+        clock.advance(Duration::from_millis(20));
+        p.failure();
+    }
+    // Two rejected calls while open.
+    for _ in 0..2 {
+        assert!(db.call(|| Ok::<_, ()>(())).unwrap_err().is_rejected());
+    }
+    let e = scrape(&registry);
+    assert_eq!(e.state("db"), "open");
+    assert_eq!(e.calls("db", "success"), 1.0);
+    assert_eq!(e.calls("db", "ignored"), 1.0);
+    assert_eq!(e.calls("db", "failure"), 2.0);
+    assert_eq!(e.calls("db", "rejected"), 2.0);
+    assert_eq!(e.transitions("db", "closed", "open"), 1.0);
+    assert_eq!(e.transitions("db", "open", "half_open"), 0.0);
+    // Histogram: 4 admitted calls (success 3 ms, ignored 0, failures 20 ms each).
+    let count = e.get("fusebox_call_duration_seconds_count", &[("name", "db")]);
+    let sum = e.get("fusebox_call_duration_seconds_sum", &[("name", "db")]);
+    assert_eq!(count, 4.0);
+    assert!((sum - 0.043).abs() < 1e-9, "sum {sum}");
+    let bucket = |le: &str| {
+        e.get(
+            "fusebox_call_duration_seconds_bucket",
+            &[("name", "db"), ("le", le)],
+        )
+    };
+    assert_eq!(bucket("0.001"), 1.0); // the ignored call, 0 s
+    assert_eq!(bucket("0.005"), 2.0); // + the 3 ms success
+    assert_eq!(bucket("0.01"), 2.0);
+    assert_eq!(bucket("0.025"), 4.0); // + the two 20 ms failures
+    assert_eq!(bucket("+Inf"), 4.0);
+
+    // Open period over: the scrape itself sees half-open (lazy transition).
+    clock.advance(Duration::from_secs(10));
+    let e = scrape(&registry);
+    assert_eq!(e.state("db"), "half_open");
+    assert_eq!(e.transitions("db", "open", "half_open"), 1.0);
+
+    // The probe succeeds: closed.
+    db.call(|| Ok::<_, ()>(())).unwrap();
+    let e = scrape(&registry);
+    assert_eq!(e.state("db"), "closed");
+    assert_eq!(e.transitions("db", "half_open", "closed"), 1.0);
+    assert_eq!(e.transitions("db", "closed", "open"), 1.0);
+    assert_eq!(e.transitions("db", "half_open", "open"), 0.0);
+    assert_eq!(e.calls("db", "success"), 2.0);
+    assert_eq!(e.calls("db", "rejected"), 2.0);
+
+    // Manual edges appear when first taken.
+    assert!(!e.has(
+        "fusebox_transitions_total",
+        &[("name", "db"), ("to", "forced_open")]
+    ));
+    db.force_open();
+    let e = scrape(&registry);
+    assert_eq!(e.state("db"), "forced_open");
+    assert_eq!(e.transitions("db", "closed", "forced_open"), 1.0);
+}
+
+#[test]
+fn failure_and_slow_call_rates_are_exported() {
+    let clock = ManualClock::new();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let api = metrics
+        .build(
+            "api",
+            CircuitBreaker::builder()
+                .failure_rate(0.9)
+                .count_window(10)
+                .min_calls(10)
+                .slow_calls(Duration::from_millis(100), 0.9)
+                .clock(clock.clone()),
+        )
+        .unwrap();
+    // 4 calls: 1 failure, 2 slow (one of them the failure).
+    for (fail, ms) in [(true, 150), (false, 150), (false, 10), (false, 10)] {
+        let p = api.try_acquire().unwrap();
+        clock.advance(Duration::from_millis(ms));
+        if fail {
+            p.failure()
+        } else {
+            p.success()
+        }
+    }
+    let e = scrape(&registry);
+    assert_eq!(e.state("api"), "closed");
+    assert_eq!(e.get("fusebox_failure_rate", &[("name", "api")]), 0.25);
+    assert_eq!(e.get("fusebox_slow_call_rate", &[("name", "api")]), 0.5);
+}
+
+#[test]
+fn registry_breakers_with_tags_and_reconfiguration() {
+    let clock = ManualClock::new();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let mut config = FuseboxConfig::default();
+    let mut pay = BreakerConfig {
+        consecutive_failures: Some(1),
+        ..Default::default()
+    };
+    pay.tags.insert("service".into(), "payments".into());
+    pay.tags.insert("not a label".into(), "x".into());
+    config.breakers.insert("pay-eu".into(), pay);
+    let fusebox = Fusebox::builder()
+        .config(config)
+        .clock(clock.clone())
+        .observer(metrics.clone())
+        .build()
+        .unwrap();
+
+    let pay = fusebox.breaker("pay-eu");
+    fusebox.breaker("search");
+    let _ = pay.call(|| Err::<(), _>("down"));
+    let e = scrape(&registry);
+    assert_eq!(e.state("pay-eu"), "open");
+    assert_eq!(e.state("search"), "closed");
+    assert_eq!(
+        e.get(
+            "fusebox_breaker_info",
+            &[("name", "pay-eu"), ("service", "payments")]
+        ),
+        1.0
+    );
+    assert_eq!(e.get("fusebox_breaker_info", &[("name", "search")]), 1.0);
+
+    // A reconfigured breaker keeps its series (same name, counters continue).
+    fusebox.reset("pay-eu").unwrap();
+    let mut tighter = fusebox.config("pay-eu");
+    tighter.consecutive_failures = Some(2);
+    fusebox.reconfigure("pay-eu", tighter).unwrap();
+    let pay = fusebox.breaker("pay-eu");
+    let _ = pay.call(|| Err::<(), _>("down"));
+    let e = scrape(&registry);
+    assert_eq!(e.state("pay-eu"), "closed", "now needs 2 failures");
+    assert_eq!(e.calls("pay-eu", "failure"), 2.0, "1 before + 1 after");
+    assert_eq!(e.transitions("pay-eu", "closed", "open"), 1.0);
+    assert_eq!(e.transitions("pay-eu", "open", "closed"), 1.0);
+}
+
+// ---------------------------------------------------------------------------
+// No allocation per call: count this thread's allocations while calls run.
+
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub struct Counting;
+
+    thread_local! {
+        static ON: Cell<bool> = const { Cell::new(false) };
+        static COUNT: Cell<u64> = const { Cell::new(0) };
+    }
+
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if ON.with(Cell::get) {
+                COUNT.with(|c| c.set(c.get() + 1));
+            }
+            System.alloc(layout)
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            System.dealloc(ptr, layout)
+        }
+    }
+
+    /// Allocations made by this thread while `f` runs.
+    pub fn allocations(f: impl FnOnce()) -> u64 {
+        COUNT.with(|c| c.set(0));
+        ON.with(|o| o.set(true));
+        f();
+        ON.with(|o| o.set(false));
+        COUNT.with(Cell::get)
+    }
+}
+
+#[global_allocator]
+static ALLOC: counting::Counting = counting::Counting;
+
+#[test]
+fn calls_do_not_allocate() {
+    let clock = ManualClock::new();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let db = metrics
+        .build(
+            "db",
+            CircuitBreaker::builder()
+                .failure_rate(0.9)
+                .count_window(100)
+                .min_calls(100)
+                .clock(clock.clone()),
+        )
+        .unwrap();
+    let gate = metrics
+        .build("gate", CircuitBreaker::builder().clock(clock.clone()))
+        .unwrap();
+    gate.force_open();
+    // Warm up (first use of anything lazily initialised).
+    db.call(|| Ok::<_, ()>(())).unwrap();
+    let _ = gate.call(|| Ok::<_, ()>(()));
+
+    let n = counting::allocations(|| {
+        for i in 0..1000u32 {
+            let p = db.try_acquire().unwrap();
+            clock.advance(Duration::from_micros(u64::from(i % 7)));
+            match i % 3 {
+                0 => p.success(),
+                1 => p.failure(),
+                _ => p.ignore(),
+            }
+            assert!(gate.try_acquire().is_err());
+        }
+    });
+    assert_eq!(
+        n, 0,
+        "allocations in 1000 instrumented calls + 1000 rejections"
+    );
+    // ... and the calls were counted.
+    let e = scrape(&registry);
+    assert_eq!(e.calls("db", "success"), 1.0 + 334.0);
+    assert_eq!(e.calls("db", "failure"), 333.0);
+    assert_eq!(e.calls("db", "ignored"), 333.0);
+    assert_eq!(e.calls("gate", "rejected"), 1001.0);
+    // The counting allocator works: a Vec allocates.
+    assert_eq!(counting::allocations(|| drop(vec![1u8; 16])), 1);
+}
+
+#[test]
+fn bulkhead_series() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let fusebox = Fusebox::builder().observer(metrics).build().unwrap();
+    let config = fusebox::registry::BulkheadConfig {
+        max_concurrent: Some(2),
+        ..Default::default()
+    };
+    let reviews = config.build("reviews");
+    // Through the registry's observer:
+    let db = fusebox.bulkhead("db");
+    let _a = db.try_acquire().unwrap();
+    let e = scrape(&registry);
+    assert_eq!(e.types["fusebox_bulkhead_in_use"], "gauge");
+    assert_eq!(e.types["fusebox_bulkhead_rejections"], "counter");
+    assert_eq!(e.get("fusebox_bulkhead_in_use", &[("name", "db")]), 1.0);
+    assert_eq!(
+        e.get("fusebox_bulkhead_limit", &[("name", "db")]),
+        fusebox::registry::DEFAULT_MAX_CONCURRENT as f64
+    );
+    assert_eq!(e.get("fusebox_bulkhead_waiting", &[("name", "db")]), 0.0);
+    assert_eq!(
+        e.get("fusebox_bulkhead_rejections_total", &[("name", "db")]),
+        0.0
+    );
+    assert!(!e.has("fusebox_bulkhead_in_use", &[("name", "reviews")]));
+    drop(reviews);
+}
+
+#[test]
+fn bulkhead_tracked_by_hand_counts_rejections() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let reviews = fusebox::Bulkhead::new(2);
+    metrics.track_bulkhead("reviews", &reviews);
+    let a = reviews.try_acquire().unwrap();
+    let _b = reviews.try_acquire().unwrap();
+    for _ in 0..3 {
+        assert!(reviews.try_acquire().is_err());
+    }
+    let e = scrape(&registry);
+    assert_eq!(
+        e.get("fusebox_bulkhead_in_use", &[("name", "reviews")]),
+        2.0
+    );
+    assert_eq!(e.get("fusebox_bulkhead_limit", &[("name", "reviews")]), 2.0);
+    assert_eq!(
+        e.get("fusebox_bulkhead_rejections_total", &[("name", "reviews")]),
+        3.0
+    );
+    drop(a);
+    let e = scrape(&registry);
+    assert_eq!(
+        e.get("fusebox_bulkhead_in_use", &[("name", "reviews")]),
+        1.0
+    );
+}
