@@ -17,7 +17,7 @@ pub use state::State;
 
 use crate::clock::{nanos, Clock};
 use permit::CallGuard;
-use state::{Core, LazyNow, Nanos, Settings, Ticket};
+use state::{Core, LazyNow, Nanos, Settings, Ticket, NO_START};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -72,6 +72,9 @@ pub(crate) struct Inner {
     /// Whether admission must read the clock (slow calls or listeners need
     /// each call's duration).
     time_calls: bool,
+    /// Whether a closed-state success may be settled by [`Core::success_is_noop`]
+    /// alone: consecutive policy only, no window, no listener.
+    quiet: bool,
     name: Option<String>,
 }
 
@@ -80,20 +83,32 @@ impl Inner {
         nanos(self.clock.now())
     }
 
+    #[inline]
     fn acquire(&self) -> Result<Ticket, Rejected> {
-        if let Some(mut ticket) = self.core.admit_fast() {
-            if self.time_calls {
-                ticket.start = Some(self.now());
-            }
-            return Ok(ticket);
+        match self.fast_ticket() {
+            Some(ticket) => Ok(ticket),
+            None => self.acquire_slow(),
         }
+    }
+
+    /// The hot path's admission: a closed breaker with nothing to time.
+    #[inline(always)]
+    fn fast_ticket(&self) -> Option<Ticket> {
+        if self.time_calls {
+            return None;
+        }
+        self.core.admit_fast()
+    }
+
+    #[inline(never)]
+    fn acquire_slow(&self) -> Result<Ticket, Rejected> {
         let now = self.now();
         let (result, transition) = self.core.admit(now);
         self.emit(transition);
         match result {
             Ok(mut ticket) => {
                 if self.time_calls {
-                    ticket.start = Some(now);
+                    ticket.start = now;
                 }
                 Ok(ticket)
             }
@@ -106,10 +121,21 @@ impl Inner {
         }
     }
 
+    #[inline]
     pub(crate) fn finish(&self, ticket: Ticket, outcome: Outcome) {
+        // The hot path: a success in a closed period with no failure pending
+        // changes nothing and tells no one.
+        if self.quiet && outcome == Outcome::Success && self.core.success_is_noop(&ticket) {
+            return;
+        }
+        self.finish_slow(ticket, outcome)
+    }
+
+    #[inline(never)]
+    fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
         let read = || self.now();
         let now = LazyNow::new(&read);
-        let elapsed = ticket.start.map(|s| now.get().saturating_sub(s));
+        let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
         let slow = self.core.settings.policy.is_slow(elapsed);
         let transition = self.core.record(ticket, outcome, slow, &now);
         if !self.listeners.is_empty() {
@@ -155,12 +181,14 @@ impl CircuitBreaker {
     ) -> CircuitBreaker {
         let core = Core::new(settings, nanos(clock.now()));
         let time_calls = core.settings.policy.slow.is_some() || !listeners.is_empty();
+        let quiet = !time_calls && core.settings.policy.window.is_none();
         CircuitBreaker {
             inner: Arc::new(Inner {
                 core,
                 clock,
                 listeners,
                 time_calls,
+                quiet,
                 name,
             }),
         }
@@ -237,7 +265,10 @@ impl CircuitBreaker {
         F: FnOnce() -> Result<T, E>,
         C: Fn(&Result<T, E>) -> Outcome,
     {
-        let ticket = self.inner.acquire().map_err(Error::Rejected)?;
+        let ticket = match self.inner.fast_ticket() {
+            Some(ticket) => ticket,
+            None => self.inner.acquire_slow().map_err(Error::Rejected)?,
+        };
         let mut guard = CallGuard::new(&self.inner, ticket);
         guard.running = true; // a panic out of `f` drops the guard with this set
         let result = f();

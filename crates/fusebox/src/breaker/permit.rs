@@ -92,15 +92,22 @@ impl Outcome {
 /// assert_eq!(rejected.to_string(), "circuit breaker is open");
 /// # Ok::<(), fusebox::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rejected {
     state: State,
-    retry_after: Option<Duration>,
+    /// Nanoseconds until a probe may be tried; `u64::MAX` for "never by
+    /// itself" (forced open). Kept as an integer so the open path does no
+    /// `Duration` arithmetic.
+    retry_after: u64,
 }
 
 impl Rejected {
-    pub(crate) fn new(state: State, retry_after: Option<Duration>) -> Self {
-        Rejected { state, retry_after }
+    #[inline]
+    pub(crate) fn new(state: State, retry_after: Option<u64>) -> Self {
+        Rejected {
+            state,
+            retry_after: retry_after.unwrap_or(u64::MAX),
+        }
     }
 
     /// The state that rejected the call: `Open`, `HalfOpen` (every probe slot
@@ -131,7 +138,16 @@ impl Rejected {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        (self.retry_after != u64::MAX).then(|| Duration::from_nanos(self.retry_after))
+    }
+}
+
+impl fmt::Debug for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rejected")
+            .field("state", &self.state)
+            .field("retry_after", &self.retry_after())
+            .finish()
     }
 }
 
@@ -289,6 +305,7 @@ impl<'a> CallGuard<'a> {
         }
     }
 
+    #[inline]
     pub(crate) fn finish(mut self, outcome: Outcome) {
         self.done = true;
         self.inner.finish(self.ticket, outcome);

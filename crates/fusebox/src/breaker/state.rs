@@ -101,6 +101,9 @@ impl fmt::Display for State {
 /// Nanoseconds on the breaker's clock.
 pub(crate) type Nanos = u64;
 
+/// `Ticket::start` when the call is not timed.
+pub(crate) const NO_START: Nanos = Nanos::MAX;
+
 /// Bit of `Core::recorders` set while a close empties the window.
 const SEAL: u64 = 1 << 63;
 
@@ -150,8 +153,10 @@ impl Word {
 pub(crate) struct Ticket {
     pub(crate) generation: u32,
     pub(crate) kind: Kind,
-    /// Admission time, when something needs the call's duration.
-    pub(crate) start: Option<Nanos>,
+    /// Admission time, when something needs the call's duration; `NO_START`
+    /// otherwise (a sentinel rather than an `Option` keeps the ticket in two
+    /// registers on the hot path).
+    pub(crate) start: Nanos,
 }
 
 /// How an admitted call's verdict is treated.
@@ -248,6 +253,7 @@ impl Core {
         }
     }
 
+    #[inline(always)]
     fn load(&self) -> Word {
         // Acquire: pairs with the Release store in `publish`, so whoever sees a
         // state also sees what the transition wrote for it (open_until,
@@ -256,7 +262,7 @@ impl Core {
     }
 
     /// Admission without the clock: succeeds in Closed and Disabled only.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn admit_fast(&self) -> Option<Ticket> {
         let w = self.load();
         let kind = match w.state() {
@@ -267,24 +273,37 @@ impl Core {
         Some(Ticket {
             generation: w.generation(),
             kind,
-            start: None,
+            start: NO_START,
         })
+    }
+
+    /// Whether a success of `ticket` would change nothing: a closed-state
+    /// permit of the current closed period with no failure counted. One load.
+    #[inline]
+    pub(crate) fn success_is_noop(&self, ticket: &Ticket) -> bool {
+        // Relaxed: see `record_closed`; a stale answer only sends the verdict
+        // down the full path.
+        ticket.kind == Kind::Normal
+            && self.consecutive.load(Ordering::Relaxed) == tagged(ticket.generation, 0)
     }
 
     /// Full admission at `now`.
     pub(crate) fn admit(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
-        if let Some(t) = self.admit_fast() {
-            return (Ok(t), None);
-        }
         let w = self.load();
+        let ticket = |kind| Ticket {
+            generation: w.generation(),
+            kind,
+            start: NO_START,
+        };
         match w.state() {
+            State::Closed => (Ok(ticket(Kind::Normal)), None),
+            State::Disabled => (Ok(ticket(Kind::Bypass)), None),
             State::ForcedOpen => (Err(self.reject(State::ForcedOpen, None)), None),
             State::Open => {
                 // Relaxed: ordered after the Acquire load of the word (see `load`).
                 let until = self.open_until.load(Ordering::Relaxed);
                 if now < until {
-                    let wait = Duration::from_nanos(until - now);
-                    (Err(self.reject(State::Open, Some(wait))), None)
+                    (Err(self.reject(State::Open, Some(until - now))), None)
                 } else {
                     self.admit_locked(now)
                 }
@@ -293,7 +312,7 @@ impl Core {
         }
     }
 
-    fn reject(&self, state: State, retry_after: Option<Duration>) -> Rejected {
+    fn reject(&self, state: State, retry_after: Option<Nanos>) -> Rejected {
         // Relaxed: a statistic.
         self.rejected.fetch_add(1, Ordering::Relaxed);
         Rejected::new(state, retry_after)
@@ -305,7 +324,7 @@ impl Core {
         let ticket = |kind| Ticket {
             generation: w.generation(),
             kind,
-            start: None,
+            start: NO_START,
         };
         let result = match w.state() {
             State::Closed => Ok(ticket(Kind::Normal)),
@@ -314,8 +333,7 @@ impl Core {
             State::Open => {
                 // Relaxed: written under the lock we hold.
                 let until = self.open_until.load(Ordering::Relaxed);
-                let wait = Duration::from_nanos(until.saturating_sub(now));
-                Err(self.reject(State::Open, Some(wait)))
+                Err(self.reject(State::Open, Some(until.saturating_sub(now))))
             }
             State::HalfOpen => {
                 if slow.probes_in_flight < self.settings.probes {
@@ -323,7 +341,7 @@ impl Core {
                     Ok(ticket(Kind::Probe))
                 } else {
                     // A slot frees when a probe finishes; we cannot know when.
-                    Err(self.reject(State::HalfOpen, Some(Duration::ZERO)))
+                    Err(self.reject(State::HalfOpen, Some(0)))
                 }
             }
         };
@@ -481,6 +499,11 @@ impl Core {
             }
         }
         if let Some(window) = &self.window {
+            // A plain success over a plain success changes nothing but the
+            // ring position: no write, no generation check needed.
+            let Some(claim) = window.claim(failed, slow_call) else {
+                return self.trip_checked(generation, trip, now);
+            };
             // Announce, then check the generation (see `close`).
             // Acquire: a fetch_add that finds the seal gone synchronises with
             // the unseal, so the generation read below is the new one.
@@ -498,12 +521,24 @@ impl Core {
                 return None; // stale: this permit's closed period is over
             }
             let t = if window.needs_time() { now.get() } else { 0 };
-            let totals = window.record(t, failed, slow_call);
+            let totals = window.record(claim, t, failed, slow_call);
             self.recorders.fetch_sub(1, Ordering::Release);
             if let Some(totals) = totals {
                 trip = trip.or_else(|| policy.rate_trip(&totals));
             }
         }
+        self.trip_checked(generation, trip, now)
+    }
+
+    /// Trips for `trip`, if any, once the lock confirms the breaker is still
+    /// in the closed period `generation`.
+    fn trip_checked(
+        &self,
+        generation: u32,
+        trip: Option<Reason>,
+        now: &LazyNow<'_>,
+    ) -> Option<Transition> {
+        let policy = &self.settings.policy;
         let mut reason = trip?;
         let mut slow = lock(&self.slow);
         let w = self.load();

@@ -106,17 +106,29 @@ impl CountWindow {
         }
     }
 
-    /// Records one call; returns the totals if the record could have raised a
-    /// rate or the call count (a plain success replacing a plain success
-    /// cannot, and then nothing shared but the ring is written).
-    pub(crate) fn record(&self, failed: bool, slow: bool) -> Option<Totals> {
+    /// Takes the ring position of the next record.
+    pub(crate) fn claim(&self) -> usize {
         // Relaxed: the index only has to be unique per record; the slot swap
-        // below carries no other data.
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len() as u64;
+        // in `record_at` carries no other data.
+        (self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len() as u64) as usize
+    }
+
+    /// Whether a record of `failed`/`slow` at `i` would leave the slot as it
+    /// is (a plain success replacing a plain success): then it need not be
+    /// written at all. A racing writer of the same slot is ordered after us.
+    pub(crate) fn unchanged(&self, i: usize, failed: bool, slow: bool) -> bool {
+        // Relaxed: a hint; a stale read only sends the record down the full path.
+        self.slots[i].load(Ordering::Relaxed) == bits(failed, slow)
+    }
+
+    /// Records one call at ring position `i` (from [`claim`](Self::claim));
+    /// returns the totals if the record could have raised a rate or the call
+    /// count.
+    pub(crate) fn record_at(&self, i: usize, failed: bool, slow: bool) -> Option<Totals> {
         let new = bits(failed, slow);
         // Relaxed: the swap is atomic, so every outcome ever written is removed
         // from the totals exactly once, whatever the interleaving.
-        let old = self.slots[i as usize].swap(new, Ordering::Relaxed);
+        let old = self.slots[i].swap(new, Ordering::Relaxed);
         if old == new {
             return None;
         }
@@ -129,6 +141,12 @@ impl CountWindow {
 
     pub(crate) fn totals(&self) -> Totals {
         self.sums.read()
+    }
+
+    #[cfg(test)]
+    fn record(&self, failed: bool, slow: bool) -> Option<Totals> {
+        let i = self.claim();
+        self.record_at(i, failed, slow)
     }
 
     pub(crate) fn clear(&self) {
@@ -226,9 +244,28 @@ pub(crate) enum Window {
 }
 
 impl Window {
-    pub(crate) fn record(&self, now: u64, failed: bool, slow: bool) -> Option<Totals> {
+    /// Claims what a record needs before the generation check: the ring
+    /// position of a count window. `None` when the record would change
+    /// nothing (and may be skipped without the check).
+    pub(crate) fn claim(&self, failed: bool, slow: bool) -> Option<usize> {
         match self {
-            Window::Count(w) => w.record(failed, slow),
+            Window::Count(w) => {
+                let i = w.claim();
+                (!w.unchanged(i, failed, slow)).then_some(i)
+            }
+            Window::Time(_) => Some(0),
+        }
+    }
+
+    pub(crate) fn record(
+        &self,
+        claim: usize,
+        now: u64,
+        failed: bool,
+        slow: bool,
+    ) -> Option<Totals> {
+        match self {
+            Window::Count(w) => w.record_at(claim, failed, slow),
             Window::Time(w) => Some(w.record(now, failed, slow)),
         }
     }
