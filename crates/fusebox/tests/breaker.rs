@@ -719,3 +719,30 @@ fn handles_are_send_sync_static() {
     let fut = b.call_async(|| async { Ok::<u8, std::io::Error>(1) });
     assert_send(&fut);
 }
+
+#[test]
+fn full_window_of_successes_still_slides_when_failures_come() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .count_window(4)
+        .min_calls(4)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    for _ in 0..10 {
+        ok(&b).unwrap(); // after the 4th, successes over successes write nothing
+    }
+    assert_eq!(b.snapshot().calls, 4);
+    fail(&b).unwrap_err();
+    assert_eq!(b.state(), State::Closed, "1 of 4");
+    ok(&b).unwrap();
+    ok(&b).unwrap();
+    fail(&b).unwrap_err();
+    let s = b.snapshot();
+    assert_eq!(
+        (s.calls, s.failures),
+        (4, 2),
+        "F S S F: the last four calls"
+    );
+    assert_eq!(s.state, State::Open);
+}

@@ -9,7 +9,7 @@ use super::event::{Reason, Transition};
 use super::permit::{Outcome, Rejected};
 use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
-use crate::sync::{lock, AtomicU64, Mutex, Ordering};
+use crate::sync::{lock, AtomicU64, Mutex, Ordering, Striped};
 use std::fmt;
 use std::time::Duration;
 
@@ -209,13 +209,13 @@ pub(crate) struct Core {
     /// generation in the high 32 bits, count in the low 32.
     consecutive: AtomicU64,
     window: Option<Window>,
-    rejected: AtomicU64,
+    rejected: Striped,
     last_transition: AtomicU64,
     /// Closed-state verdicts between their generation check and the end of
     /// their window record, plus the `SEAL` bit while a close empties the
     /// window. Everything about the seal is one variable, so its read-modify-
     /// writes are totally ordered and no SeqCst reasoning is needed.
-    recorders: AtomicU64,
+    recorders: Striped,
     slow: Mutex<Slow>,
     pub(crate) settings: Settings,
 }
@@ -245,9 +245,9 @@ impl Core {
             open_until: AtomicU64::new(0),
             consecutive: AtomicU64::new(tagged(0, 0)),
             window,
-            rejected: AtomicU64::new(0),
+            rejected: Striped::new(),
             last_transition: AtomicU64::new(now),
-            recorders: AtomicU64::new(0),
+            recorders: Striped::new(),
             slow: Mutex::new(Slow::default()),
             settings,
         }
@@ -314,7 +314,7 @@ impl Core {
 
     fn reject(&self, state: State, retry_after: Option<Nanos>) -> Rejected {
         // Relaxed: a statistic.
-        self.rejected.fetch_add(1, Ordering::Relaxed);
+        self.rejected.mine().fetch_add(1, Ordering::Relaxed);
         Rejected::new(state, retry_after)
     }
 
@@ -414,14 +414,20 @@ impl Core {
         // before the seal is waited for (Acquire: its window writes happen
         // before the emptying); one that comes later backs off until the
         // unseal, after which it sees the new generation and bails.
-        self.recorders.fetch_or(SEAL, Ordering::Acquire);
-        while self.recorders.load(Ordering::Acquire) & !SEAL != 0 {
-            crate::sync::spin_wait();
+        for cell in self.recorders.all() {
+            cell.fetch_or(SEAL, Ordering::Acquire);
+        }
+        for cell in self.recorders.all() {
+            while cell.load(Ordering::Acquire) & !SEAL != 0 {
+                crate::sync::spin_wait();
+            }
         }
         window.clear();
         let t = self.publish_as(generation, from.state(), State::Closed, now, reason);
         // Release: whoever sees the seal gone also sees the new generation.
-        self.recorders.fetch_and(!SEAL, Ordering::Release);
+        for cell in self.recorders.all() {
+            cell.fetch_and(!SEAL, Ordering::Release);
+        }
         t
     }
 
@@ -507,22 +513,24 @@ impl Core {
             // Announce, then check the generation (see `close`).
             // Acquire: a fetch_add that finds the seal gone synchronises with
             // the unseal, so the generation read below is the new one.
-            while self.recorders.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
+            // Each thread announces in its own cell; the closer seals them all.
+            let cell = self.recorders.mine();
+            while cell.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
                 // Relaxed: we wrote nothing the closer needs to see.
-                self.recorders.fetch_sub(1, Ordering::Relaxed);
-                while self.recorders.load(Ordering::Relaxed) & SEAL != 0 {
+                cell.fetch_sub(1, Ordering::Relaxed);
+                while cell.load(Ordering::Relaxed) & SEAL != 0 {
                     crate::sync::spin_wait();
                 }
             }
             if self.load().generation() != generation {
                 // Release (here and below): our window writes happen before
                 // the closer's emptying that waits for this decrement.
-                self.recorders.fetch_sub(1, Ordering::Release);
+                cell.fetch_sub(1, Ordering::Release);
                 return None; // stale: this permit's closed period is over
             }
             let t = if window.needs_time() { now.get() } else { 0 };
             let totals = window.record(claim, t, failed, slow_call);
-            self.recorders.fetch_sub(1, Ordering::Release);
+            cell.fetch_sub(1, Ordering::Release);
             if let Some(totals) = totals {
                 trip = trip.or_else(|| policy.rate_trip(&totals));
             }
@@ -616,7 +624,9 @@ impl Core {
         let w = self.load();
         let t = if to == State::Closed {
             // Relaxed: a statistic; reset starts every count afresh.
-            self.rejected.store(0, Ordering::Relaxed);
+            for cell in self.rejected.all() {
+                cell.store(0, Ordering::Relaxed);
+            }
             self.close(&mut slow, w, now, Reason::Manual)
         } else {
             *slow = Slow::default();
@@ -647,7 +657,7 @@ impl Core {
             generation: w.generation(),
             totals,
             consecutive,
-            rejected: self.rejected.load(Ordering::Relaxed),
+            rejected: self.rejected.sum(Ordering::Relaxed),
             since_transition: now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
         }
     }

@@ -106,6 +106,12 @@ impl CountWindow {
         }
     }
 
+    /// Whether the window is full of plain successes.
+    fn all_plain_successes(&self) -> bool {
+        let t = self.sums.read();
+        t.failures == 0 && t.slow == 0 && t.calls == self.slots.len() as u64
+    }
+
     /// Takes the ring position of the next record.
     pub(crate) fn claim(&self) -> usize {
         // Relaxed: the index only has to be unique per record; the slot swap
@@ -250,6 +256,11 @@ impl Window {
     pub(crate) fn claim(&self, failed: bool, slow: bool) -> Option<usize> {
         match self {
             Window::Count(w) => {
+                if !failed && !slow && w.all_plain_successes() {
+                    // Every slot holds a plain success: whichever one this
+                    // success replaces, the ring reads the same. No write.
+                    return None;
+                }
                 let i = w.claim();
                 (!w.unchanged(i, failed, slow)).then_some(i)
             }
