@@ -500,7 +500,9 @@ mod tests {
         PeerConfig {
             peer,
             failures: 5,
-            open_for: Duration::from_millis(40),
+            // Real time (the peers read the system clock): long enough that a busy
+            // test machine does not outlast it between two calls by accident.
+            open_for: Duration::from_millis(100),
         }
     }
 
@@ -532,7 +534,7 @@ mod tests {
                 );
             }
             assert!(!call(g.as_ref(), CallResult::Success), "{peer:?}: not open");
-            std::thread::sleep(Duration::from_millis(60));
+            std::thread::sleep(Duration::from_millis(120));
             assert!(call(g.as_ref(), CallResult::Success), "{peer:?}: no probe");
             assert!(
                 call(g.as_ref(), CallResult::Success),
@@ -565,7 +567,7 @@ mod tests {
             }
             let want = if peer == Peer::Recloser { 6 } else { 5 };
             assert_eq!(failures, want, "{peer:?}");
-            std::thread::sleep(Duration::from_millis(60));
+            std::thread::sleep(Duration::from_millis(120));
             assert!(call(g.as_ref(), CallResult::Error), "{peer:?}: no probe");
             if peer == Peer::Recloser {
                 // Its half-open ring decides on the second verdict.
