@@ -8,6 +8,7 @@
 mod downstream;
 #[cfg(test)]
 mod model_check;
+mod peers;
 mod real;
 mod report;
 mod run;
@@ -186,6 +187,9 @@ fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             .map(|p| Scenario::load(p).map_err(|e| CliError::BadInput(e.to_string())))
             .collect::<Result<_, _>>()?
     };
+    for sc in &scenarios {
+        peers::check(sc, mode).map_err(CliError::BadInput)?;
+    }
     let total: usize = scenarios
         .iter()
         .map(|s: &Scenario| s.strategies.len())

@@ -43,6 +43,9 @@ pub enum StrategyKind {
     Seed(SeedConfig),
     /// `kind = "fusebox"`: [`fusebox::CircuitBreaker`].
     Fusebox(FuseboxConfig),
+    /// `kind = "failsafe" | "recloser" | "tower-resilience"`: a peer crate
+    /// (runs only with the cargo feature `peers`, in real mode).
+    Peer(crate::peers::PeerConfig),
 }
 
 impl StrategyKind {
@@ -52,6 +55,7 @@ impl StrategyKind {
             StrategyKind::None => "none",
             StrategyKind::Seed(_) => "seed",
             StrategyKind::Fusebox(_) => "fusebox",
+            StrategyKind::Peer(c) => c.peer.as_str(),
         }
     }
 }
@@ -131,6 +135,8 @@ impl StrategyKind {
                 }
                 _ => return Ok(false),
             },
+            (StrategyKind::Peer(c), "failures") => c.failures = value.count(name, 1)?,
+            (StrategyKind::Peer(c), "open_for") => c.open_for = value.duration(name)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -283,6 +289,10 @@ pub fn build(spec: &StrategySpec, clock: &LabClock) -> Arc<dyn Guard> {
         StrategyKind::None => Arc::new(NoGuard),
         StrategyKind::Seed(c) => Arc::new(SeedBreaker::new(*c)),
         StrategyKind::Fusebox(c) => Arc::new(FuseboxGuard::new(c, clock)),
+        // Refused before any run without the feature or in virtual mode
+        // (`peers::check`).
+        StrategyKind::Peer(c) => crate::peers::build(*c, clock)
+            .unwrap_or_else(|| panic!("{}", crate::peers::unavailable(&spec.name, c.peer))),
     }
 }
 
@@ -729,11 +739,23 @@ impl RawStrategy {
                 )
             }
             "fusebox" => self.fusebox(ctx, table.clone())?,
+            peer if crate::peers::Peer::parse(peer).is_some() => {
+                let f = need(ctx, &self.failures, "failures", kind_str, table.clone())?;
+                let o = need(ctx, &self.open_for, "open_for", kind_str, table.clone())?;
+                (
+                    &["failures", "open_for"],
+                    StrategyKind::Peer(crate::peers::PeerConfig {
+                        peer: crate::peers::Peer::parse(peer).expect("matched above"),
+                        failures: int_in(ctx, f, "strategy.failures", 1, 1_000_000)? as u32,
+                        open_for: o.get_ref().0,
+                    }),
+                )
+            }
             other => {
                 return Err(ctx.err(
                     self.kind.span(),
                     "strategy.kind",
-                    format!("{other:?} is not one of \"none\", \"seed\", \"fusebox\""),
+                    format!("{other:?} is not one of \"none\", \"seed\", \"fusebox\", \"failsafe\", \"recloser\", \"tower-resilience\""),
                 ))
             }
         };

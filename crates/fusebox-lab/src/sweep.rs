@@ -239,6 +239,7 @@ pub fn render(scenario: &Scenario, sweep: &Sweep, rows: &[Row]) -> String {
 /// The `sweep` subcommand.
 pub fn cmd_sweep(path: &Path, param: &str, mode: Mode, quiet: bool) -> Result<(), CliError> {
     let scenario = Scenario::load(path).map_err(|e| CliError::BadInput(e.to_string()))?;
+    crate::peers::check(&scenario, mode).map_err(CliError::BadInput)?;
     let sweep = Sweep::parse(param).map_err(CliError::BadInput)?;
     let total = (sweep.values.len() * scenario.strategies.len()) as u64;
     let pb = crate::progress(total, quiet, &format!("sweep {}", sweep.name));

@@ -1,0 +1,722 @@
+//! Each crate's guard, configured to the closest equivalent of one [`Spec`].
+//!
+//! How each peer is mapped (the peers do not all have the same policies):
+//!
+//! | fusebox policy | failsafe 1.3 | recloser 1.4 | tower-resilience 0.14 | seatbelt 0.11 |
+//! |---|---|---|---|---|
+//! | `consecutive_failures(n)` | `consecutive_failures(n, constant(open))` | ring of `n` calls, `error_rate(1.0)`: trips when the last `n` calls all failed, which is `n` consecutive failures | `consecutive_failures(n)` | no such policy: failure rate over its minimum 1 s sampling window, `failure_threshold(0.99)`, `min_throughput(n)` (approximation) |
+//! | `failure_rate(r).count_window(n)` | no count window: its EMA success rate over a 1 s window, `required_success_rate = 1 - r`, `min_request_threshold = min_calls` (approximation) | `closed_len(n)`, `error_rate(r)` (it always waits for `n` calls: `min_calls = n`) | count-based window of `n`, `failure_rate_threshold(r)`, `minimum_number_of_calls(min_calls)` | failure rate over 1 s, `failure_threshold(r)`, `min_throughput(min_calls)` (approximation) |
+//! | `failure_rate(r).time_window(t).buckets(b)` | EMA success rate over `t` (whole seconds) | none | time-based window of `t` (no buckets: one record per call) | `sampling_duration(t)`, `failure_threshold(r)`, `min_throughput(min_calls)` |
+//! | `slow_calls(d, r)` on a count window | none | none | `slow_call_duration_threshold(d)`, `slow_call_rate_threshold(r)` on the same count window | none |
+//!
+//! Everywhere: open for `open_for` (constant backoff), one probe in
+//! half-open where the crate lets us say so (recloser `half_open_len(1)`,
+//! tower-resilience `permitted_calls_in_half_open(1)`, seatbelt
+//! `HalfOpenMode::quick()`; failsafe admits every call in half-open and closes
+//! on the first success), closed again after one successful probe.
+//!
+//! The async peers (tower-resilience, seatbelt, tower's `ConcurrencyLimit`)
+//! are driven the way a user drives them: tower-resilience and
+//! `ConcurrencyLimit` through `ServiceExt::ready` + `call` inside a
+//! current-thread tokio runtime (one per timing thread, as tower-resilience
+//! needs tokio's timer when its lock is contended); seatbelt's `execute`
+//! future is ready at once, so it is polled in place.
+
+use std::fmt;
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use crate::harness::{
+    now, op, Batch, Guard, Load, Runner, Subject, SyncRunner, Tally, Verdict, Xorshift,
+};
+
+/// When a breaker trips.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Policy {
+    /// After `failures` consecutive failures.
+    Consecutive {
+        /// Failures in a row that trip the breaker.
+        failures: u32,
+    },
+    /// Failure rate over the last `size` calls.
+    CountWindow {
+        /// Calls in the window.
+        size: usize,
+        /// Failure rate that trips (0..=1).
+        rate: f64,
+    },
+    /// Failure rate over the last `window` of time, kept in `buckets`.
+    TimeWindow {
+        /// Length of the window.
+        window: Duration,
+        /// Buckets the window is split into (fusebox only).
+        buckets: usize,
+        /// Failure rate that trips (0..=1).
+        rate: f64,
+    },
+    /// Slow-call rate (and failure rate) over the last `size` calls.
+    SlowCalls {
+        /// Calls in the window.
+        size: usize,
+        /// A call at least this long is slow.
+        threshold: Duration,
+        /// Slow-call (and failure) rate that trips (0..=1).
+        rate: f64,
+    },
+}
+
+/// A breaker configuration, applied to every crate as closely as it allows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spec {
+    /// When to trip.
+    pub policy: Policy,
+    /// Minimum calls in a window before its rate counts.
+    pub min_calls: u32,
+    /// How long the breaker stays open.
+    pub open_for: Duration,
+}
+
+impl Spec {
+    /// The closed-path reference: 5 consecutive failures, open 30 s.
+    pub const fn consecutive(failures: u32, open_for: Duration) -> Spec {
+        Spec {
+            policy: Policy::Consecutive { failures },
+            min_calls: failures,
+            open_for,
+        }
+    }
+
+    /// Failure rate `rate` over the last `size` calls, all of them needed.
+    pub const fn count_window(size: usize, rate: f64, open_for: Duration) -> Spec {
+        Spec {
+            policy: Policy::CountWindow { size, rate },
+            min_calls: if size > 100 { 100 } else { size as u32 },
+            open_for,
+        }
+    }
+
+    /// Failure rate `rate` over `window` split into `buckets`, at least 10 calls.
+    pub const fn time_window(
+        window: Duration,
+        buckets: usize,
+        rate: f64,
+        open_for: Duration,
+    ) -> Spec {
+        Spec {
+            policy: Policy::TimeWindow {
+                window,
+                buckets,
+                rate,
+            },
+            min_calls: 10,
+            open_for,
+        }
+    }
+
+    /// Slow calls (at least `threshold`) at rate `rate` over the last 100 calls.
+    pub const fn slow_calls(threshold: Duration, rate: f64, open_for: Duration) -> Spec {
+        Spec {
+            policy: Policy::SlowCalls {
+                size: 100,
+                threshold,
+                rate,
+            },
+            min_calls: 100,
+            open_for,
+        }
+    }
+}
+
+/// The crates measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Crate {
+    /// No guard: the operation called directly.
+    Baseline,
+    /// fusebox (this workspace).
+    Fusebox,
+    /// failsafe 1.3.
+    Failsafe,
+    /// recloser 1.4.
+    Recloser,
+    /// tower-resilience-circuitbreaker 0.14.
+    TowerResilience,
+    /// seatbelt 0.11 (breaker feature).
+    Seatbelt,
+}
+
+impl Crate {
+    /// Every breaker crate, fusebox first, then the baseline.
+    pub const BREAKERS: [Crate; 6] = [
+        Crate::Fusebox,
+        Crate::Failsafe,
+        Crate::Recloser,
+        Crate::TowerResilience,
+        Crate::Seatbelt,
+        Crate::Baseline,
+    ];
+
+    /// Short name used in tables and benchmark ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            Crate::Baseline => "baseline",
+            Crate::Fusebox => "fusebox",
+            Crate::Failsafe => "failsafe",
+            Crate::Recloser => "recloser",
+            Crate::TowerResilience => "tower-resilience",
+            Crate::Seatbelt => "seatbelt",
+        }
+    }
+
+    /// This crate configured as close to `spec` as it allows; `None` when
+    /// it has no equivalent policy (see the module docs).
+    pub fn breaker(self, spec: &Spec) -> Option<Box<dyn Subject>> {
+        match self {
+            Crate::Baseline => Some(Box::new(Baseline)),
+            Crate::Fusebox => Some(Box::new(fusebox_breaker(spec))),
+            Crate::Failsafe => failsafe_breaker(spec),
+            Crate::Recloser => recloser_breaker(spec),
+            Crate::TowerResilience => tower_resilience_breaker(spec),
+            Crate::Seatbelt => seatbelt_breaker(spec),
+        }
+    }
+}
+
+/// Drives `subject` with failing calls until it rejects one; returns whether
+/// it did within `max_calls` calls (sleeping a little between tries, as
+/// time-window breakers may need the window to age).
+pub fn trip(subject: &dyn Subject, max_calls: u64) -> bool {
+    let mut r = subject.runner(1);
+    let mut calls = 0;
+    while calls < max_calls {
+        let b = r.run(10, Load::AllFail);
+        calls += 10;
+        if b.tally.rejected > 0 {
+            return true;
+        }
+    }
+    false
+}
+
+/// Runs `calls` successful calls, e.g. to fill a window before measuring.
+pub fn prefill(subject: &dyn Subject, calls: u64) -> Tally {
+    let mut r = subject.runner(1);
+    r.run(calls, Load::AllOk).tally
+}
+
+// ---------------------------------------------------------------- baseline
+
+#[derive(Debug)]
+struct Baseline;
+
+#[derive(Debug, Clone, Copy)]
+struct BaselineGuard;
+
+impl Guard for BaselineGuard {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match op(fail) {
+            Ok(_) => Verdict::Ok,
+            Err(_) => Verdict::Failed,
+        }
+    }
+}
+
+impl Subject for Baseline {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(BaselineGuard, seed))
+    }
+}
+
+// ----------------------------------------------------------------- fusebox
+
+/// fusebox's builder for `spec`: the policy, `open_for`, one half-open probe,
+/// closed again after one success.
+pub fn fusebox_builder(spec: &Spec) -> fusebox::Builder {
+    let b = fusebox::CircuitBreaker::builder()
+        .open_for(spec.open_for)
+        .half_open_probes(1)
+        .successes_to_close(1);
+    match spec.policy {
+        Policy::Consecutive { failures } => b.consecutive_failures(failures),
+        Policy::CountWindow { size, rate } => b
+            .failure_rate(rate)
+            .count_window(size)
+            .min_calls(spec.min_calls),
+        Policy::TimeWindow {
+            window,
+            buckets,
+            rate,
+        } => b
+            .failure_rate(rate)
+            .time_window(window)
+            .buckets(buckets)
+            .min_calls(spec.min_calls),
+        Policy::SlowCalls {
+            size,
+            threshold,
+            rate,
+        } => b
+            .failure_rate(rate)
+            .slow_calls(threshold, rate)
+            .count_window(size)
+            .min_calls(spec.min_calls),
+    }
+}
+
+/// A fusebox breaker as a benchmark subject.
+#[derive(Debug, Clone)]
+pub struct Fusebox(pub fusebox::CircuitBreaker);
+
+fn fusebox_breaker(spec: &Spec) -> Fusebox {
+    Fusebox(
+        fusebox_builder(spec)
+            .build()
+            .expect("benchmark spec is a valid fusebox config"),
+    )
+}
+
+impl Guard for Fusebox {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match self.0.call(|| op(fail)) {
+            Ok(_) => Verdict::Ok,
+            Err(e) if e.is_rejected() => Verdict::Rejected,
+            Err(_) => Verdict::Failed,
+        }
+    }
+}
+
+impl Subject for Fusebox {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
+    }
+}
+
+// ---------------------------------------------------------------- failsafe
+
+struct Failsafe<P>(failsafe::StateMachine<P, ()>);
+
+impl<P> Clone for Failsafe<P> {
+    fn clone(&self) -> Self {
+        Failsafe(self.0.clone())
+    }
+}
+
+impl<P> fmt::Debug for Failsafe<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Failsafe")
+    }
+}
+
+impl<P: failsafe::FailurePolicy + Send + 'static> Guard for Failsafe<P> {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        use failsafe::CircuitBreaker as _;
+        match self.0.call(|| op(fail)) {
+            Ok(_) => Verdict::Ok,
+            Err(failsafe::Error::Rejected) => Verdict::Rejected,
+            Err(failsafe::Error::Inner(_)) => Verdict::Failed,
+        }
+    }
+}
+
+impl<P: failsafe::FailurePolicy + Send + Sync + 'static> Subject for Failsafe<P> {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
+    }
+}
+
+fn failsafe_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
+    use failsafe::{backoff, failure_policy, Config};
+    let backoff = backoff::constant(spec.open_for);
+    // failsafe's success-rate window counts whole seconds only.
+    let ema = |window: Duration, rate: f64| {
+        let window = Duration::from_secs(window.as_secs().max(1));
+        let policy = failure_policy::success_rate_over_time_window(
+            1.0 - rate,
+            spec.min_calls,
+            window,
+            backoff.clone(),
+        );
+        let b: Box<dyn Subject> = Box::new(Failsafe(Config::new().failure_policy(policy).build()));
+        b
+    };
+    match spec.policy {
+        Policy::Consecutive { failures } => {
+            let policy = failure_policy::consecutive_failures(failures, backoff.clone());
+            Some(Box::new(Failsafe(
+                Config::new().failure_policy(policy).build(),
+            )))
+        }
+        Policy::CountWindow { rate, .. } => Some(ema(Duration::from_secs(1), rate)),
+        Policy::TimeWindow { window, rate, .. } => Some(ema(window, rate)),
+        Policy::SlowCalls { .. } => None,
+    }
+}
+
+// ---------------------------------------------------------------- recloser
+
+#[derive(Clone)]
+struct Recloser(Arc<recloser::Recloser>);
+
+impl fmt::Debug for Recloser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Recloser")
+    }
+}
+
+impl Guard for Recloser {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match self.0.call(|| op(fail)) {
+            Ok(_) => Verdict::Ok,
+            Err(recloser::Error::Rejected) => Verdict::Rejected,
+            Err(recloser::Error::Inner(_)) => Verdict::Failed,
+        }
+    }
+}
+
+impl Subject for Recloser {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
+    }
+}
+
+fn recloser_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
+    let (len, rate) = match spec.policy {
+        // n consecutive failures == the last n calls all failed.
+        Policy::Consecutive { failures } => (failures as usize, 1.0),
+        Policy::CountWindow { size, rate } => (size, rate),
+        Policy::TimeWindow { .. } | Policy::SlowCalls { .. } => return None,
+    };
+    let r = recloser::Recloser::custom()
+        .error_rate(rate as f32)
+        .closed_len(len)
+        .half_open_len(1)
+        .open_wait(spec.open_for)
+        .build();
+    Some(Box::new(Recloser(Arc::new(r))))
+}
+
+// -------------------------------------------------------- tower-resilience
+
+fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread tokio runtime")
+}
+
+/// A tower `Service<bool>` driven through `ready().await` + `call().await`
+/// inside its own current-thread runtime, one per timing thread.
+struct TowerRunner<S> {
+    rt: tokio::runtime::Runtime,
+    svc: S,
+    rng: Xorshift,
+}
+
+impl<S, E> Runner for TowerRunner<S>
+where
+    S: tower::Service<bool, Response = u64, Error = E> + Send + 'static,
+    E: IsRejected,
+{
+    fn run(&mut self, iters: u64, load: Load) -> Batch {
+        use tower::ServiceExt;
+        let svc = &mut self.svc;
+        let rng = &mut self.rng;
+        self.rt.block_on(async move {
+            let mut tally = Tally::default();
+            let start = Instant::now();
+            for _ in 0..iters {
+                let fail = match load {
+                    Load::AllOk => false,
+                    Load::AllFail => true,
+                    Load::Mixed20 => rng.fail20(),
+                };
+                let v = match svc.ready().await {
+                    Ok(s) => match s.call(fail).await {
+                        Ok(_) => Verdict::Ok,
+                        Err(e) => e.verdict(),
+                    },
+                    Err(e) => e.verdict(),
+                };
+                tally.add(v);
+            }
+            Batch {
+                elapsed: start.elapsed(),
+                tally,
+            }
+        })
+    }
+}
+
+/// How an error from a tower stack says "rejected" or "failed".
+pub trait IsRejected {
+    /// The verdict this error stands for.
+    fn verdict(&self) -> Verdict;
+}
+
+impl IsRejected for tower_resilience_circuitbreaker::CircuitBreakerError<u64> {
+    fn verdict(&self) -> Verdict {
+        if self.is_circuit_open() {
+            Verdict::Rejected
+        } else {
+            Verdict::Failed
+        }
+    }
+}
+
+impl IsRejected for u64 {
+    fn verdict(&self) -> Verdict {
+        Verdict::Failed
+    }
+}
+
+struct TowerSubject<S>(S);
+
+impl<S> fmt::Debug for TowerSubject<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TowerSubject")
+    }
+}
+
+impl<S, E> Subject for TowerSubject<S>
+where
+    S: tower::Service<bool, Response = u64, Error = E> + Clone + Send + Sync + 'static,
+    E: IsRejected,
+{
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(TowerRunner {
+            rt: current_thread_runtime(),
+            svc: self.0.clone(),
+            rng: Xorshift::new(seed),
+        })
+    }
+}
+
+/// The guarded operation as a tower service.
+fn op_service() -> impl tower::Service<
+    bool,
+    Response = u64,
+    Error = u64,
+    Future = std::future::Ready<Result<u64, u64>>,
+> + Clone
+       + Send
+       + Sync
+       + 'static {
+    tower::service_fn(|fail: bool| std::future::ready(op(fail)))
+}
+
+fn tower_resilience_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
+    use tower::Layer;
+    use tower_resilience_circuitbreaker::{CircuitBreakerLayer, SlidingWindowType};
+    let b = CircuitBreakerLayer::builder()
+        .wait_duration_in_open(spec.open_for)
+        .permitted_calls_in_half_open(1);
+    let b = match spec.policy {
+        Policy::Consecutive { failures } => b.consecutive_failures(failures as usize),
+        Policy::CountWindow { size, rate } => b
+            .sliding_window_type(SlidingWindowType::CountBased)
+            .sliding_window_size(size)
+            .failure_rate_threshold(rate)
+            .minimum_number_of_calls(spec.min_calls as usize),
+        Policy::TimeWindow { window, rate, .. } => b
+            .sliding_window_type(SlidingWindowType::TimeBased)
+            .sliding_window_duration(window)
+            .failure_rate_threshold(rate)
+            .minimum_number_of_calls(spec.min_calls as usize),
+        Policy::SlowCalls {
+            size,
+            threshold,
+            rate,
+        } => b
+            .sliding_window_type(SlidingWindowType::CountBased)
+            .sliding_window_size(size)
+            .failure_rate_threshold(rate)
+            .slow_call_duration_threshold(threshold)
+            .slow_call_rate_threshold(rate)
+            .minimum_number_of_calls(spec.min_calls as usize),
+    };
+    let layer = b.build().expect("valid tower-resilience config");
+    Some(Box::new(TowerSubject(layer.layer(op_service()))))
+}
+
+// ---------------------------------------------------------------- seatbelt
+
+#[derive(Clone)]
+struct Seatbelt<S> {
+    svc: S,
+    // Keeps the clock's driver alive as long as any handle.
+    _driver: Arc<tick::runtime::ClockDriver>,
+}
+
+impl<S> fmt::Debug for Seatbelt<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Seatbelt")
+    }
+}
+
+impl<S> Guard for Seatbelt<S>
+where
+    S: layered::Service<bool, Out = Result<u64, u64>> + Send + Sync + 'static,
+{
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match now(self.svc.execute(fail)) {
+            Ok(_) => Verdict::Ok,
+            Err(SEATBELT_REJECTED) => Verdict::Rejected,
+            Err(_) => Verdict::Failed,
+        }
+    }
+}
+
+impl<S> Subject for Seatbelt<S>
+where
+    S: layered::Service<bool, Out = Result<u64, u64>> + Clone + Send + Sync + 'static,
+{
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
+    }
+}
+
+const SEATBELT_REJECTED: u64 = u64::MAX;
+
+fn seatbelt_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
+    use layered::{Execute, Stack};
+    use seatbelt::breaker::{Breaker, HalfOpenMode};
+    use seatbelt::{RecoveryInfo, ResilienceContext};
+    // A real (system) clock: seatbelt only reads it; no timer is ever set,
+    // so its driver need not run.
+    let (clock, driver) = tick::runtime::InactiveClock::default().activate(Waker::noop().clone());
+    let (threshold, min, sampling) = match spec.policy {
+        // No consecutive policy: "nearly every call in the last second failed".
+        Policy::Consecutive { failures } => (0.99, failures, Duration::from_secs(1)),
+        Policy::CountWindow { rate, .. } => (rate as f32, spec.min_calls, Duration::from_secs(1)),
+        Policy::TimeWindow { window, rate, .. } => (rate as f32, spec.min_calls, window),
+        Policy::SlowCalls { .. } => return None,
+    };
+    let context = ResilienceContext::<bool, Result<u64, u64>>::new(&clock);
+    let layer = Breaker::layer("bench", &context)
+        .recovery_with(|out: &Result<u64, u64>, _| match out {
+            Ok(_) => RecoveryInfo::never(),
+            Err(_) => RecoveryInfo::retry(),
+        })
+        .rejected_input_error(|_, _| SEATBELT_REJECTED)
+        .failure_threshold(threshold)
+        .min_throughput(min)
+        .sampling_duration(sampling)
+        .break_duration(spec.open_for)
+        .half_open_mode(HalfOpenMode::quick());
+    let svc = (layer, Execute::new(|fail: bool| async move { op(fail) })).into_service();
+    Some(Box::new(Seatbelt {
+        svc,
+        _driver: Arc::new(driver),
+    }))
+}
+
+// ---------------------------------------------------------------- bulkheads
+
+/// The bulkheads measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limiter {
+    /// No limit: the operation called directly.
+    Baseline,
+    /// fusebox's `Bulkhead::try_acquire`, permit dropped after the call.
+    Fusebox,
+    /// `tokio::sync::Semaphore::try_acquire`, permit dropped after the call.
+    TokioSemaphore,
+    /// `tower::limit::ConcurrencyLimit`, driven by `ready().await` + `call().await`.
+    TowerConcurrencyLimit,
+}
+
+impl Limiter {
+    /// Every limiter, fusebox first.
+    pub const ALL: [Limiter; 4] = [
+        Limiter::Fusebox,
+        Limiter::TokioSemaphore,
+        Limiter::TowerConcurrencyLimit,
+        Limiter::Baseline,
+    ];
+
+    /// Short name used in tables and benchmark ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limiter::Baseline => "baseline",
+            Limiter::Fusebox => "fusebox",
+            Limiter::TokioSemaphore => "tokio-semaphore",
+            Limiter::TowerConcurrencyLimit => "tower-concurrency-limit",
+        }
+    }
+
+    /// This limiter with room for `limit` concurrent calls; `None` if not
+    /// available in this build.
+    pub fn build(self, limit: usize) -> Option<Box<dyn Subject>> {
+        match self {
+            Limiter::Baseline => Some(Box::new(Baseline)),
+            Limiter::Fusebox => fusebox_bulkhead(limit),
+            Limiter::TokioSemaphore => Some(Box::new(Semaphore(Arc::new(
+                tokio::sync::Semaphore::new(limit),
+            )))),
+            Limiter::TowerConcurrencyLimit => Some(Box::new(TowerSubject(
+                tower::limit::ConcurrencyLimit::new(op_service(), limit),
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Semaphore(Arc<tokio::sync::Semaphore>);
+
+impl Guard for Semaphore {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match self.0.try_acquire() {
+            Ok(permit) => {
+                let v = match op(fail) {
+                    Ok(_) => Verdict::Ok,
+                    Err(_) => Verdict::Failed,
+                };
+                drop(permit);
+                v
+            }
+            Err(_) => Verdict::Rejected,
+        }
+    }
+}
+
+impl Subject for Semaphore {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
+    }
+}
+
+#[derive(Debug, Clone)]
+struct FuseboxBulkhead(fusebox::Bulkhead);
+
+impl Guard for FuseboxBulkhead {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match self.0.try_acquire() {
+            Ok(permit) => {
+                let v = match op(fail) {
+                    Ok(_) => Verdict::Ok,
+                    Err(_) => Verdict::Failed,
+                };
+                drop(permit);
+                v
+            }
+            Err(_) => Verdict::Rejected,
+        }
+    }
+}
+
+impl Subject for FuseboxBulkhead {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
+    }
+}
+
+fn fusebox_bulkhead(limit: usize) -> Option<Box<dyn Subject>> {
+    Some(Box::new(FuseboxBulkhead(fusebox::Bulkhead::new(limit))))
+}
