@@ -35,7 +35,7 @@ pub(crate) fn spin_wait() {
 }
 
 /// How many cells a [`Striped`] counter spreads its writers over.
-const STRIPES: usize = 4;
+pub(crate) const STRIPES: usize = 4;
 
 /// One atomic per cache line (128 bytes: adjacent-line prefetchers pull pairs).
 #[derive(Debug, Default)]
@@ -79,7 +79,7 @@ impl Striped {
 /// The calling thread's stripe, handed out round-robin on first use.
 #[cfg(not(loom))]
 #[inline]
-fn stripe() -> usize {
+pub(crate) fn stripe() -> usize {
     use std::cell::Cell;
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     thread_local! {
@@ -101,6 +101,6 @@ fn stripe() -> usize {
 /// cell keeps the models small and still checks the protocol.
 #[cfg(loom)]
 #[inline]
-fn stripe() -> usize {
+pub(crate) fn stripe() -> usize {
     0
 }

@@ -746,3 +746,20 @@ fn full_window_of_successes_still_slides_when_failures_come() {
     );
     assert_eq!(s.state, State::Open);
 }
+
+#[test]
+fn time_window_success_completing_min_calls_trips() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .time_window(Duration::from_secs(10))
+        .min_calls(4)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        fail(&b).unwrap_err();
+    }
+    assert_eq!(b.state(), State::Closed, "3 calls < min_calls");
+    ok(&b).unwrap(); // 3 of 4 failed
+    assert_eq!(b.state(), State::Open);
+}

@@ -158,3 +158,33 @@ fn windowed_breaker_totals_stay_consistent_under_contention() {
     let s = b.snapshot();
     assert_eq!((s.calls, s.failures), (64, 0));
 }
+
+#[test]
+fn time_window_counts_every_call_from_every_thread() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(1.0)
+        .time_window(Duration::from_secs(60))
+        .min_calls(1_000_000) // never trips: only the counting is under test
+        .clock(ManualClock::new()) // time stands still: no bucket expires
+        .build()
+        .unwrap();
+    let failures = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (b, failures) = (b.clone(), &failures);
+            s.spawn(move || {
+                let mut next = rng(t as u64 + 7);
+                for _ in 0..5_000 {
+                    let fail = next() % 4 == 0;
+                    if fail {
+                        failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let _ = b.call(|| if fail { Err(()) } else { Ok(()) });
+                }
+            });
+        }
+    });
+    let s = b.snapshot();
+    assert_eq!(s.calls, (THREADS * 5_000) as u64);
+    assert_eq!(s.failures, failures.load(Ordering::Relaxed) as u64);
+}

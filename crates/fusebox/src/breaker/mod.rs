@@ -103,6 +103,9 @@ impl Inner {
     #[inline(never)]
     fn acquire_slow(&self) -> Result<Ticket, Rejected> {
         let now = self.now();
+        if let Some(rejected) = self.core.reject_fast(now) {
+            return Err(self.rejected(rejected));
+        }
         let (result, transition) = self.core.admit(now);
         self.emit(transition);
         match result {
@@ -112,13 +115,15 @@ impl Inner {
                 }
                 Ok(ticket)
             }
-            Err(rejected) => {
-                for l in self.listeners.iter() {
-                    l.on_rejected(&rejected);
-                }
-                Err(rejected)
-            }
+            Err(rejected) => Err(self.rejected(rejected)),
         }
+    }
+
+    fn rejected(&self, rejected: Rejected) -> Rejected {
+        for l in self.listeners.iter() {
+            l.on_rejected(&rejected);
+        }
+        rejected
     }
 
     #[inline]
@@ -273,7 +278,18 @@ impl CircuitBreaker {
         guard.running = true; // a panic out of `f` drops the guard with this set
         let result = f();
         guard.running = false;
-        guard.finish(classify(&result));
+        let outcome = classify(&result);
+        // The hot path, judged on the local `ticket` (kept in registers)
+        // rather than on the guard's copy (kept in memory for unwinding),
+        // whose narrow stores a wide reload would stall on.
+        if self.inner.quiet
+            && outcome == Outcome::Success
+            && self.inner.core.success_is_noop(&ticket)
+        {
+            guard.done = true;
+            return result.map_err(Error::Inner);
+        }
+        guard.finish(outcome);
         result.map_err(Error::Inner)
     }
 

@@ -287,6 +287,23 @@ impl Core {
             && self.consecutive.load(Ordering::Relaxed) == tagged(ticket.generation, 0)
     }
 
+    /// The open path: a rejection decided from the word and the open period
+    /// alone (small enough to come back in registers). `None` means "ask
+    /// [`Core::admit`]".
+    #[inline]
+    pub(crate) fn reject_fast(&self, now: Nanos) -> Option<Rejected> {
+        let w = self.load();
+        match w.state() {
+            State::ForcedOpen => Some(self.reject(State::ForcedOpen, None)),
+            State::Open => {
+                // Relaxed: ordered after the Acquire load of the word (see `load`).
+                let until = self.open_until.load(Ordering::Relaxed);
+                (now < until).then(|| self.reject(State::Open, Some(until - now)))
+            }
+            _ => None,
+        }
+    }
+
     /// Full admission at `now`.
     pub(crate) fn admit(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
         let w = self.load();

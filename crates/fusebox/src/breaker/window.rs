@@ -2,7 +2,7 @@
 //! time (buckets). Both are lock-free and O(1) per call: they keep running
 //! totals, adjusted by exactly what each record adds and what it pushes out.
 
-use crate::sync::{AtomicI64, AtomicU64, AtomicU8, Ordering};
+use crate::sync::{stripe, AtomicI64, AtomicU64, AtomicU8, Ordering, Padded, STRIPES};
 
 /// Totals of a window at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -166,23 +166,48 @@ impl CountWindow {
     }
 }
 
+/// One thread stripe's call counts: a running total and one count per bucket.
+#[derive(Debug)]
+struct StripeCalls {
+    sum: AtomicI64,
+    buckets: Box<[AtomicI64]>,
+}
+
 /// The calls of the last `width * n` of time, in `n` buckets.
+///
+/// Call counts are striped per thread (every call adds one, so a single
+/// counter would bounce between cores on every call); failure and slow counts
+/// are shared and, in a healthy system, read-mostly. A plain success whose
+/// window holds no failure and no slow call cannot trip, so it never reads
+/// the other threads' call counts.
 #[derive(Debug)]
 pub(crate) struct TimeWindow {
     width: u64,
-    buckets: Box<[Sums]>,
+    n: usize,
     /// The newest bucket epoch (`now / width`) seen so far.
-    head: AtomicU64,
-    sums: Sums,
+    head: Padded<AtomicU64>,
+    calls: Box<[Padded<StripeCalls>]>,
+    /// Failures and slow calls per bucket (their `calls` fields are unused).
+    buckets: Box<[Sums]>,
+    sums: Padded<Sums>,
 }
 
 impl TimeWindow {
     pub(crate) fn new(span: u64, n: usize) -> Self {
         TimeWindow {
             width: (span / n as u64).max(1),
+            n,
+            head: Padded(AtomicU64::new(0)),
+            calls: (0..STRIPES)
+                .map(|_| {
+                    Padded(StripeCalls {
+                        sum: AtomicI64::new(0),
+                        buckets: (0..n).map(|_| AtomicI64::new(0)).collect(),
+                    })
+                })
+                .collect(),
             buckets: (0..n).map(|_| Sums::new()).collect(),
-            head: AtomicU64::new(0),
-            sums: Sums::new(),
+            sums: Padded(Sums::new()),
         }
     }
 
@@ -193,22 +218,28 @@ impl TimeWindow {
     fn advance(&self, epoch: u64) {
         // Relaxed: head only decides who empties which buckets; the buckets'
         // own atomic swaps keep the totals exact.
-        let mut head = self.head.load(Ordering::Relaxed);
+        let mut head = self.head.0.load(Ordering::Relaxed);
         while epoch > head {
-            match self
-                .head
-                .compare_exchange_weak(head, epoch, Ordering::Relaxed, Ordering::Relaxed)
-            {
+            match self.head.0.compare_exchange_weak(
+                head,
+                epoch,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => {
-                    let n = self.buckets.len() as u64;
+                    let n = self.n as u64;
                     let first = (head + 1).max(epoch.saturating_sub(n - 1));
                     for e in first..=epoch {
-                        let b = &self.buckets[(e % n) as usize];
-                        // Take each count out of the bucket and out of the totals.
-                        let c = b.calls.swap(0, Ordering::Relaxed);
+                        let i = (e % n) as usize;
+                        // Take each count out of its bucket and out of the totals.
+                        for stripe in self.calls.iter() {
+                            let c = stripe.0.buckets[i].swap(0, Ordering::Relaxed);
+                            stripe.0.sum.fetch_sub(c, Ordering::Relaxed);
+                        }
+                        let b = &self.buckets[i];
                         let f = b.failures.swap(0, Ordering::Relaxed);
                         let s = b.slow.swap(0, Ordering::Relaxed);
-                        self.sums.add(-c, -f, -s);
+                        self.sums.0.add(0, -f, -s);
                     }
                     return;
                 }
@@ -217,28 +248,62 @@ impl TimeWindow {
         }
     }
 
-    pub(crate) fn record(&self, now: u64, failed: bool, slow: bool) -> Totals {
+    fn calls(&self) -> u64 {
+        // Relaxed: statistics (see `Sums`).
+        let total: i64 = self
+            .calls
+            .iter()
+            .map(|s| s.0.sum.load(Ordering::Relaxed))
+            .sum();
+        u64::try_from(total).unwrap_or(0)
+    }
+
+    /// Records one call; returns the totals unless the window holds no
+    /// failure and no slow call (then nothing can trip).
+    pub(crate) fn record(&self, now: u64, failed: bool, slow: bool) -> Option<Totals> {
         let epoch = now / self.width;
         self.advance(epoch);
-        let b = &self.buckets[(epoch % self.buckets.len() as u64) as usize];
-        let (c, f, s) = (1, i64::from(failed), i64::from(slow));
+        let i = (epoch % self.n as u64) as usize;
+        let mine = &self.calls[stripe() % self.calls.len()].0;
         // Totals first, bucket second: an emptying racing us then subtracts at
         // most what was added, so the totals never dip below the buckets' sum.
-        self.sums.add(c, f, s);
-        b.add(c, f, s);
-        self.sums.read()
+        // Relaxed: statistics (see `Sums`).
+        mine.sum.fetch_add(1, Ordering::Relaxed);
+        mine.buckets[i].fetch_add(1, Ordering::Relaxed);
+        let (f, s) = (i64::from(failed), i64::from(slow));
+        if failed || slow {
+            self.sums.0.add(0, f, s);
+            self.buckets[i].add(0, f, s);
+        }
+        let t = self.sums.0.read();
+        if t.failures == 0 && t.slow == 0 {
+            return None;
+        }
+        Some(Totals {
+            calls: self.calls(),
+            ..t
+        })
     }
 
     pub(crate) fn totals(&self, now: u64) -> Totals {
         self.advance(now / self.width);
-        self.sums.read()
+        Totals {
+            calls: self.calls(),
+            ..self.sums.0.read()
+        }
     }
 
     pub(crate) fn clear(&self) {
+        for stripe in self.calls.iter() {
+            for b in stripe.0.buckets.iter() {
+                b.store(0, Ordering::Relaxed);
+            }
+            stripe.0.sum.store(0, Ordering::Relaxed);
+        }
         for b in self.buckets.iter() {
             b.clear();
         }
-        self.sums.clear();
+        self.sums.0.clear();
     }
 }
 
@@ -277,7 +342,7 @@ impl Window {
     ) -> Option<Totals> {
         match self {
             Window::Count(w) => w.record_at(claim, failed, slow),
-            Window::Time(w) => Some(w.record(now, failed, slow)),
+            Window::Time(w) => w.record(now, failed, slow),
         }
     }
     pub(crate) fn totals(&self, now: u64) -> Totals {
