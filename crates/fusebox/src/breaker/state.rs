@@ -238,7 +238,9 @@ impl Core {
     pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
         let window = settings.policy.window.map(|spec| match spec {
             WindowSpec::Count(n) => Window::Count(CountWindow::new(n)),
-            WindowSpec::Time { span, buckets } => Window::Time(TimeWindow::new(span, buckets)),
+            WindowSpec::Time { span, buckets } => {
+                Window::Time(Box::new(TimeWindow::new(span, buckets)))
+            }
         });
         Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),

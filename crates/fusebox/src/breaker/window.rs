@@ -311,7 +311,7 @@ impl TimeWindow {
 #[derive(Debug)]
 pub(crate) enum Window {
     Count(CountWindow),
-    Time(TimeWindow),
+    Time(Box<TimeWindow>),
 }
 
 impl Window {
