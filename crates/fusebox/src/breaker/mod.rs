@@ -106,7 +106,10 @@ impl Inner {
         if let Some(rejected) = self.core.reject_fast(now) {
             return Err(self.rejected(rejected));
         }
-        let (result, transition) = self.core.admit(now);
+        let (result, transition) = match self.core.admit_fast() {
+            Some(ticket) => (Ok(ticket), None),
+            None => self.core.admit(now),
+        };
         self.emit(transition);
         match result {
             Ok(mut ticket) => {
@@ -126,14 +129,18 @@ impl Inner {
         rejected
     }
 
+    /// The hot path: a success in a closed period with no failure pending
+    /// changes nothing and tells no one.
+    #[inline(always)]
+    fn settles_silently(&self, ticket: &Ticket, outcome: Outcome) -> bool {
+        self.quiet && outcome == Outcome::Success && self.core.success_is_noop(ticket)
+    }
+
     #[inline]
     pub(crate) fn finish(&self, ticket: Ticket, outcome: Outcome) {
-        // The hot path: a success in a closed period with no failure pending
-        // changes nothing and tells no one.
-        if self.quiet && outcome == Outcome::Success && self.core.success_is_noop(&ticket) {
-            return;
+        if !self.settles_silently(&ticket, outcome) {
+            self.finish_slow(ticket, outcome)
         }
-        self.finish_slow(ticket, outcome)
     }
 
     #[inline(never)]
@@ -282,10 +289,7 @@ impl CircuitBreaker {
         // The hot path, judged on the local `ticket` (kept in registers)
         // rather than on the guard's copy (kept in memory for unwinding),
         // whose narrow stores a wide reload would stall on.
-        if self.inner.quiet
-            && outcome == Outcome::Success
-            && self.inner.core.success_is_noop(&ticket)
-        {
+        if self.inner.settles_silently(&ticket, outcome) {
             guard.done = true;
             return result.map_err(Error::Inner);
         }

@@ -28,7 +28,9 @@ pub(crate) struct TripPolicy {
 impl TripPolicy {
     /// Whether the window's totals call for a trip, and why.
     pub(crate) fn rate_trip(&self, t: &Totals) -> Option<Reason> {
-        if t.calls < self.min_calls || t.calls == 0 {
+        // min_calls is at least 1 (the builder checks), so no rate is ever
+        // judged on an empty window.
+        if t.calls < self.min_calls {
             return None;
         }
         if let Some(r) = self.failure_rate {

@@ -290,8 +290,8 @@ impl Core {
     }
 
     /// The open path: a rejection decided from the word and the open period
-    /// alone (small enough to come back in registers). `None` means "ask
-    /// [`Core::admit`]".
+    /// alone, without the lock (small enough to come back in registers).
+    /// `None` means "ask [`Core::admit`]".
     #[inline]
     pub(crate) fn reject_fast(&self, now: Nanos) -> Option<Rejected> {
         let w = self.load();
@@ -306,38 +306,16 @@ impl Core {
         }
     }
 
-    /// Full admission at `now`.
-    pub(crate) fn admit(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
-        let w = self.load();
-        let ticket = |kind| Ticket {
-            generation: w.generation(),
-            kind,
-            start: NO_START,
-        };
-        match w.state() {
-            State::Closed => (Ok(ticket(Kind::Normal)), None),
-            State::Disabled => (Ok(ticket(Kind::Bypass)), None),
-            State::ForcedOpen => (Err(self.reject(State::ForcedOpen, None)), None),
-            State::Open => {
-                // Relaxed: ordered after the Acquire load of the word (see `load`).
-                let until = self.open_until.load(Ordering::Relaxed);
-                if now < until {
-                    (Err(self.reject(State::Open, Some(until - now))), None)
-                } else {
-                    self.admit_locked(now)
-                }
-            }
-            _ => self.admit_locked(now),
-        }
-    }
-
     fn reject(&self, state: State, retry_after: Option<Nanos>) -> Rejected {
         // Relaxed: a statistic.
         self.rejected.mine().fetch_add(1, Ordering::Relaxed);
         Rejected::new(state, retry_after)
     }
 
-    fn admit_locked(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
+    /// Admission under the lock, for whatever [`Core::admit_fast`] and
+    /// [`Core::reject_fast`] could not decide: the lazy Open -> HalfOpen
+    /// step, probe slots, and any state that changed in between.
+    pub(crate) fn admit(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
         let mut slow = lock(&self.slow);
         let (w, transition) = self.cool_down(&mut slow, now);
         let ticket = |kind| Ticket {
