@@ -651,11 +651,6 @@ where
         self.next_delay(backoff, attempt, self.decide(err))
     }
 
-    /// The sync sleeper.
-    pub(crate) fn sleeper(&self) -> &dyn Sleep {
-        &*self.sleeper
-    }
-
     /// The wait before the next attempt, or `None` to stop. Takes a budget
     /// token only when everything else allows the retry.
     fn next_delay(&self, backoff: &mut B, attempt: u32, decision: Decision) -> Option<Duration> {
