@@ -562,10 +562,7 @@ where
         P: RetryIf<E::Inner>,
         S: AsyncSleep,
     {
-        if let Some(b) = &self.budget {
-            b.deposit();
-        }
-        let mut backoff = self.backoff.clone();
+        let mut backoff = self.begin();
         let mut attempt = 1;
         loop {
             let err = match op().await {
@@ -610,10 +607,7 @@ where
         F: FnMut() -> Result<T, E>,
         D: Fn(&E) -> Decision,
     {
-        if let Some(b) = &self.budget {
-            b.deposit();
-        }
-        let mut backoff = self.backoff.clone();
+        let mut backoff = self.begin();
         let mut attempt = 1;
         loop {
             let err = match op() {
