@@ -569,7 +569,7 @@ where
                 Ok(v) => return Ok(v),
                 Err(e) => e,
             };
-            match self.next_delay(&mut backoff, attempt, self.decide(&err)) {
+            match self.after_failure(&mut backoff, attempt, &err) {
                 Some(d) => sleeper.sleep(d).await,
                 None => return Err(err),
             }
