@@ -722,9 +722,9 @@ where
         };
         match self.timeout {
             None => fut.await.map_err(PipelineError::Failed),
-            Some(limit) => match tokio::time::timeout(limit, fut).await {
+            Some(limit) => match crate::timeout::timeout(limit, fut).await {
                 Ok(r) => r.map_err(PipelineError::Failed),
-                Err(_) => Err(PipelineError::TimedOut(Elapsed::new(limit))),
+                Err(elapsed) => Err(PipelineError::TimedOut(elapsed)),
             },
         }
     }
