@@ -219,11 +219,7 @@ impl Bulkhead {
     /// drop(permit);
     /// ```
     pub fn try_acquire(&self) -> Result<BulkheadPermit, BulkheadFull> {
-        if self.inner.try_take() {
-            Ok(self.permit())
-        } else {
-            Err(self.reject(Duration::ZERO))
-        }
+        self.take_now().map(|()| self.permit())
     }
 
     /// Runs `f` if a slot is free, holding the slot until `f` returns or
@@ -281,8 +277,13 @@ impl Bulkhead {
     }
 
     fn try_slot(&self) -> Result<Slot<'_>, BulkheadFull> {
+        self.take_now().map(|()| Slot(&self.inner))
+    }
+
+    /// Takes a slot if one is free, never waiting.
+    fn take_now(&self) -> Result<(), BulkheadFull> {
         if self.inner.try_take() {
-            Ok(Slot(&self.inner))
+            Ok(())
         } else {
             Err(self.reject(Duration::ZERO))
         }

@@ -513,21 +513,7 @@ where
     {
         let result = match &self.retry {
             None => self.attempt(&mut op),
-            Some(retry) => {
-                let mut backoff = retry.begin();
-                let mut attempt = 1;
-                loop {
-                    let err = match self.attempt(&mut op) {
-                        Ok(v) => break Ok(v),
-                        Err(e) => e,
-                    };
-                    match retry.after_failure(&mut backoff, attempt, &err) {
-                        Some(d) => retry.sleeper().sleep(d),
-                        None => break Err(err),
-                    }
-                    attempt += 1;
-                }
-            }
+            Some(retry) => retry.call(|| self.attempt(&mut op)),
         };
         result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
     }
@@ -676,21 +662,7 @@ where
     {
         let result = match &self.retry {
             None => self.attempt_async(op()).await,
-            Some(retry) => {
-                let mut backoff = retry.begin();
-                let mut attempt = 1;
-                loop {
-                    let err = match self.attempt_async(op()).await {
-                        Ok(v) => break Ok(v),
-                        Err(e) => e,
-                    };
-                    match retry.after_failure(&mut backoff, attempt, &err) {
-                        Some(d) => tokio::time::sleep(d).await,
-                        None => break Err(err),
-                    }
-                    attempt += 1;
-                }
-            }
+            Some(retry) => retry.call_async(|| self.attempt_async(op())).await,
         };
         result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
     }
@@ -750,9 +722,9 @@ where
         };
         match self.timeout {
             None => fut.await.map_err(PipelineError::Failed),
-            Some(limit) => match tokio::time::timeout(limit, fut).await {
+            Some(limit) => match crate::timeout::timeout(limit, fut).await {
                 Ok(r) => r.map_err(PipelineError::Failed),
-                Err(_) => Err(PipelineError::TimedOut(Elapsed::new(limit))),
+                Err(elapsed) => Err(PipelineError::TimedOut(elapsed)),
             },
         }
     }

@@ -300,10 +300,10 @@ mod with_tokio {
         where
             F: Future<Output = Result<T, E>>,
         {
-            match tokio::time::timeout(self.after, fut).await {
+            match timeout(self.after, fut).await {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => Err(TimeoutError::Inner(e)),
-                Err(_) => Err(TimeoutError::Elapsed(Elapsed::new(self.after))),
+                Err(elapsed) => Err(TimeoutError::Elapsed(elapsed)),
             }
         }
 

@@ -562,17 +562,14 @@ where
         P: RetryIf<E::Inner>,
         S: AsyncSleep,
     {
-        if let Some(b) = &self.budget {
-            b.deposit();
-        }
-        let mut backoff = self.backoff.clone();
+        let mut backoff = self.begin();
         let mut attempt = 1;
         loop {
             let err = match op().await {
                 Ok(v) => return Ok(v),
                 Err(e) => e,
             };
-            match self.next_delay(&mut backoff, attempt, self.decide(&err)) {
+            match self.after_failure(&mut backoff, attempt, &err) {
                 Some(d) => sleeper.sleep(d).await,
                 None => return Err(err),
             }
@@ -610,10 +607,7 @@ where
         F: FnMut() -> Result<T, E>,
         D: Fn(&E) -> Decision,
     {
-        if let Some(b) = &self.budget {
-            b.deposit();
-        }
-        let mut backoff = self.backoff.clone();
+        let mut backoff = self.begin();
         let mut attempt = 1;
         loop {
             let err = match op() {
@@ -649,11 +643,6 @@ where
         P: RetryIf<E::Inner>,
     {
         self.next_delay(backoff, attempt, self.decide(err))
-    }
-
-    /// The sync sleeper.
-    pub(crate) fn sleeper(&self) -> &dyn Sleep {
-        &*self.sleeper
     }
 
     /// The wait before the next attempt, or `None` to stop. Takes a budget

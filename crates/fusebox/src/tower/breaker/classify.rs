@@ -1,3 +1,4 @@
+use crate::fallback::PolicyError;
 use crate::Outcome;
 use std::any::Any;
 
@@ -86,7 +87,7 @@ pub(crate) fn is_local_refusal<E: 'static>(err: &E) -> bool {
         return true;
     }
     match any.downcast_ref::<crate::tower::BoxError>() {
-        Some(boxed) => boxed.is::<crate::Rejected>() || boxed.is::<crate::BulkheadFull>(),
+        Some(boxed) => boxed.cause().is_refusal(),
         None => false,
     }
 }
