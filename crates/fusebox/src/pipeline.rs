@@ -125,10 +125,7 @@ impl<E> PipelineError<E> {
     /// assert!(!fusebox::PipelineError::Failed(()).is_refusal());
     /// ```
     pub fn is_refusal(&self) -> bool {
-        matches!(
-            self,
-            PipelineError::Rejected(_) | PipelineError::BulkheadFull(_)
-        )
+        self.cause().is_refusal()
     }
 }
 
