@@ -104,13 +104,17 @@ impl StrategyKind {
     /// Sets the strategy parameter `name` (a strategy key, as in scenario files)
     /// for a sweep. `Ok(false)`: this kind has no such parameter.
     pub fn set_param(&mut self, name: &str, value: ParamValue) -> Result<bool, String> {
-        match (self, name) {
+        match (&mut *self, name) {
             (StrategyKind::Seed(c), "failures") => c.failures = value.count(name, 1)?,
             (StrategyKind::Seed(c), "open_for") => c.open_for = value.duration(name)?,
             (StrategyKind::Fusebox(c), "open_for") => c.open_for = value.duration(name)?,
             (StrategyKind::Fusebox(c), "probes") => c.probes = value.count(name, 1)?,
             (StrategyKind::Fusebox(c), "successes") => c.successes = value.count(name, 1)?,
-            (StrategyKind::Fusebox(c), "min_calls") => c.min_calls = Some(value.count(name, 1)?),
+            // As in scenario files, `min_calls` belongs to the rate policies only.
+            (StrategyKind::Fusebox(c), "min_calls") => match c.policy {
+                FuseboxPolicy::Consecutive { .. } => return Ok(false),
+                _ => c.min_calls = Some(value.count(name, 1)?),
+            },
             (StrategyKind::Fusebox(c), "failures") => match &mut c.policy {
                 FuseboxPolicy::Consecutive { failures } => *failures = value.count(name, 1)?,
                 _ => return Ok(false),
@@ -138,6 +142,12 @@ impl StrategyKind {
             (StrategyKind::Peer(c), "failures") => c.failures = value.count(name, 1)?,
             (StrategyKind::Peer(c), "open_for") => c.open_for = value.duration(name)?,
             _ => return Ok(false),
+        }
+        // A value can contradict the strategy's other keys (`min_calls` above
+        // `window_calls`, say): reject it here, as loading the scenario would,
+        // rather than when the run builds the breaker.
+        if let StrategyKind::Fusebox(c) = self {
+            c.check().map_err(|e| e.to_string())?;
         }
         Ok(true)
     }
@@ -211,6 +221,15 @@ impl FuseboxConfig {
             Some(m) => b.min_calls(m),
             None => b,
         }
+    }
+
+    /// Whether fusebox accepts this configuration (by building it once on a
+    /// throwaway clock).
+    pub fn check(&self) -> Result<(), fusebox::ConfigError> {
+        self.builder()
+            .clock(fusebox::ManualClock::new())
+            .build()
+            .map(drop)
     }
 }
 
@@ -305,8 +324,9 @@ pub struct FuseboxGuard {
 }
 
 impl FuseboxGuard {
-    /// Builds the breaker. The configuration was validated when the scenario
-    /// was loaded (by building it once), so this cannot fail.
+    /// Builds the breaker. The configuration was checked when the scenario
+    /// was loaded or a sweep set one of its keys ([`FuseboxConfig::check`]),
+    /// so this cannot fail.
     pub fn new(config: &FuseboxConfig, clock: &LabClock) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&log);
@@ -323,7 +343,7 @@ impl FuseboxGuard {
                 });
         // Instrumented for `run --serve` when serving.
         let breaker = crate::serve::build(builder)
-            .expect("fusebox configuration validated when the scenario was loaded");
+            .expect("fusebox configuration checked when loaded or swept");
         FuseboxGuard { breaker, log }
     }
 }
@@ -691,7 +711,7 @@ impl RawStrategy {
         };
         // Let fusebox validate the whole configuration now, so a bad one is an
         // input error naming the key rather than a failure during the run.
-        if let Err(e) = config.builder().clock(fusebox::ManualClock::new()).build() {
+        if let Err(e) = config.check() {
             let (key, span) = match e.field() {
                 "consecutive_failures" => ("failures", self.failures.as_ref().map(|s| s.span())),
                 "failure_rate" => ("rate", self.rate.as_ref().map(|s| s.span())),

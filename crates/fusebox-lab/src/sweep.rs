@@ -305,6 +305,24 @@ mod tests {
     }
 
     #[test]
+    fn values_fusebox_rejects_are_input_errors_not_panics() {
+        // `min_calls` does not apply to the consecutive policy, as in files.
+        let sc = &Scenario::embedded()[0];
+        assert!(apply(sc, "min_calls", ParamValue::Num(5.0)).is_err());
+        // `min_calls` above the 20-call window: fusebox refuses the config.
+        let sc = Scenario::parse(
+            "rate-vs-consecutive.toml",
+            include_str!("../scenarios/rate-vs-consecutive.toml"),
+        )
+        .unwrap();
+        assert!(apply(&sc, "min_calls", ParamValue::Num(20.0)).is_ok());
+        let err = apply(&sc, "min_calls", ParamValue::Num(21.0)).unwrap_err();
+        assert!(err.contains("min_calls"), "{err}");
+        let sweep = Sweep::parse("min_calls=10..30:10").unwrap();
+        assert!(run(&sc, &sweep, Mode::Virtual, || {}).is_err());
+    }
+
+    #[test]
     fn sweep_rows_are_runs_of_the_modified_scenario() {
         let sc = &Scenario::embedded()[0];
         let sweep = Sweep::parse("open_for=0.1s..1s:0.3s").unwrap();

@@ -466,8 +466,9 @@ impl Alerts {
                 e.1 &= b.open_since.is_some();
             }
         }
+        // Each entry holds at least the breaker that created it.
         for (service, (breakers, all_open)) in services {
-            if all_open && !breakers.is_empty() {
+            if all_open {
                 let a = Alert::ServiceDown {
                     service: service.to_owned(),
                     breakers,
