@@ -1558,41 +1558,25 @@ impl Fusebox {
         if let Some(e) = read(&self.inner.breakers).get(name) {
             return read(&e.current).breaker.clone();
         }
-        let config = read(&self.inner.config).breaker_config(name);
+        let mut config = read(&self.inner.config).breaker_config(name);
         let slot = Arc::new(OnceLock::new());
         let breaker = match self.inner.build(name, &config, slot.clone()) {
             Ok(b) => b,
             // Configs are validated when accepted, so this is unreachable in
-            // practice; fall back to a core-default breaker rather than panic.
+            // practice; fall back to the core defaults (instrumented like any
+            // other breaker) rather than panic.
             Err(_) => {
-                let fallback = BreakerConfig {
+                config = BreakerConfig {
                     tags: config.tags.clone(),
                     ..BreakerConfig::default()
                 };
-                return self.fallback(name, fallback, slot);
+                match self.inner.build(name, &config, slot.clone()) {
+                    Ok(b) => b,
+                    Err(_) => unreachable!("the core's default config is valid"),
+                }
             }
         };
         self.insert(name, Installed { breaker, config }, slot)
-    }
-
-    fn fallback(
-        &self,
-        name: &str,
-        config: BreakerConfig,
-        slot: Arc<OnceLock<Weak<Entry>>>,
-    ) -> CircuitBreaker {
-        let mut b = CircuitBreaker::builder()
-            .name(name)
-            .listener(EntryListener {
-                entry: slot.clone(),
-            });
-        if let Some(clock) = &self.inner.clock {
-            b = b.clock(clock.clone());
-        }
-        match b.build() {
-            Ok(breaker) => self.insert(name, Installed { breaker, config }, slot),
-            Err(_) => unreachable!("the core's default config is valid"),
-        }
     }
 
     fn insert(
