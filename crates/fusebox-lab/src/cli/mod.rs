@@ -7,7 +7,7 @@
 
 mod run;
 pub mod serve;
-mod sweep;
+pub mod sweep;
 
 use crate::engine::Mode;
 use clap::{Parser, Subcommand};
@@ -140,4 +140,3 @@ enum CliError {
     /// Exit 1: a report could not be written.
     Io(String),
 }
-

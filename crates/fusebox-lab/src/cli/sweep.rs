@@ -43,7 +43,7 @@ pub fn run(
 }
 
 /// The `sweep` subcommand.
-pub fn cmd_sweep(path: &Path, param: &str, mode: Mode, quiet: bool) -> Result<(), CliError> {
+pub(super) fn cmd_sweep(path: &Path, param: &str, mode: Mode, quiet: bool) -> Result<(), CliError> {
     let scenario = Scenario::load(path).map_err(|e| CliError::BadInput(e.to_string()))?;
     peers::check(&scenario, mode).map_err(CliError::BadInput)?;
     let sweep = Sweep::parse(param).map_err(CliError::BadInput)?;
@@ -55,4 +55,3 @@ pub fn cmd_sweep(path: &Path, param: &str, mode: Mode, quiet: bool) -> Result<()
     print!("{}", render(&scenario, &sweep, &rows));
     Ok(())
 }
-

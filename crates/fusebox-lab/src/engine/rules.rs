@@ -45,7 +45,10 @@ pub(super) fn start_attempt(
         }
         Admission::Call(ticket) => {
             r.attempts += 1;
-            Some((ticket, scenario.downstream.plan(now, scenario.client.timeout)))
+            Some((
+                ticket,
+                scenario.downstream.plan(now, scenario.client.timeout),
+            ))
         }
     }
 }

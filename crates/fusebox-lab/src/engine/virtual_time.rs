@@ -94,25 +94,28 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
         }
 
         // 3. Starts: retries first, then idle workers take queued requests.
-        let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| {
-            match start_attempt(scenario, guard.as_ref(), &mut requests[request], t) {
-                None => workers[w] = Worker::Idle,
-                Some((ticket, plan)) => {
-                    seq += 1;
-                    calls.push(CallRecord {
-                        request,
-                        start: t,
-                        end: t + plan.duration,
-                        result: plan.result,
-                    });
-                    workers[w] = Worker::Busy(Busy {
-                        request,
-                        seq,
-                        end: t + plan.duration,
-                        result: plan.result,
-                        ticket,
-                    });
-                }
+        let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| match start_attempt(
+            scenario,
+            guard.as_ref(),
+            &mut requests[request],
+            t,
+        ) {
+            None => workers[w] = Worker::Idle,
+            Some((ticket, plan)) => {
+                seq += 1;
+                calls.push(CallRecord {
+                    request,
+                    start: t,
+                    end: t + plan.duration,
+                    result: plan.result,
+                });
+                workers[w] = Worker::Busy(Busy {
+                    request,
+                    seq,
+                    end: t + plan.duration,
+                    result: plan.result,
+                    ticket,
+                });
             }
         };
         for w in 0..workers.len() {

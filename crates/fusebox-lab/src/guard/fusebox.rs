@@ -117,7 +117,12 @@ impl Breakers {
     /// The guard of one run: the breaker `name` built from `config`. A name
     /// already taken (the same scenario run twice) gets `#2`, `#3`, ...: each
     /// run starts with a fresh breaker.
-    pub(super) fn guard(&self, name: &str, config: &BreakerConfig, clock: &LabClock) -> FuseboxGuard {
+    pub(super) fn guard(
+        &self,
+        name: &str,
+        config: &BreakerConfig,
+        clock: &LabClock,
+    ) -> FuseboxGuard {
         let mut unique = name.to_string();
         let mut k = 1;
         while self.registry.get(&unique).is_some() {

@@ -165,4 +165,3 @@ impl Guard for NoGuard {
         Vec::new()
     }
 }
-

@@ -441,9 +441,9 @@ mod imp {
 mod tests {
     use super::*;
     #[cfg(feature = "peers")]
-    use crate::scenario::CallResult;
-    #[cfg(feature = "peers")]
     use crate::guard::{Admission, Guard};
+    #[cfg(feature = "peers")]
+    use crate::scenario::CallResult;
     use std::time::{Duration, Instant};
 
     fn real() -> LabClock {

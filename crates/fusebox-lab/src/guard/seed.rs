@@ -154,7 +154,6 @@ impl Ticket for SeedTicket {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,4 +238,3 @@ mod tests {
         assert_eq!(b.transitions().len(), 2);
     }
 }
-

@@ -50,12 +50,7 @@ pub fn figures(scenario: &Scenario, spec: &StrategySpec) -> Option<ArticleFigure
     EMBEDDED
         .iter()
         .zip(Scenario::embedded())
-        .find(|(_, e)| {
-            scenario.same_setup(e)
-                && e.strategies
-                    .iter()
-                    .any(|s| s.kind == spec.kind)
-        })
+        .find(|(_, e)| scenario.same_setup(e) && e.strategies.iter().any(|s| s.kind == spec.kind))
         .and_then(|((file, _), _)| published(file.trim_end_matches(".toml"), spec.kind.as_str()))
 }
 

@@ -286,7 +286,11 @@ fn window_bars(report: &ScenarioReport) -> String {
 fn legend() -> String {
     let mut out = String::from("<p class=legend>");
     for (_, label, c) in OUTCOMES {
-        let _ = write!(out, r#"<span><i style="background:{c}"></i>{}</span>"#, esc(label));
+        let _ = write!(
+            out,
+            r#"<span><i style="background:{c}"></i>{}</span>"#,
+            esc(label)
+        );
     }
     let _ = write!(
         out,
@@ -332,7 +336,12 @@ fn figures_table(report: &ScenarioReport) -> String {
     let mut out = String::from("<table class=figures>");
     header_row(&mut out, &cols);
     for f in FIGURES {
-        row(&mut out, f.label, &cols, cols.iter().map(|c| esc(&c.cell(f).text())));
+        row(
+            &mut out,
+            f.label,
+            &cols,
+            cols.iter().map(|c| esc(&c.cell(f).text())),
+        );
     }
     row(
         &mut out,

@@ -188,7 +188,10 @@ pub const FIGURES: &[Figure] = &[
         label: "recovery lag s",
         json: Some("recovery_lag_s"),
         ours: |s| opt(s.recovery_lag, Cell::Secs),
-        article: |a| a.recovery_lag_s.map_or(Cell::Blank, |x| Cell::Published(x, 2)),
+        article: |a| {
+            a.recovery_lag_s
+                .map_or(Cell::Blank, |x| Cell::Published(x, 2))
+        },
     },
 ];
 

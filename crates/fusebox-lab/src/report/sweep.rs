@@ -73,4 +73,3 @@ pub fn render(scenario: &Scenario, sweep: &Sweep, rows: &[Row]) -> String {
     }
     out
 }
-

@@ -34,7 +34,9 @@ pub fn parse_value(s: &str) -> Result<Duration, String> {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if t.starts_with('-') {
-        return Err(format!("duration {s:?} is negative (write e.g. \"150ms\" or \"1.5s\")"));
+        return Err(format!(
+            "duration {s:?} is negative (write e.g. \"150ms\" or \"1.5s\")"
+        ));
     }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -93,7 +95,6 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +120,4 @@ mod tests {
             assert_eq!(parse_duration(&format_duration(parsed)), Ok(parsed));
         }
     }
-
 }

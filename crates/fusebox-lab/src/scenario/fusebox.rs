@@ -152,7 +152,11 @@ impl Table<'_> {
 
 /// Sets the lab key `name` of a fusebox strategy for a sweep.
 /// `Ok(false)`: this strategy's policy has no such key.
-pub(super) fn set_param(c: &mut BreakerConfig, name: &str, value: ParamValue) -> Result<bool, String> {
+pub(super) fn set_param(
+    c: &mut BreakerConfig,
+    name: &str,
+    value: ParamValue,
+) -> Result<bool, String> {
     // A rate policy is one with a failure rate; the others count failures in a row.
     let rate_policy = c.failure_rate.is_some();
     match name {

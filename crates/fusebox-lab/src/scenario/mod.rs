@@ -228,7 +228,10 @@ impl Scenario {
             return fail(
                 "client.retries",
                 None,
-                format!("{} is out of range (0..={MAX_RETRIES})", self.client.retries),
+                format!(
+                    "{} is out of range (0..={MAX_RETRIES})",
+                    self.client.retries
+                ),
             );
         }
         let run = format_duration(self.duration);

@@ -247,7 +247,6 @@ impl RawStrategy {
     }
 }
 
-
 /// A peer crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peer {
@@ -288,4 +287,3 @@ pub struct PeerConfig {
     /// `open_for`: how long it stays open.
     pub open_for: Duration,
 }
-

@@ -109,7 +109,9 @@ pub fn apply(scenario: &Scenario, name: &str, value: ParamValue) -> Result<Scena
         "timeout" => match value {
             ParamValue::Dur(d) => sc.client.timeout = Some(d),
             ParamValue::Num(_) => {
-                return Err(format!("timeout is a duration (write e.g. 0.5s), not {value}"))
+                return Err(format!(
+                    "timeout is a duration (write e.g. 0.5s), not {value}"
+                ))
             }
         },
         _ => {
