@@ -1,6 +1,6 @@
-//! The request rules, written once ([`rules`]), and two drivers: a
-//! discrete-event simulation in virtual time ([`virtual_time`]) and real OS
-//! threads with real sleeps ([`real`]). Both produce a [`RunResult`].
+//! The request rules, written once (`rules`), and two drivers: a
+//! discrete-event simulation in virtual time (`virtual_time`) and real OS
+//! threads with real sleeps (`real`). Both produce a [`RunResult`].
 //!
 //! Imports `guard` and `scenario` (below it).
 

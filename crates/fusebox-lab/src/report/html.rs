@@ -4,7 +4,7 @@
 //! strategy, each request's latency against its arrival time, coloured by
 //! outcome, over bands showing the breaker's state; the per-window outcome
 //! bars and table; a legend and a glossary. Rows, labels and colours all come
-//! from the [model](super::model).
+//! from the [`super::model`].
 
 use super::model::{self, colour, columns, Column, FIGURES, GLOSSARY, OUTCOMES};
 use super::{secs, ScenarioReport, Summary};

@@ -1,4 +1,4 @@
-//! Terminal tables: the [`model`](super::model) as text, strategies side by
+//! Terminal tables: the [`super::model`] as text, strategies side by
 //! side, with the article's figures beside the strategies it measured.
 
 use super::model::{self, columns, Column, FIGURES};

@@ -20,7 +20,7 @@ pub struct StrategySpec {
     pub kind: StrategyKind,
 }
 
-/// Every kind of strategy the lab can run. Parsed in [`RawStrategy::validate`],
+/// Every kind of strategy the lab can run. Parsed from a `[[strategy]]` table,
 /// swept in [`StrategyKind::set_param`] and built in `guard::build`: adding a
 /// kind means one variant here and one arm in each.
 #[derive(Debug, Clone, PartialEq)]
