@@ -5,7 +5,7 @@
 //! `peers-seed000-50rps.toml` has no fixture: virtual mode refuses it.
 
 use fusebox_lab::cli::sweep;
-use fusebox_lab::engine::{self, Mode};
+use fusebox_lab::engine::Mode;
 use fusebox_lab::report::{self, ScenarioReport};
 use fusebox_lab::scenario::sweep::Sweep;
 use fusebox_lab::scenario::Scenario;
@@ -16,12 +16,7 @@ fn dir(name: &str) -> PathBuf {
 }
 
 fn report(sc: Scenario) -> ScenarioReport {
-    let runs = sc
-        .strategies
-        .iter()
-        .map(|s| engine::run(&sc, s, Mode::Virtual, None))
-        .collect();
-    ScenarioReport::new(sc, Mode::Virtual, runs)
+    ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
 }
 
 fn fixture(name: &str) -> String {

@@ -2,19 +2,14 @@
 //! HTML page of one run carry the same figures; the article's figures appear
 //! beside the article's experiment only, whatever its name.
 
-use fusebox_lab::engine::{self, Mode};
+use fusebox_lab::engine::Mode;
 use fusebox_lab::report::model::{columns, Cell, Source, FIGURES, GLOSSARY, OUTCOMES};
 use fusebox_lab::report::{html, json, table, ScenarioReport};
 use fusebox_lab::scenario::{Scenario, EMBEDDED};
 use serde_json::Value;
 
 fn report(sc: Scenario) -> ScenarioReport {
-    let runs = sc
-        .strategies
-        .iter()
-        .map(|s| engine::run(&sc, s, Mode::Virtual, None))
-        .collect();
-    ScenarioReport::new(sc, Mode::Virtual, runs)
+    ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
 }
 
 fn at<'a>(v: &'a Value, path: &str) -> &'a Value {

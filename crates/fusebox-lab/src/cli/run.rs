@@ -2,7 +2,7 @@
 
 use super::serve::{self, Exported, Server};
 use super::{progress, CliError, RunArgs};
-use crate::engine::{self, Mode};
+use crate::engine::Mode;
 use crate::guard::peers;
 use crate::report::{self, ScenarioReport};
 use crate::scenario::{format_duration, Scenario};
@@ -19,20 +19,19 @@ fn run_all(
     scenarios
         .into_iter()
         .map(|sc| {
-            let runs = sc
-                .strategies
-                .iter()
-                .map(|spec| {
-                    pb.set_message(format!("{} / {}", sc.name, spec.name));
-                    let r = engine::run(&sc, spec, mode, exported.map(|e| &e.breakers));
+            let name = sc.name.clone();
+            ScenarioReport::run(
+                sc,
+                mode,
+                exported.map(|e| &e.breakers),
+                |strategy| pb.set_message(format!("{name} / {strategy}")),
+                || {
                     pb.inc(1);
                     if let Some(e) = exported {
                         e.progress.tick();
                     }
-                    r
-                })
-                .collect();
-            ScenarioReport::new(sc, mode, runs)
+                },
+            )
         })
         .collect()
 }

@@ -10,7 +10,7 @@ pub mod model;
 pub mod sweep;
 pub mod table;
 
-use crate::engine::{Mode, Outcome, RunResult, TransitionRecord};
+use crate::engine::{self, Breakers, Mode, Outcome, RunResult, TransitionRecord};
 use crate::scenario::Scenario;
 use article::ArticleFigures;
 use std::time::Duration;
@@ -232,6 +232,29 @@ pub struct ScenarioReport {
 }
 
 impl ScenarioReport {
+    /// Runs every strategy of `scenario` in `mode` (fusebox breakers in
+    /// `shared` when given, see [`engine::run`]); `before` is called with
+    /// each strategy's name before its run, `after` after it.
+    pub fn run(
+        scenario: Scenario,
+        mode: Mode,
+        shared: Option<&Breakers>,
+        mut before: impl FnMut(&str),
+        mut after: impl FnMut(),
+    ) -> Self {
+        let runs = scenario
+            .strategies
+            .iter()
+            .map(|spec| {
+                before(&spec.name);
+                let r = engine::run(&scenario, spec, mode, shared);
+                after();
+                r
+            })
+            .collect();
+        ScenarioReport::new(scenario, mode, runs)
+    }
+
     /// Bundles the runs of `scenario`.
     pub fn new(scenario: Scenario, mode: Mode, runs: Vec<RunResult>) -> Self {
         let summaries = runs.iter().map(|r| Summary::of(&scenario, r)).collect();
