@@ -165,8 +165,8 @@ fn the_article_is_shown_for_its_experiment_by_value_not_by_name() {
     assert_eq!(article_cols(Scenario::parse("x.toml", &edited).unwrap()), 0);
     // The article's breaker with another threshold: no article column beside it.
     let seed = text50.replacen(
-        "failures = 5\nopen_for = \"500ms\"",
-        "failures = 3\nopen_for = \"500ms\"",
+        "consecutive_failures = 5\nopen_for = \"500ms\"",
+        "consecutive_failures = 3\nopen_for = \"500ms\"",
         1,
     );
     assert_ne!(seed, *text50);

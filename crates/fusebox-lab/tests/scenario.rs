@@ -87,7 +87,11 @@ fn bad_values_are_named_with_line() {
             "downstream.faults.until",
         ),
         ("kind = \"seed\"", "kind = \"nope\"", "strategy.kind"),
-        ("failures = 5", "failures = 0", "strategy.failures"),
+        (
+            "consecutive_failures = 5",
+            "consecutive_failures = 0",
+            "strategy.consecutive_failures",
+        ),
         ("window = \"500ms\"", "window = \"0s\"", "window"),
         ("rate = 50.0", "rate = \"fast\"", "rate"),
     ];
@@ -105,60 +109,79 @@ fn bad_values_are_named_with_line() {
     }
 }
 
+/// The fusebox strategy takes the library's keys, and the library's checks.
 #[test]
-fn fusebox_keys_are_checked_per_policy() {
+fn fusebox_keys_are_the_librarys_and_checked_by_it() {
+    // The fusebox strategy of the embedded scenario (the third).
+    let fusebox_at = |text: &str| text.match_indices("kind = \"fusebox\"").next().unwrap().0;
+    let with = |keys: &str| {
+        let b = base();
+        let at = fusebox_at(&b);
+        let end = b[at..].find("half_open_probes = 1").unwrap() + at + "half_open_probes = 1".len();
+        format!("{}kind = \"fusebox\"\n{keys}{}", &b[..at], &b[end..])
+    };
     let cases = [
+        // The lab's old keys are not the library's.
         (
             "policy = \"consecutive\"",
-            "policy = \"sometimes\"",
             "strategy.policy",
+            "unknown field",
+        ),
+        ("probes = 1", "strategy.probes", "unknown field"),
+        (
+            "half_open_probes = 0",
+            "strategy.half_open_probes",
+            "half_open_probes",
+        ),
+        ("failure_rate = 1.5", "strategy.failure_rate", "(0, 1]"),
+        ("open_for = \"30h\"", "strategy.open_for", "24h"),
+        (
+            "failure_rate = 0.5\ncount_window = 20\nmin_calls = 21",
+            "strategy.min_calls",
+            "min_calls",
         ),
         (
-            "policy = \"consecutive\"",
-            "policy = \"rate-count\"",
-            "strategy.window_calls",
+            "failure_rate = 0.5\ncount_window = 20\ntime_window = \"1s\"",
+            "strategy.time_window",
+            "not both",
         ),
-        ("probes = 1", "probes = 0", "strategy.probes"),
-        (
-            "probes = 1",
-            "probes = 1\nwindow_time = \"1s\"",
-            "strategy.window_time",
-        ),
+        ("open_for = 5", "strategy.open_for", ""),
     ];
-    for (from, to, key) in cases {
-        let text = base().replacen(from, to, 1);
-        assert_ne!(text, base(), "{from}");
+    for (keys, key, says) in cases {
+        let text = with(keys);
         let e = error_of(&text);
-        assert_eq!(e.key.as_deref(), Some(key), "{to}: {e}");
-        assert!(e.line.is_some(), "{e}");
+        assert_eq!(e.key.as_deref(), Some(key), "{keys}: {e}");
+        assert!(e.message.contains(says), "{keys}: {e}");
+        let bad = keys
+            .lines()
+            .find(|l| l.starts_with(&key["strategy.".len()..]))
+            .unwrap();
+        let line = text.lines().position(|l| l == bad).unwrap() + 1;
+        assert_eq!(e.line, Some(line), "{keys}: {e}");
     }
-    let rate = base().replacen(
-        "policy = \"consecutive\"\nfailures = 5",
-        "policy = \"rate-count\"\nrate = 1.5\nwindow_calls = 10",
-        1,
-    );
-    assert_eq!(error_of(&rate).key.as_deref(), Some("strategy.rate"));
-    let ok = base().replacen(
-        "policy = \"consecutive\"\nfailures = 5",
-        "policy = \"rate-time\"\nrate = 0.5\nwindow_time = \"1s\"\nmin_calls = 5",
-        1,
-    );
+    let ok = with("failure_rate = 0.5\ntime_window = \"1s\"\nmin_calls = 5\nopen_for = \"1m30s\"");
     let s = Scenario::parse("x", &ok).unwrap();
-    assert_eq!(s.strategies[2].kind.as_str(), "fusebox");
-    // fusebox's own validation: min_calls above the count window.
-    let bad = base().replacen(
-        "policy = \"consecutive\"\nfailures = 5",
-        "policy = \"rate-count\"\nrate = 0.5\nwindow_calls = 0",
-        1,
-    );
-    assert_eq!(error_of(&bad).key.as_deref(), Some("strategy.window_calls"));
+    let fusebox_lab::scenario::StrategyKind::Fusebox(c) = &s.strategies[2].kind else {
+        panic!("{:?}", s.strategies[2]);
+    };
+    assert_eq!(c.time_window, Some(Duration::from_secs(1)));
+    assert_eq!(c.open_for, Some(Duration::from_secs(90)));
+    assert_eq!(c.min_calls, Some(5));
 }
 
 #[test]
 fn key_of_another_kind_is_rejected() {
-    let text = base().replacen("kind = \"none\"", "kind = \"none\"\nfailures = 3", 1);
+    let text = base().replacen(
+        "kind = \"none\"",
+        "kind = \"none\"\nconsecutive_failures = 3",
+        1,
+    );
     let e = error_of(&text);
-    assert_eq!(e.key.as_deref(), Some("strategy.failures"), "{e}");
+    assert_eq!(
+        e.key.as_deref(),
+        Some("strategy.consecutive_failures"),
+        "{e}"
+    );
     assert!(e.message.contains("none"), "{e}");
 }
 

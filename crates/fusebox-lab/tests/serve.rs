@@ -112,10 +112,9 @@ outcome = "error"
 [[strategy]]
 name = "fusebox"
 kind = "fusebox"
-policy = "consecutive"
-failures = 3
+consecutive_failures = 3
 open_for = "150ms"
-probes = 1
+half_open_probes = 1
 "#;
 
 #[test]

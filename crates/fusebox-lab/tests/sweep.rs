@@ -16,7 +16,7 @@ fn parses_duration_and_number_ranges() {
     assert_eq!(s.values.len(), 20);
     assert_eq!(s.values[0], ParamValue::Dur(Duration::from_millis(100)));
     assert_eq!(s.values[19], ParamValue::Dur(Duration::from_secs(2)));
-    let s = Sweep::parse("failures=2..10:1").unwrap();
+    let s = Sweep::parse("consecutive_failures=2..10:1").unwrap();
     assert_eq!(s.values.len(), 9);
     let s = Sweep::parse("rate=20..120:10").unwrap();
     assert_eq!(s.values.len(), 11);
@@ -54,7 +54,7 @@ fn applies_to_scenario_and_strategies() {
     assert_eq!(v.rate, 20.0);
     let v = apply(sc, "open_for", ParamValue::Dur(Duration::from_secs(1))).unwrap();
     assert_ne!(v.strategies, sc.strategies);
-    assert!(apply(sc, "failures", ParamValue::Num(0.0)).is_err());
+    assert!(apply(sc, "consecutive_failures", ParamValue::Num(0.0)).is_err());
     assert!(apply(sc, "open_for", ParamValue::Num(3.0)).is_err());
     assert!(apply(sc, "nonsense", ParamValue::Num(3.0)).is_err());
 }

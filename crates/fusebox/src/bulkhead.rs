@@ -432,7 +432,9 @@ impl Bulkhead {
     /// ```
     pub fn set_max_wait(&self, max_wait: Duration) {
         // Relaxed: read once by each call that may wait.
-        self.inner.max_wait.store(nanos(max_wait), Ordering::Relaxed);
+        self.inner
+            .max_wait
+            .store(nanos(max_wait), Ordering::Relaxed);
     }
 
     /// How long `acquire` / `acquire_async` wait at most.

@@ -273,7 +273,11 @@ fn resize_in_place_keeps_calls_in_flight_and_applies_to_new_ones() {
     let slots: Vec<_> = (0..3).map(|_| b.try_acquire().unwrap()).collect();
     b.resize(1);
     assert_eq!(held.limit(), 1);
-    assert_eq!(held.snapshot().in_use, 3, "calls in flight keep their slots");
+    assert_eq!(
+        held.snapshot().in_use,
+        3,
+        "calls in flight keep their slots"
+    );
     drop(slots);
     let one = held.try_acquire().unwrap();
     assert!(held.try_acquire().is_err(), "the new limit applies");

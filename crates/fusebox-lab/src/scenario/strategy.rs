@@ -1,11 +1,17 @@
 //! One `[[strategy]]` table -> a [`StrategySpec`]: what guards the call,
 //! as data (the `guard` layer builds it).
+//!
+//! Every kind takes the library's key names: `kind = "fusebox"` any key of
+//! [`::fusebox::BreakerConfig`] (read and validated by the library, see
+//! [`super::fusebox`]); `seed` and the peers the two the article's breaker
+//! has, `consecutive_failures` and `open_for`.
 
-use super::duration::{format_duration, Dur};
-use super::error::{int_in, Ctx, ScenarioError};
+use super::duration::{format_duration, parse_value};
+use super::error::{Ctx, ScenarioError};
 use super::fusebox::{self, BreakerConfig};
 use super::MAX_DURATION;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::time::Duration;
@@ -20,17 +26,16 @@ pub struct StrategySpec {
     pub kind: StrategyKind,
 }
 
-/// Every kind of strategy the lab can run. Parsed from a `[[strategy]]` table,
-/// swept in [`StrategyKind::set_param`] and built in `guard::build`: adding a
-/// kind means one variant here and one arm in each.
+/// Every kind of strategy the lab can run. Parsed from a `[[strategy]]`
+/// table, swept in [`StrategyKind::set_param`] and built in `guard::build`:
+/// adding a kind means one variant here and one arm in each.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StrategyKind {
     /// `kind = "none"`: every call goes to the downstream.
     None,
     /// `kind = "seed"`: seed 000's breaker, ported faithfully.
     Seed(SeedConfig),
-    /// `kind = "fusebox"`: [`::fusebox::CircuitBreaker`], from the library's
-    /// config (see [`super::fusebox`] for the lab's keys).
+    /// `kind = "fusebox"`: [`::fusebox::CircuitBreaker`], from the library's config.
     Fusebox(BreakerConfig),
     /// `kind = "failsafe" | "recloser" | "tower-resilience"`: a peer crate
     /// (runs only with the cargo feature `peers`, in real mode).
@@ -65,8 +70,15 @@ impl ParamValue {
                 Ok(x as u32)
             }
             _ => Err(format!(
-                "{name} must be a whole number >= {min}, not {self}"
+                "{name} must be a whole number in {min}..=1000000, not {self}"
             )),
+        }
+    }
+
+    pub(super) fn number(self, name: &str) -> Result<f64, String> {
+        match self {
+            ParamValue::Num(x) => Ok(x),
+            ParamValue::Dur(_) => Err(format!("{name} is a number, not {self}")),
         }
     }
 
@@ -93,15 +105,15 @@ impl fmt::Display for ParamValue {
 }
 
 impl StrategyKind {
-    /// Sets the strategy parameter `name` (a strategy key, as in scenario files)
-    /// for a sweep. `Ok(false)`: this kind has no such parameter.
+    /// Sets the strategy key `name` (the library's key names, as in scenario
+    /// files) for a sweep. `Ok(false)`: this strategy has no such key.
     pub fn set_param(&mut self, name: &str, value: ParamValue) -> Result<bool, String> {
-        match (&mut *self, name) {
-            (StrategyKind::Seed(c), "failures") => c.failures = value.count(name, 1)?,
+        match (self, name) {
+            (StrategyKind::Seed(c), "consecutive_failures") => c.failures = value.count(name, 1)?,
             (StrategyKind::Seed(c), "open_for") => c.open_for = value.duration(name)?,
-            (StrategyKind::Fusebox(c), _) => return fusebox::set_param(c, name, value),
-            (StrategyKind::Peer(c), "failures") => c.failures = value.count(name, 1)?,
+            (StrategyKind::Peer(c), "consecutive_failures") => c.failures = value.count(name, 1)?,
             (StrategyKind::Peer(c), "open_for") => c.open_for = value.duration(name)?,
+            (StrategyKind::Fusebox(c), _) => return fusebox::set_param(c, name, value),
             _ => return Ok(false),
         }
         Ok(true)
@@ -111,139 +123,152 @@ impl StrategyKind {
 /// Parameters of the `seed` strategy.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SeedConfig {
-    /// `failures`: consecutive failures that open the breaker.
+    /// `consecutive_failures`: failures in a row that open the breaker.
     pub failures: u32,
     /// `open_for`: how long it stays open before one probe is let through.
     pub open_for: Duration,
 }
 
-/// The keys of one `[[strategy]]` table, before validation. Each kind takes
-/// the keys it needs and rejects the others.
+/// The keys of one `[[strategy]]` table, each with where it was written.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawStrategy {
-    name: Spanned<String>,
-    kind: Spanned<String>,
-    failures: Option<Spanned<i64>>,
-    open_for: Option<Spanned<Dur>>,
-    policy: Option<Spanned<String>>,
-    rate: Option<Spanned<f64>>,
-    window_calls: Option<Spanned<i64>>,
-    window_time: Option<Spanned<Dur>>,
-    min_calls: Option<Spanned<i64>>,
-    probes: Option<Spanned<i64>>,
-    successes: Option<Spanned<i64>>,
+#[serde(transparent)]
+pub(super) struct RawStrategy(BTreeMap<String, Spanned<toml::Value>>);
+
+/// A key of a strategy table: its name and its value.
+pub(super) type Key<'a> = (&'a str, &'a Spanned<toml::Value>);
+
+fn string<'a>(
+    ctx: &Ctx<'_>,
+    table: &Range<usize>,
+    key: &str,
+    v: Option<&'a Spanned<toml::Value>>,
+) -> Result<&'a str, ScenarioError> {
+    let v = v.ok_or_else(|| {
+        ctx.err(
+            table.clone(),
+            &format!("strategy.{key}"),
+            format!("missing: every [[strategy]] needs `{key}`"),
+        )
+    })?;
+    v.get_ref()
+        .as_str()
+        .ok_or_else(|| ctx.err(v.span(), &format!("strategy.{key}"), "must be a string"))
 }
 
-pub(super) fn need<'a, T>(
+/// The two keys of the article's breaker (`seed` and the peers).
+fn article_keys(
     ctx: &Ctx<'_>,
-    v: &'a Option<Spanned<T>>,
-    key: &str,
+    table: &Range<usize>,
     kind: &str,
-    table: Range<usize>,
-) -> Result<&'a Spanned<T>, ScenarioError> {
-    v.as_ref().ok_or_else(|| {
-        ctx.err(
-            table,
-            &format!("strategy.{key}"),
-            format!("missing: kind = \"{kind}\" needs `{key}`"),
-        )
-    })
+    keys: &[Key<'_>],
+) -> Result<(u32, Duration), ScenarioError> {
+    let get = |key: &str| {
+        keys.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                ctx.err(
+                    table.clone(),
+                    &format!("strategy.{key}"),
+                    format!("missing: kind = \"{kind}\" needs `{key}`"),
+                )
+            })
+    };
+    let f = get("consecutive_failures")?;
+    let failures = match f.get_ref().as_integer() {
+        Some(n) if (1..=1_000_000).contains(&n) => n as u32,
+        _ => {
+            return Err(ctx.err(
+                f.span(),
+                "strategy.consecutive_failures",
+                format!("{} is not a whole number in 1..=1000000", f.get_ref()),
+            ))
+        }
+    };
+    let o = get("open_for")?;
+    let open_for = o
+        .get_ref()
+        .as_str()
+        .ok_or_else(|| "must be a duration such as \"500ms\"".to_string())
+        .and_then(parse_value)
+        .map_err(|e| ctx.err(o.span(), "strategy.open_for", e))?;
+    Ok((failures, open_for))
 }
 
 impl RawStrategy {
-    /// Every optional key that is present, with its span.
-    fn present(&self) -> Vec<(&'static str, Range<usize>)> {
-        let mut v = Vec::new();
-        macro_rules! p {
-            ($($f:ident),*) => {$(
-                if let Some(x) = &self.$f { v.push((stringify!($f), x.span())); }
-            )*};
-        }
-        p!(
-            failures,
-            open_for,
-            policy,
-            rate,
-            window_calls,
-            window_time,
-            min_calls,
-            probes,
-            successes
-        );
-        v
-    }
-
+    /// Checks the keys against the kind and builds the spec.
     pub(super) fn validate(
         &self,
         ctx: &Ctx<'_>,
         table: Range<usize>,
     ) -> Result<StrategySpec, ScenarioError> {
-        let name = self.name.get_ref().trim().to_string();
+        let name = string(ctx, &table, "name", self.0.get("name"))?.trim();
         if name.is_empty() {
-            return Err(ctx.err(self.name.span(), "strategy.name", "must not be empty"));
+            let span = self.0.get("name").map_or(table.clone(), |v| v.span());
+            return Err(ctx.err(span, "strategy.name", "must not be empty"));
         }
-        let kind_str = self.kind.get_ref().as_str();
-        let fusebox_keys;
+        let kind_str = string(ctx, &table, "kind", self.0.get("kind"))?;
+        let keys: Vec<Key<'_>> = self
+            .0
+            .iter()
+            .filter(|(k, _)| *k != "name" && *k != "kind")
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        let article: &[&str] = &["consecutive_failures", "open_for"];
         let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
             "none" => (&[], StrategyKind::None),
             "seed" => {
-                let f = need(ctx, &self.failures, "failures", kind_str, table.clone())?;
-                let o = need(ctx, &self.open_for, "open_for", kind_str, table.clone())?;
+                let (failures, open_for) = article_keys(ctx, &table, kind_str, &keys)?;
                 (
-                    &["failures", "open_for"],
-                    StrategyKind::Seed(SeedConfig {
-                        failures: int_in(ctx, f, "strategy.failures", 1, 1_000_000)? as u32,
-                        open_for: o.get_ref().0,
-                    }),
+                    article,
+                    StrategyKind::Seed(SeedConfig { failures, open_for }),
                 )
             }
-            "fusebox" => {
-                let (keys, config) = fusebox::Table {
-                    policy: &self.policy,
-                    open_for: &self.open_for,
-                    failures: &self.failures,
-                    rate: &self.rate,
-                    window_calls: &self.window_calls,
-                    window_time: &self.window_time,
-                    min_calls: &self.min_calls,
-                    probes: &self.probes,
-                    successes: &self.successes,
-                }
-                .parse(ctx, table.clone())?;
-                fusebox_keys = keys;
-                (&fusebox_keys[..], StrategyKind::Fusebox(config))
-            }
+            // The library checks its own keys, and names any it does not know.
+            "fusebox" => (
+                &::fusebox::BreakerConfig::KEYS,
+                StrategyKind::Fusebox(fusebox::parse(ctx, &table, &keys)?),
+            ),
             peer if Peer::parse(peer).is_some() => {
-                let f = need(ctx, &self.failures, "failures", kind_str, table.clone())?;
-                let o = need(ctx, &self.open_for, "open_for", kind_str, table.clone())?;
+                let (failures, open_for) = article_keys(ctx, &table, kind_str, &keys)?;
                 (
-                    &["failures", "open_for"],
+                    article,
                     StrategyKind::Peer(PeerConfig {
                         peer: Peer::parse(peer).expect("matched above"),
-                        failures: int_in(ctx, f, "strategy.failures", 1, 1_000_000)? as u32,
-                        open_for: o.get_ref().0,
+                        failures,
+                        open_for,
                     }),
                 )
             }
             other => {
-                return Err(ctx.err(
-                    self.kind.span(),
-                    "strategy.kind",
-                    format!("{other:?} is not one of \"none\", \"seed\", \"fusebox\", \"failsafe\", \"recloser\", \"tower-resilience\""),
-                ))
-            }
-        };
-        for (key, span) in self.present() {
-            if !allowed.contains(&key) {
+                let span = self.0.get("kind").map_or(table.clone(), |v| v.span());
                 return Err(ctx.err(
                     span,
+                    "strategy.kind",
+                    format!("{other:?} is not one of \"none\", \"seed\", \"fusebox\", \"failsafe\", \"recloser\", \"tower-resilience\""),
+                ));
+            }
+        };
+        for (key, v) in &keys {
+            if !allowed.contains(key) {
+                return Err(ctx.err(
+                    v.span(),
                     &format!("strategy.{key}"),
-                    format!("does not apply to kind = \"{kind_str}\""),
+                    format!(
+                        "does not apply to kind = \"{kind_str}\" (its keys: {})",
+                        if allowed.is_empty() {
+                            "none".to_string()
+                        } else {
+                            allowed.join(", ")
+                        }
+                    ),
                 ));
             }
         }
-        Ok(StrategySpec { name, kind })
+        Ok(StrategySpec {
+            name: name.to_string(),
+            kind,
+        })
     }
 }
 
@@ -282,7 +307,7 @@ impl Peer {
 pub struct PeerConfig {
     /// Which crate.
     pub peer: Peer,
-    /// `failures`: consecutive failures that open the breaker.
+    /// `consecutive_failures`: failures in a row that open the breaker.
     pub failures: u32,
     /// `open_for`: how long it stays open.
     pub open_for: Duration,
