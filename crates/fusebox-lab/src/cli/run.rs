@@ -63,7 +63,10 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         Some(addr) => {
             let exported = Exported::new();
             exported.progress.plan(total);
-            let server = Server::start(addr, serve::router(exported.clone()))
+            // More routes over the same registry nest here, one line each,
+            // e.g. `.nest("/dashboard", dashboard(exported.breakers.registry().clone()))`.
+            let routes = serve::router(exported.clone());
+            let server = Server::start(addr, routes)
                 .map_err(|e| CliError::Io(format!("cannot serve on {addr}: {e}")))?;
             eprintln!("serving metrics on http://{}/metrics", server.local_addr());
             Some((exported, server))

@@ -101,6 +101,24 @@ impl Exported {
 }
 
 /// The lab's routes over `exported`: `/metrics`, `/breakers`, `/status`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::cli::serve::{router, Exported, Server};
+/// use std::io::{Read, Write};
+///
+/// let exported = Exported::new();
+/// exported.breakers.registry().breaker("db");
+/// let server = Server::start("127.0.0.1:0".parse()?, router(exported))?;
+/// let mut conn = std::net::TcpStream::connect(server.local_addr())?;
+/// conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+/// let mut answer = String::new();
+/// conn.read_to_string(&mut answer)?;
+/// assert!(answer.contains(r#"fusebox_circuit_state{name="db",state="closed"} 1"#));
+/// server.stop();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn router(exported: Exported) -> Router {
     Router::new()
         .route("/metrics", get(metrics))

@@ -118,6 +118,19 @@ pub struct RunResult {
 /// A fusebox breaker is built in a registry of the run's own, or, in real
 /// mode, in `shared` when given (where `run --serve` exports it), under the
 /// name `SCENARIO/STRATEGY`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::engine::{self, Mode, Outcome};
+/// use fusebox_lab::scenario::Scenario;
+///
+/// let sc = &Scenario::embedded()[0];
+/// let article = &sc.strategies[1]; // the article's breaker
+/// let run = engine::run(sc, article, Mode::Virtual, None);
+/// let fast_fails = run.requests.iter().filter(|r| r.outcome == Outcome::FastFail).count();
+/// assert_eq!((run.calls.len(), fast_fails), (86, 64));
+/// ```
 pub fn run(
     scenario: &Scenario,
     spec: &StrategySpec,

@@ -94,6 +94,20 @@ impl Breakers {
     }
 
     /// A registry for one run, on the run's own clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::guard::{self, Admission, Breakers, LabClock};
+    /// use fusebox_lab::scenario::Scenario;
+    ///
+    /// let sc = &Scenario::embedded()[0];
+    /// let clock = LabClock::Virtual(fusebox::ManualClock::new());
+    /// let breakers = Breakers::for_run(&clock);
+    /// let g = guard::build(&sc.strategies[2], &clock, &breakers, "seed000-50rps/fusebox");
+    /// assert!(matches!(g.admit(std::time::Duration::ZERO), Admission::Call(_)));
+    /// assert_eq!(breakers.registry().names(), ["seed000-50rps/fusebox"]);
+    /// ```
     pub fn for_run(clock: &LabClock) -> Self {
         let mut b = Breakers::new(clock.clone(), |b| b);
         b.origin = None;

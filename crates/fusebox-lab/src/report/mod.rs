@@ -235,6 +235,20 @@ impl ScenarioReport {
     /// Runs every strategy of `scenario` in `mode` (fusebox breakers in
     /// `shared` when given, see [`engine::run`]); `before` is called with
     /// each strategy's name before its run, `after` after it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::engine::Mode;
+    /// use fusebox_lab::report::{json, table, ScenarioReport};
+    /// use fusebox_lab::scenario::Scenario;
+    ///
+    /// let sc = Scenario::embedded().remove(0);
+    /// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {});
+    /// assert_eq!(report.summaries[1].downstream_calls, 86);
+    /// assert!(table::render_scenario(&report).contains("(article)"));
+    /// assert!(json::text(&[report]).contains("\"downstream_calls\": 86"));
+    /// ```
     pub fn run(
         scenario: Scenario,
         mode: Mode,

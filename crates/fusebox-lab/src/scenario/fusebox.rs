@@ -8,9 +8,13 @@
 
 use super::duration;
 use super::error::{Ctx, ScenarioError};
-use super::strategy::{Key, ParamValue};
+use super::param::ParamValue;
 use std::ops::Range;
 use std::time::Duration;
+use toml::Spanned;
+
+/// A key of a strategy table: its name and its value, with where it was written.
+pub(super) type Key<'a> = (&'a str, &'a Spanned<toml::Value>);
 
 /// The library's breaker settings.
 pub use ::fusebox::BreakerConfig;

@@ -11,13 +11,15 @@ pub mod duration;
 mod error;
 mod file;
 pub mod fusebox;
+mod param;
 pub mod strategy;
 pub mod sweep;
 
 pub use downstream::{CallPlan, CallResult, Downstream, Fault, FaultOutcome};
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
-pub use strategy::{ParamValue, Peer, PeerConfig, SeedConfig, StrategyKind, StrategySpec};
+pub use param::ParamValue;
+pub use strategy::{Peer, PeerConfig, SeedConfig, StrategyKind, StrategySpec};
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -122,6 +124,24 @@ impl Scenario {
     }
 
     /// Parses and validates scenario text; `file` is only used in errors.
+    ///
+    /// # Errors
+    ///
+    /// The first bad key, with the file, its line and the limit it broke.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+    ///
+    /// let sc = Scenario::parse("seed000-50rps.toml", EMBEDDED[0].1)?;
+    /// assert_eq!((sc.request_count(), sc.strategies.len()), (150, 3));
+    ///
+    /// let bad = EMBEDDED[0].1.replace("duration = \"3s\"", "duration = \"-3s\"");
+    /// let err = Scenario::parse("mine.toml", &bad).unwrap_err();
+    /// assert_eq!((err.line, err.key.as_deref()), (Some(5), Some("duration")));
+    /// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+    /// ```
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
         file::parse(file, text)
     }

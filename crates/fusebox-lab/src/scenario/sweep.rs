@@ -34,7 +34,25 @@ fn value(s: &str) -> Result<ParamValue, String> {
 }
 
 impl Sweep {
-    /// Parses `NAME=FROM..TO:STEP` (e.g. `open_for=0.1s..2s:0.1s`, `failures=2..10:1`).
+    /// Parses `NAME=FROM..TO:STEP` (e.g. `open_for=0.1s..2s:0.1s`,
+    /// `consecutive_failures=2..10:1`).
+    ///
+    /// # Errors
+    ///
+    /// A malformed spec, or more than 10 000 values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::sweep::{apply, Sweep};
+    /// use fusebox_lab::scenario::{ParamValue, Scenario};
+    ///
+    /// let s = Sweep::parse("rate=10..1e9:1e8")?;
+    /// assert_eq!(s.values[1], ParamValue::Num(100_000_010.0));
+    /// let err = apply(&Scenario::embedded()[0], &s.name, s.values[1]).unwrap_err();
+    /// assert!(err.contains("key `rate`") && err.contains("at most 1000000"));
+    /// # Ok::<(), String>(())
+    /// ```
     pub fn parse(spec: &str) -> Result<Sweep, String> {
         let usage = || {
             format!("--param {spec:?}: expected NAME=FROM..TO:STEP, e.g. open_for=0.1s..2s:0.1s")
