@@ -359,7 +359,7 @@ impl fmt::Display for Reason {
     }
 }
 
-/// One finished call, as seen by a [`Listener`].
+/// One finished call, as seen by a [`Listener`](crate::Listener).
 ///
 /// # Examples
 ///
