@@ -5,10 +5,7 @@
 //! breaker: [`Breakers::guard`] installs the config under the run's name
 //! and asks the registry for the breaker, so it is built exactly as a
 //! service's breakers are, and every observer of the registry (the metrics
-//! of `run --serve`) sees it. (The registry still takes its own config type,
-//! [`fusebox::registry::BreakerConfig`]: [`registry_config`] copies the
-//! library's [`BreakerConfig`] into it, key for key, until the registry takes
-//! the library's type.)
+//! of `run --serve`) sees it.
 
 use super::{Admission, Guard, LabClock, Ticket, TransitionRecord};
 use crate::scenario::fusebox::BreakerConfig;
@@ -156,47 +153,10 @@ impl Breakers {
         lock(&self.logs.pending).insert(unique.clone(), (Arc::clone(&log), offset));
         // Validated when the scenario was loaded or a sweep set one of its keys.
         self.registry
-            .reconfigure(&unique, registry_config(config))
+            .reconfigure(&unique, config.clone())
             .expect("fusebox configuration checked when loaded or swept");
         let breaker = self.registry.breaker(&unique);
         FuseboxGuard { breaker, log }
-    }
-}
-
-/// The registry's config for the library's `config`: the same keys.
-pub fn registry_config(config: &BreakerConfig) -> fusebox::registry::BreakerConfig {
-    let BreakerConfig {
-        consecutive_failures,
-        failure_rate,
-        count_window,
-        time_window,
-        buckets,
-        min_calls,
-        slow_call_duration,
-        slow_call_rate,
-        open_for,
-        open_backoff,
-        half_open_probes,
-        successes_to_close,
-    } = *config;
-    fusebox::registry::BreakerConfig {
-        consecutive_failures,
-        failure_rate,
-        count_window,
-        time_window,
-        buckets,
-        min_calls,
-        slow_call_duration,
-        slow_call_rate,
-        open_for,
-        open_backoff: open_backoff.map(|b| fusebox::registry::Backoff {
-            initial: b.initial,
-            factor: b.factor,
-            max: b.max,
-        }),
-        half_open_probes,
-        successes_to_close,
-        ..Default::default()
     }
 }
 
