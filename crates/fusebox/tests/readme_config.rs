@@ -27,7 +27,10 @@ fn the_readme_registry_example_means_what_it_says() {
     assert_eq!(payments.open_for, Some(Duration::from_secs(30)));
     let orders = fusebox.breaker("orders").config();
     assert_eq!((orders.count_window, orders.time_window), (Some(50), None));
-    assert_eq!((orders.failure_rate, orders.min_calls), (Some(0.5), Some(20)));
+    assert_eq!(
+        (orders.failure_rate, orders.min_calls),
+        (Some(0.5), Some(20))
+    );
     assert_eq!(fusebox.bulkhead("inventory").limit(), 10);
     assert_eq!(fusebox.tags("payments")["service"], "payments");
 }
