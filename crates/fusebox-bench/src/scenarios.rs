@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::harness::{Load, Subject};
-use crate::subjects::{prefill, trip, Crate, Limiter, Spec};
+use crate::subjects::{prefill, trip, Crate, Limiter, Spec, Stack};
 
 /// What is being measured in one entry.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -15,6 +15,8 @@ pub enum Guarded {
     Breaker(Crate, Spec),
     /// A concurrency limiter with room for `usize` calls.
     Limiter(Limiter, usize),
+    /// A whole stack of policies, or an instrumented breaker.
+    Stack(Stack),
 }
 
 /// One crate (in one configuration) within a scenario.
@@ -51,6 +53,7 @@ impl Entry {
             Guarded::Limiter(l, limit) => l
                 .build(limit)
                 .unwrap_or_else(|| panic!("{} is not available", self.id())),
+            Guarded::Stack(stack) => stack.build(),
         };
         if open && self.krate != "baseline" {
             assert!(trip(s.as_ref(), 100_000), "{} did not trip", self.id());
@@ -113,6 +116,15 @@ fn every_breaker(spec: Spec) -> Vec<Entry> {
         .iter()
         .map(|&c| entry(c, "", spec))
         .collect()
+}
+
+fn stack(krate: &'static str, variant: &str, stack: Stack) -> Entry {
+    Entry {
+        krate,
+        variant: variant.to_string(),
+        guarded: Guarded::Stack(stack),
+        prefill: 0,
+    }
 }
 
 fn baseline() -> Entry {
@@ -292,6 +304,56 @@ pub fn all() -> Vec<Scenario> {
         fixed_calls: Some(2_000),
         entries: fill,
     });
+
+    for (name, what, threads) in [
+        (
+            "instrumented_1t",
+            "closed path, bare breaker vs the same with the Prometheus Metrics listener (counters + duration histogram), 1 thread",
+            1,
+        ),
+        (
+            "instrumented_2t",
+            "closed path, bare vs Prometheus-instrumented breaker, 2 threads on one breaker",
+            2,
+        ),
+    ] {
+        v.push(Scenario {
+            entries: vec![
+                entry(Fusebox, "consecutive", REFERENCE),
+                stack("fusebox", "consecutive+metrics", Stack::Metrics(REFERENCE)),
+                entry(Fusebox, "count_window", COUNT_100),
+                stack("fusebox", "count_window+metrics", Stack::Metrics(COUNT_100)),
+                entry(Recloser, "consecutive", REFERENCE),
+                entry(Recloser, "count_window", COUNT_100),
+                baseline(),
+            ],
+            ..closed(name, what, threads)
+        });
+    }
+
+    for (name, what, threads) in [
+        (
+            "stack_1t",
+            "closed path through whole stacks: fusebox Pipeline (fallback, retry, breaker, bulkhead, timeout) sync and async, fusebox tower layers (retry, breaker, bulkhead, timeout), tower's Retry + ConcurrencyLimit + Timeout; 1 thread",
+            1,
+        ),
+        (
+            "stack_2t",
+            "the same stacks, 2 threads sharing one stack",
+            2,
+        ),
+    ] {
+        v.push(Scenario {
+            entries: vec![
+                stack("fusebox", "pipeline_sync", Stack::PipelineSync),
+                stack("fusebox", "pipeline_async", Stack::PipelineAsync),
+                stack("fusebox", "tower", Stack::FuseboxTower),
+                stack("tower", "limit+timeout+retry", Stack::TowerStack),
+                baseline(),
+            ],
+            ..closed(name, what, threads)
+        });
+    }
 
     for (name, what, threads) in [
         (

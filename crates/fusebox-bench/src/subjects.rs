@@ -735,3 +735,234 @@ impl Subject for FuseboxBulkhead {
 fn fusebox_bulkhead(limit: usize) -> Option<Box<dyn Subject>> {
     Some(Box::new(FuseboxBulkhead(fusebox::Bulkhead::new(limit))))
 }
+
+// ------------------------------------------------------------ whole stacks
+
+/// Whole stacks of policies, and a breaker with metrics attached: what a
+/// service runs, rather than one policy alone.
+///
+/// | stack | what one call goes through |
+/// |---|---|
+/// | `PipelineSync` | fusebox `Pipeline::call`: fallback, retry (3 attempts, no wait), breaker ([`REFERENCE`](crate::scenarios::REFERENCE)), bulkhead (64), timeout (1 s, a deadline on the answer) |
+/// | `PipelineAsync` | the same pipeline, `call_async` (tokio timeout, async bulkhead) in a current-thread runtime |
+/// | `FuseboxTower` | fusebox's tower layers: retry, breaker, bulkhead, timeout (as above), `ready` + `call` |
+/// | `TowerStack` | tower's own `Retry` (3 attempts) + `ConcurrencyLimit` (64) + `Timeout` (1 s), `ready` + `call` |
+/// | `Metrics(spec)` | a fusebox breaker for `spec` built by `fusebox::metrics::Metrics` (Prometheus counters and duration histogram) |
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stack {
+    /// fusebox's 5-policy `Pipeline`, sync.
+    PipelineSync,
+    /// fusebox's 5-policy `Pipeline`, async.
+    PipelineAsync,
+    /// fusebox's tower layers: retry + breaker + bulkhead + timeout.
+    FuseboxTower,
+    /// tower's `Retry` + `ConcurrencyLimit` + `Timeout`.
+    TowerStack,
+    /// A fusebox breaker with the Prometheus `Metrics` listener.
+    Metrics(Spec),
+}
+
+const STACK_LIMIT: usize = 64;
+const STACK_TIMEOUT: Duration = Duration::from_secs(1);
+const STACK_ATTEMPTS: u32 = 3;
+
+fn stack_breaker() -> fusebox::CircuitBreaker {
+    fusebox_builder(&crate::scenarios::REFERENCE)
+        .build()
+        .expect("benchmark spec is a valid fusebox config")
+}
+
+fn stack_retry() -> fusebox::retry::Retry<fusebox::retry::Constant> {
+    fusebox::retry::Retry::builder()
+        .max_attempts(STACK_ATTEMPTS)
+        .backoff(fusebox::retry::Constant::new(Duration::ZERO))
+        .build()
+        .expect("valid retry")
+}
+
+impl Stack {
+    /// Builds the stack, ready to be driven.
+    pub fn build(self) -> Box<dyn Subject> {
+        match self {
+            Stack::PipelineSync | Stack::PipelineAsync => {
+                let p: BenchPipeline = fusebox::Pipeline::builder()
+                    .fallback(no_fallback as NoFallbackFn)
+                    .retry(stack_retry())
+                    .breaker(stack_breaker())
+                    .bulkhead(fusebox::Bulkhead::new(STACK_LIMIT))
+                    .timeout(STACK_TIMEOUT)
+                    .build();
+                Box::new(PipelineSubject {
+                    pipeline: Arc::new(p),
+                    sync: self == Stack::PipelineSync,
+                })
+            }
+            Stack::FuseboxTower => {
+                use fusebox::tower::{
+                    BulkheadLayer, CircuitBreakerLayer, RetryLayer, TimeoutLayer,
+                };
+                let svc = tower::ServiceBuilder::new()
+                    .layer(RetryLayer::new(stack_retry()))
+                    .layer(CircuitBreakerLayer::new(stack_breaker()))
+                    .layer(BulkheadLayer::new(fusebox::Bulkhead::new(STACK_LIMIT)))
+                    .layer(TimeoutLayer::new(STACK_TIMEOUT))
+                    .service(stack_op_service());
+                Box::new(TowerSubject(svc))
+            }
+            Stack::TowerStack => {
+                let svc = tower::ServiceBuilder::new()
+                    .retry(Attempts(STACK_ATTEMPTS))
+                    .concurrency_limit(STACK_LIMIT)
+                    .timeout(STACK_TIMEOUT)
+                    .service(stack_op_service());
+                Box::new(TowerSubject(svc))
+            }
+            Stack::Metrics(spec) => {
+                let mut registry = prometheus_client::registry::Registry::default();
+                let metrics = fusebox::metrics::Metrics::new(&mut registry);
+                let breaker = metrics
+                    .build("bench", fusebox_builder(&spec))
+                    .expect("benchmark spec is a valid fusebox config");
+                Box::new(Fusebox(breaker))
+            }
+        }
+    }
+}
+
+/// The guarded operation's failure as an error type (boxed on tower paths).
+#[derive(Debug, Clone, Copy)]
+pub struct OpFailed;
+
+impl fmt::Display for OpFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the operation failed")
+    }
+}
+
+impl std::error::Error for OpFailed {}
+
+/// [`op`] as a tower service for the stacks, failing with [`OpFailed`].
+fn stack_op_service() -> impl tower::Service<
+    bool,
+    Response = u64,
+    Error = OpFailed,
+    Future = std::future::Ready<Result<u64, OpFailed>>,
+> + Clone
+       + Send
+       + Sync
+       + 'static {
+    tower::service_fn(|fail: bool| std::future::ready(op(fail).map_err(|_| OpFailed)))
+}
+
+/// tower's retry policy for the stack: up to [`STACK_ATTEMPTS`] attempts.
+#[derive(Debug, Clone, Copy)]
+struct Attempts(u32);
+
+impl<E> tower::retry::Policy<bool, u64, E> for Attempts {
+    type Future = std::future::Ready<()>;
+
+    fn retry(&mut self, _: &mut bool, result: &mut Result<u64, E>) -> Option<Self::Future> {
+        match result {
+            Err(_) if self.0 > 1 => {
+                self.0 -= 1;
+                Some(std::future::ready(()))
+            }
+            _ => None,
+        }
+    }
+
+    fn clone_request(&mut self, req: &bool) -> Option<bool> {
+        Some(*req)
+    }
+}
+
+impl IsRejected for tower::BoxError {
+    fn verdict(&self) -> Verdict {
+        if self.is::<fusebox::Rejected>() {
+            Verdict::Rejected
+        } else {
+            Verdict::Failed
+        }
+    }
+}
+
+fn no_fallback(_: fusebox::Cause<'_, u64>) -> Option<u64> {
+    None
+}
+
+type BenchPipeline =
+    fusebox::Pipeline<fusebox::retry::Constant, fusebox::retry::AnyError, NoFallbackFn>;
+type NoFallbackFn = for<'a> fn(fusebox::Cause<'a, u64>) -> Option<u64>;
+
+#[derive(Clone)]
+struct PipelineSubject {
+    pipeline: Arc<BenchPipeline>,
+    sync: bool,
+}
+
+impl fmt::Debug for PipelineSubject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PipelineSubject")
+    }
+}
+
+fn pipeline_verdict(r: Result<u64, fusebox::PipelineError<u64>>) -> Verdict {
+    match r {
+        Ok(_) => Verdict::Ok,
+        Err(e) if e.is_refusal() => Verdict::Rejected,
+        Err(_) => Verdict::Failed,
+    }
+}
+
+impl Guard for PipelineSubject {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        pipeline_verdict(self.pipeline.call(|| op(fail)))
+    }
+}
+
+/// The async pipeline, driven inside its own current-thread runtime.
+struct AsyncPipelineRunner {
+    rt: tokio::runtime::Runtime,
+    pipeline: Arc<BenchPipeline>,
+    rng: Xorshift,
+}
+
+impl Runner for AsyncPipelineRunner {
+    fn run(&mut self, iters: u64, load: Load) -> Batch {
+        let p = &self.pipeline;
+        let rng = &mut self.rng;
+        self.rt.block_on(async move {
+            let mut tally = Tally::default();
+            let start = Instant::now();
+            for _ in 0..iters {
+                let fail = match load {
+                    Load::AllOk => false,
+                    Load::AllFail => true,
+                    Load::Mixed20 => rng.fail20(),
+                };
+                tally.add(pipeline_verdict(
+                    p.call_async(|| std::future::ready(op(fail))).await,
+                ));
+            }
+            Batch {
+                elapsed: start.elapsed(),
+                tally,
+            }
+        })
+    }
+}
+
+impl Subject for PipelineSubject {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        if self.sync {
+            Box::new(SyncRunner::new(self.clone(), seed))
+        } else {
+            Box::new(AsyncPipelineRunner {
+                rt: current_thread_runtime(),
+                pipeline: Arc::clone(&self.pipeline),
+                rng: Xorshift::new(seed),
+            })
+        }
+    }
+}

@@ -62,6 +62,11 @@ impl<T> Swap<T> {
     pub(crate) fn load(&self) -> SwapGuard<T> {
         self.0.load()
     }
+    /// The current value, as an `Arc` of its own (one more atomic than
+    /// [`Swap::load`]; for values kept past the call).
+    pub(crate) fn load_full(&self) -> std::sync::Arc<T> {
+        self.0.load_full()
+    }
     pub(crate) fn store(&self, value: std::sync::Arc<T>) {
         self.0.store(value)
     }

@@ -9,11 +9,22 @@ use super::listener::Listener;
 use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
 use super::types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
-use crate::clock::{nanos, Clock};
-use crate::sync::{lock, AtomicU64, AtomicU8, Mutex, Ordering, Striped, Swap, SwapGuard};
+use crate::clock::Clock;
+use crate::sync::{
+    lock, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Striped, Swap, SwapGuard,
+};
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+/// `Live`s a thread keeps for [`Core::with_live`].
+#[cfg(not(loom))]
+const LIVE_SLOTS: usize = 8;
+
+/// The address that identifies a `Live` in [`Core::current`].
+fn live_addr(live: &Arc<Live>) -> usize {
+    Arc::as_ptr(live) as usize
+}
 
 /// Nanoseconds on the breaker's clock.
 pub(crate) type Nanos = u64;
@@ -154,6 +165,10 @@ pub(crate) struct Core {
     slow: Mutex<Slow>,
     /// Replaced only under `slow`'s lock.
     live: Swap<Live>,
+    /// The address of the `Live` in `live`, for [`Core::with_live`]'s
+    /// per-thread cache (written with it, under the lock).
+    #[cfg_attr(loom, allow(dead_code))]
+    current: AtomicUsize,
     /// Who decides half-open admissions (see [`ProbeGate`]).
     gate: AtomicU8,
     /// Cumulative closed-state verdicts, once something asked for them.
@@ -208,15 +223,18 @@ const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 /// generation. A verdict checks its full generation against the state word
 /// before it touches the count, so the tag only has to tell apart the
 /// generations that can pass between those two loads.
+#[inline(always)]
 fn tagged(generation: u64, count: u64) -> u64 {
     (generation << COUNT_BITS) | count.min(COUNT_MASK)
 }
 
+#[inline(always)]
 fn tag_of(word: u64) -> u64 {
     word >> COUNT_BITS
 }
 
 /// `generation` as [`tagged`] keeps it.
+#[inline(always)]
 fn tag(generation: u64) -> u64 {
     tag_of(tagged(generation, 0))
 }
@@ -227,6 +245,8 @@ impl Core {
             .policy
             .window
             .map(|spec| Arc::new(new_window(spec)));
+        let live = Swap::new(Live { settings, window });
+        let current = AtomicUsize::new(live_addr(&live.load()));
         Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
             open_until: AtomicU64::new(0),
@@ -235,7 +255,8 @@ impl Core {
             last_transition: AtomicU64::new(now),
             recorders: Striped::new(),
             slow: Mutex::new(Slow::default()),
-            live: Swap::new(Live { settings, window }),
+            live,
+            current,
             gate: AtomicU8::new(ProbeGate::Local as u8),
             tally: OnceLock::new(),
         }
@@ -262,8 +283,54 @@ impl Core {
                 .window
                 .map(|spec| Arc::new(new_window(spec)))
         };
-        self.live.store(Arc::new(Live { settings, window }));
+        let new = Arc::new(Live { settings, window });
+        let addr = live_addr(&new);
+        self.live.store(new);
+        // Relaxed: only compared with the address of a `Live` a thread already
+        // holds (see `with_live`); the `Live` itself is read through `live`.
+        self.current.store(addr, Ordering::Relaxed);
         old.settings
+    }
+
+    /// Runs `f` on the settings in force, without `live`'s load on the hot
+    /// path: each thread keeps the `Live` it last loaded for a breaker (in a
+    /// small per-thread table indexed by the breaker's address) and reuses
+    /// it while the breaker's `current` still names it. The cached `Arc`
+    /// keeps its `Live` alive, so the address cannot be reused for another
+    /// `Live` while it is cached: equal addresses mean the same `Live`. A
+    /// thread holds at most [`LIVE_SLOTS`] `Live`s (of breakers it used
+    /// lately, dropped ones included) until it replaces them or exits.
+    #[cfg(not(loom))]
+    #[inline]
+    pub(crate) fn with_live<R>(&self, f: impl FnOnce(&Live) -> R) -> R {
+        use std::cell::Cell;
+        thread_local! {
+            static CACHE: [Cell<Option<Arc<Live>>>; LIVE_SLOTS] =
+                const { [const { Cell::new(None) }; LIVE_SLOTS] };
+        }
+        // Relaxed: see `reconfigure`. A stale address only finds the old
+        // `Live` (or none): the verdict is then decided by the settings it
+        // raced with, as with a plain load.
+        let current = self.current.load(Ordering::Relaxed);
+        let slot = (std::ptr::from_ref(self) as usize >> 6) % LIVE_SLOTS;
+        // The entry is taken out while `f` runs and put back after, so a
+        // breaker re-entered from `f` (through a `Clock`) finds it empty and
+        // loads for itself; a thread being torn down loads every time.
+        let Ok(cached) = CACHE.try_with(|cache| cache[slot].take()) else {
+            return f(&self.live.load());
+        };
+        let live = match cached {
+            Some(live) if live_addr(&live) == current => live,
+            _ => self.live.load_full(),
+        };
+        let r = f(&live);
+        let _ = CACHE.try_with(|cache| cache[slot].set(Some(live)));
+        r
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn with_live<R>(&self, f: impl FnOnce(&Live) -> R) -> R {
+        f(&self.live.load())
     }
 
     #[inline(always)]
@@ -571,13 +638,23 @@ impl Core {
 
     /// Trips for `trip`, if any, once the lock confirms the breaker is still
     /// in the closed period `generation`.
+    #[inline(always)]
     fn trip_checked(
         &self,
         generation: u64,
         trip: Option<Reason>,
         now: &LazyNow<'_>,
     ) -> Option<Transition> {
-        let mut reason = trip?;
+        self.trip_locked(generation, trip?, now)
+    }
+
+    #[inline(never)]
+    fn trip_locked(
+        &self,
+        generation: u64,
+        mut reason: Reason,
+        now: &LazyNow<'_>,
+    ) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let w = self.load();
         if w.generation() != generation || w.state() != State::Closed {
@@ -850,7 +927,7 @@ impl Inner {
         listeners: Box<[Arc<dyn Listener>]>,
         name: Option<String>,
     ) -> Inner {
-        let start = nanos(clock.now());
+        let start = clock.now_nanos();
         let core = Core::new(settings, start);
         let inner = Inner {
             core,
@@ -912,7 +989,7 @@ impl Inner {
     /// the size of the jump. Backward steps smaller than [`SEEN_STEP`] are
     /// absorbed by the saturating arithmetic instead.
     pub(crate) fn now(&self) -> Nanos {
-        let raw = nanos(self.clock.now());
+        let raw = self.clock.now_nanos();
         // Relaxed throughout: `offset` and `seen` order nothing else; a stale
         // value only delays a step forward or retries the shift below.
         let mut offset = self.offset.load(Ordering::Relaxed);
@@ -955,12 +1032,21 @@ impl Inner {
         self.core.admit_fast()
     }
 
+    /// Admission when [`Inner::fast_ticket`] could not decide: the open
+    /// path first (the clock, the word, the open period), then the rest.
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
         let now = self.now();
         if let Some(rejected) = self.core.reject_fast(now) {
             return Err(self.rejected(rejected));
         }
+        self.admit_at(now)
+    }
+
+    /// Kept out of [`Inner::acquire_slow`] so that the open path does not
+    /// pay for this one's registers.
+    #[inline(never)]
+    fn admit_at(&self, now: Nanos) -> Result<Ticket, Rejected> {
         let (result, transition) = match self.core.admit_fast() {
             Some(ticket) => (Ok(ticket), None),
             None => self.core.admit(now),
@@ -977,11 +1063,19 @@ impl Inner {
         }
     }
 
+    #[inline(always)]
     fn rejected(&self, rejected: Rejected) -> Rejected {
-        for l in self.listeners.iter() {
-            l.on_rejected(&rejected);
+        if !self.listeners.is_empty() {
+            self.tell_rejected(&rejected);
         }
         rejected
+    }
+
+    #[inline(never)]
+    fn tell_rejected(&self, rejected: &Rejected) {
+        for l in self.listeners.iter() {
+            l.on_rejected(rejected);
+        }
     }
 
     /// The hot path: a success in a closed period with no failure pending
@@ -1003,10 +1097,10 @@ impl Inner {
         let read = || self.now();
         let now = LazyNow::new(&read);
         let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
-        let live = self.core.live();
-        let slow = live.settings.policy.is_slow(elapsed);
-        let transition = self.core.record(&live, ticket, outcome, slow, &now);
-        drop(live);
+        let (slow, transition) = self.core.with_live(|live| {
+            let slow = live.settings.policy.is_slow(elapsed);
+            (slow, self.core.record(live, ticket, outcome, slow, &now))
+        });
         if !self.listeners.is_empty() {
             let call = CallEvent {
                 outcome,
@@ -1020,14 +1114,20 @@ impl Inner {
         self.emit(transition);
     }
 
+    #[inline(always)]
     pub(crate) fn emit(&self, transition: Option<Transition>) {
         if let Some(t) = transition {
-            for l in self.listeners.iter() {
-                l.on_transition(&t);
-            }
-            if let Some(hook) = &**self.hook.load() {
-                hook.on_transition(&t);
-            }
+            self.tell(&t);
+        }
+    }
+
+    #[inline(never)]
+    fn tell(&self, t: &Transition) {
+        for l in self.listeners.iter() {
+            l.on_transition(t);
+        }
+        if let Some(hook) = &**self.hook.load() {
+            hook.on_transition(t);
         }
     }
 }
