@@ -891,13 +891,17 @@ const TIME_CALLS: u8 = 1;
 /// listener).
 const QUIET: u8 = 2;
 
+/// Bit of [`Inner::mode`]: the settings use a time window, which counts
+/// every call (so [`Inner::success_is_noop`] need not look).
+const TIME_WINDOW: u8 = 4;
+
 /// What every handle of one breaker shares: the state machine, the clock,
 /// the listeners and the name.
 pub(crate) struct Inner {
     pub(crate) core: Core,
     pub(crate) clock: Arc<dyn Clock>,
     listeners: Box<[Arc<dyn Listener>]>,
-    /// [`TIME_CALLS`] and [`QUIET`], derived from the settings in force and
+    /// [`TIME_CALLS`], [`QUIET`] and [`TIME_WINDOW`], derived from the settings in force and
     /// rewritten by a reconfigure.
     mode: AtomicU8,
     /// A listener set at runtime (a fleet's), told of transitions only.
@@ -947,7 +951,10 @@ impl Inner {
         let time_calls = settings.policy.slow.is_some() || !self.listeners.is_empty();
         let quiet =
             !time_calls && settings.policy.window.is_none() && self.core.tally.get().is_none();
-        let mode = if time_calls { TIME_CALLS } else { 0 } | if quiet { QUIET } else { 0 };
+        let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
+        let mode = if time_calls { TIME_CALLS } else { 0 }
+            | if quiet { QUIET } else { 0 }
+            | if time_window { TIME_WINDOW } else { 0 };
         // Relaxed: a hint for the hot path. A call that reads the old mode
         // is timed (or settled) by the old settings, as if it had finished
         // just before the reconfigure.
@@ -1094,24 +1101,60 @@ impl Inner {
 
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+        // Untimed and told to no one: settle a no-op success before any set-up.
+        if ticket.start == NO_START
+            && outcome == Outcome::Success
+            && self.mode() & TIME_WINDOW == 0
+            && self.listeners.is_empty()
+            && self
+                .core
+                .with_live(|live| self.success_is_noop(live, &ticket, outcome))
+        {
+            return;
+        }
         let read = || self.now();
         let now = LazyNow::new(&read);
         let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
         let (slow, transition) = self.core.with_live(|live| {
             let slow = live.settings.policy.is_slow(elapsed);
+            if !slow && self.success_is_noop(live, &ticket, outcome) {
+                return (false, None);
+            }
             (slow, self.core.record(live, ticket, outcome, slow, &now))
         });
         if !self.listeners.is_empty() {
-            let call = CallEvent {
-                outcome,
-                slow,
-                duration: Duration::from_nanos(elapsed.unwrap_or(0)),
-            };
-            for l in self.listeners.iter() {
-                l.on_call(&call);
-            }
+            self.tell_call(outcome, slow, elapsed);
         }
         self.emit(transition);
+    }
+
+    #[inline(never)]
+    fn tell_call(&self, outcome: Outcome, slow: bool, elapsed: Option<Nanos>) {
+        let call = CallEvent {
+            outcome,
+            slow,
+            duration: Duration::from_nanos(elapsed.unwrap_or(0)),
+        };
+        for l in self.listeners.iter() {
+            l.on_call(&call);
+        }
+    }
+
+    /// Whether a closed-state success that was not slow changes nothing, so
+    /// that [`Core::record`] (which would find the same) can be skipped: no
+    /// consecutive failure to reset, no tally, and no window or a count
+    /// window full of plain successes. A time window counts every call.
+    #[inline(always)]
+    fn success_is_noop(&self, live: &Live, ticket: &Ticket, outcome: Outcome) -> bool {
+        outcome == Outcome::Success
+            && ticket.kind == Kind::Normal
+            && self.mode() & TIME_WINDOW == 0
+            && self.core.tally.get().is_none()
+            && (live.settings.policy.consecutive.is_none() || self.core.success_is_noop(ticket))
+            && live
+                .window
+                .as_ref()
+                .is_none_or(|w| w.plain_success_is_noop())
     }
 
     #[inline(always)]

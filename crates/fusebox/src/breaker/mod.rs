@@ -213,6 +213,7 @@ impl CircuitBreaker {
     /// assert_eq!(price.unwrap(), 19.99);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
+    #[inline]
     pub fn call<T, E, F>(&self, f: F) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Result<T, E>,
@@ -242,6 +243,7 @@ impl CircuitBreaker {
     /// assert_eq!(breaker.state(), State::Closed);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
+    #[inline]
     pub fn call_with<T, E, F, C>(&self, classify: C, f: F) -> Result<T, Error<E>>
     where
         F: FnOnce() -> Result<T, E>,

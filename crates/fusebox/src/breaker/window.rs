@@ -107,7 +107,8 @@ impl CountWindow {
     }
 
     /// Whether the window is full of plain successes.
-    fn all_plain_successes(&self) -> bool {
+    #[inline]
+    pub(crate) fn all_plain_successes(&self) -> bool {
         let t = self.sums.read();
         t.failures == 0 && t.slow == 0 && t.calls == self.slots.len() as u64
     }
@@ -357,6 +358,13 @@ impl Window {
             Window::Time(w) => w.clear(),
         }
     }
+    /// Whether a plain success (not failed, not slow) would change nothing:
+    /// a count window full of plain successes (see [`Window::claim`]).
+    #[inline]
+    pub(crate) fn plain_success_is_noop(&self) -> bool {
+        matches!(self, Window::Count(w) if w.all_plain_successes())
+    }
+
     pub(crate) fn needs_time(&self) -> bool {
         matches!(self, Window::Time(_))
     }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Instructions per call, counted by valgrind's callgrind, for the
+# single-thread entries of the benchmarks (fusebox and the peers).
+#
+#   bash crates/fusebox-bench/results/instructions.sh [OUT]   # default: results/instructions.txt
+#
+# Each entry runs twice under callgrind (CALLS and 2 x CALLS calls, after the
+# same set-up and warm-up), counting only inside the timed loop
+# (--toggle-collect on the Runner::run functions); the difference divided by
+# CALLS is the cost of one call, the loop's own ~13 instructions included
+# (the `baseline` entry). Counts do not move with the machine's load.
+# Installs valgrind (Debian) when it is missing.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+OUT=${1:-crates/fusebox-bench/results/instructions.txt}
+CALLS=${CALLS:-20000}
+SCENARIOS=${SCENARIOS:-"closed_1t open_1t mixed_1t policies instrumented_1t stack_1t"}
+
+if ! command -v valgrind >/dev/null 2>&1; then
+    echo "instructions.sh: installing valgrind" >&2
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends valgrind
+fi
+
+cargo build --release -p fusebox-bench --bin instructions >&2
+BIN=target/release/instructions
+
+count() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        '--toggle-collect=*as fusebox_bench::harness::Runner>::run' \
+        "$BIN" "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'
+}
+
+{
+    echo "# instructions per call (callgrind; ${CALLS} vs $((2 * CALLS)) calls, differenced)"
+    echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "# $(valgrind --version); $(uname -m); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+    echo "# commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' + uncommitted changes')"
+    "$BIN" --list | while read -r scenario entry; do
+        case " $SCENARIOS " in *" $scenario "*) ;; *) continue ;; esac
+        # tower-resilience's time window keeps one record per call and scans
+        # them all: its cost grows with the fill, there is no steady state.
+        case "$entry" in tower-resilience/time_window) continue ;; esac
+        a=$(count "$scenario" "$entry" "$CALLS")
+        b=$(count "$scenario" "$entry" $((2 * CALLS)))
+        awk -v s="$scenario" -v e="$entry" -v a="$a" -v b="$b" -v n="$CALLS" \
+            'BEGIN { printf "%s\t%s\t%.1f\n", s, e, (b - a) / n }'
+    done
+} >"$OUT"
+echo "instructions.sh: wrote $OUT" >&2
