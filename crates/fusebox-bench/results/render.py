@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Renders BENCHMARKS.md's tables and target verdicts from the raw output of
-one run of each command (criterion.txt, compare.json in this folder).
+one run of each command (criterion.txt, compare.json, instructions.txt in
+this folder).
 
     python3 crates/fusebox-bench/results/render.py > /tmp/tables.md
 
@@ -36,6 +37,20 @@ def criterion():
 def compare():
     with open(os.path.join(HERE, "compare.json"), encoding="utf-8") as f:
         return json.load(f)
+
+
+def instructions():
+    """{scenario: {entry: instructions per call}} from instructions.txt."""
+    out = {}
+    path = os.path.join(HERE, "instructions.txt")
+    if not os.path.exists(path):
+        return out
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("#") or not line.strip():
+            continue
+        scenario, entry, n = line.rstrip("\n").split("\t")
+        out.setdefault(scenario, {})[entry] = float(n)
+    return out
 
 
 def fmt(ns):
@@ -108,6 +123,68 @@ def verdicts(source, g):
     return rows
 
 
+def verdicts14(source, g, unit="ns"):
+    """Rows for issue 14's targets from {group: {id: figure}}."""
+    rows = []
+
+    def row(target, text, ok):
+        rows.append(f"| {target} | {source} | {text} | {'met' if ok else 'MISSED'} |")
+
+    def f(x):
+        return fmt(x) if unit == "ns" else f"{x:.0f}"
+
+    pol, c2 = g.get("policies", {}), g.get("closed_2t", {})
+    for label, fig in (("1t", pol), ("2t", c2)):
+        tw, cw = fig.get("fusebox/time_window"), fig.get("fusebox/count_window")
+        if tw and cw:
+            row(f"time window <= 1.5x count window, {label}",
+                f"time {f(tw)} {unit} vs 1.5 x count {f(1.5 * cw)} {unit} ({tw / cw:.2f}x)", tw <= 1.5 * cw)
+    for label in ("1t", "2t"):
+        ins = g.get(f"instrumented_{label}", {})
+        rec = ins.get("recloser/consecutive")
+        for policy in ("consecutive", "count_window"):
+            bare, met = ins.get(f"fusebox/{policy}"), ins.get(f"fusebox/{policy}+metrics")
+            if bare and met:
+                row(f"Prometheus Metrics attached <= 2x bare, {policy}, {label}",
+                    f"with metrics {f(met)} {unit} vs 2 x bare {f(2 * bare)} {unit} ({met / bare:.2f}x)",
+                    met <= 2 * bare)
+            if met and rec:
+                row(f"Metrics-instrumented {policy} faster than recloser's bare closed path, {label}",
+                    f"{f(met)} {unit} vs recloser {f(rec)} {unit}", met < rec)
+    for label in ("1t", "2t"):
+        st = g.get(f"stack_{label}", {})
+        fb, tw = st.get("fusebox/tower"), st.get("tower/limit+timeout+retry")
+        if fb and tw:
+            row(f"fusebox tower stack <= tower's Retry+ConcurrencyLimit+Timeout, async, {label}",
+                f"fusebox {f(fb)} {unit} vs tower {f(tw)} {unit} ({fb / tw:.2f}x)", fb <= tw)
+    return rows
+
+
+def instruction_verdicts(ins):
+    """Fewer instructions per call than every peer on the shared paths."""
+    rows = []
+    for path, scenario, mine, peers_of in (
+        ("closed path, consecutive", "closed_1t", "fusebox", None),
+        ("count window (closed)", "policies", "fusebox/count_window",
+         ("recloser/count_window", "tower-resilience/count_window")),
+        ("open path", "open_1t", "fusebox", None),
+    ):
+        fig = ins.get(scenario, {})
+        if mine not in fig:
+            continue
+        others = {i: v for i, v in fig.items()
+                  if (i in peers_of if peers_of else not i.startswith(("fusebox", "baseline")))}
+        if not others:
+            continue
+        best = min(others.items(), key=lambda kv: kv[1])
+        ok = fig[mine] < best[1]
+        rows.append(f"| fewer instructions per call than every peer: {path} | callgrind | "
+                    f"fusebox {fig[mine]:.0f} vs fewest peer {best[0]} {best[1]:.0f} "
+                    f"({', '.join(f'{k} {v:.0f}' for k, v in sorted(others.items()))}) | "
+                    f"{'met' if ok else 'MISSED'} |")
+    return rows
+
+
 def main():
     crit = criterion()
     comp = compare()
@@ -115,11 +192,22 @@ def main():
     out = ["## Targets (rendered)", "", "| target | source | figures | verdict |", "|---|---|---|---|"]
     out += verdicts("criterion", {k: figures([(i, m) for i, _, m, _ in v]) for k, v in crit.items()})
     out += verdicts("compare", cg)
+    # Every sync fusebox path; the async ones (the async pipeline, the tower
+    # stack) are tokio futures and reported in the tables only.
+    asynchronous = ("fusebox/pipeline_async", "fusebox/tower")
     allocs = max(e["allocs_per_call"] for s in comp["scenarios"] for e in s["entries"]
-                 if e["crate"] == "fusebox")
+                 if e["crate"] == "fusebox" and e["id"] not in asynchronous)
     out.append(f"| zero allocations per call, every fusebox path | compare + test | "
                f"max over fusebox entries: {allocs:.2f}/call; tests/allocations.rs | "
                f"{'met' if allocs == 0 else 'MISSED'} |")
+    ins = instructions()
+    crit_g = {k: figures([(i, m) for i, _, m, _ in v]) for k, v in crit.items()}
+    out += ["", "## Targets of issue 14 (rendered)", "", "| target | source | figures | verdict |",
+            "|---|---|---|---|"]
+    out += instruction_verdicts(ins)
+    out += verdicts14("callgrind (instructions/call)", ins, unit="instr")
+    out += verdicts14("criterion", crit_g)
+    out += verdicts14("compare", cg)
     out += ["", "## Criterion: `cargo bench -p fusebox-bench`", "",
             "ns per call (per thread in 2-thread groups); \"x fusebox\" is the ratio to the",
             "fusebox entry of the same variant (or the first fusebox entry of the group).", ""]
@@ -142,6 +230,16 @@ def main():
             out.append(f"| {e['id']} | {fmt(e['ns_per_call'])} | {e['ratio_to_fusebox']:.2f} | "
                        f"{e['allocs_per_call']:.2f} | {e['rejected_share'] * 100:.0f}% |")
         out.append("")
+    if ins:
+        out += ["## Instructions per call: `bash crates/fusebox-bench/results/instructions.sh`", "",
+                "callgrind, single-thread entries; the loop itself is the `baseline` row.", ""]
+        for scenario, fig in ins.items():
+            out += [f"**{scenario}**", "", "| crate | instructions/call | x fusebox |", "|---|---:|---:|"]
+            entries = list(fig.items())
+            for ident, n in entries:
+                b = base_for(ident, entries)
+                out.append(f"| {ident} | {n:.0f} | {n / b:.2f} |")
+            out.append("")
     sys.stdout.write("\n".join(out))
 
 
