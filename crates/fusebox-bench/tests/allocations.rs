@@ -213,3 +213,22 @@ fn bulkhead_allocates_nothing() {
     });
     drop(held);
 }
+
+#[test]
+fn sync_pipeline_and_instrumented_breakers_allocate_nothing() {
+    use fusebox_bench::harness::{Load, Verdict};
+    use fusebox_bench::subjects::Stack;
+    for stack in [
+        Stack::PipelineSync,
+        Stack::Metrics(REFERENCE),
+        Stack::Metrics(COUNT_100),
+        Stack::Metrics(TIME_10S),
+    ] {
+        let s = stack.build();
+        let mut r = s.runner(1);
+        assert_no_allocations(&format!("{stack:?}"), || {
+            let b = r.run(1, Load::AllOk);
+            assert_eq!(b.tally.ok, 1, "{stack:?}: {:?}", Verdict::Ok);
+        });
+    }
+}

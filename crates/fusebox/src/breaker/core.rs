@@ -1169,7 +1169,10 @@ impl Inner {
         for l in self.listeners.iter() {
             l.on_transition(t);
         }
-        if let Some(hook) = &**self.hook.load() {
+        let hook = self.hook.load();
+        // Derefs through the guard (and the `Arc`) to the slot.
+        let hook: &Option<Arc<dyn Listener>> = &hook;
+        if let Some(hook) = hook {
             hook.on_transition(t);
         }
     }
