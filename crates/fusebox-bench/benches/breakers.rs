@@ -2,7 +2,7 @@
 //! side by side in one group per scenario.
 //!
 //! ```text
-//! cargo bench -p fusebox-bench                 # every group (about 5 minutes on 2 cores)
+//! cargo bench -p fusebox-bench                 # every group (about 7 minutes on 2 cores)
 //! cargo bench -p fusebox-bench -- closed_2t    # one group
 //! ```
 //!

@@ -50,6 +50,18 @@ pub enum Load {
     Mixed20,
 }
 
+impl Load {
+    /// Whether the next call fails (drawing from `rng` for the mixed load).
+    #[inline(always)]
+    pub fn fails(self, rng: &mut Xorshift) -> bool {
+        match self {
+            Load::AllOk => false,
+            Load::AllFail => true,
+            Load::Mixed20 => rng.fail20(),
+        }
+    }
+}
+
 /// Tally of one batch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {

@@ -444,11 +444,7 @@ where
             let mut tally = Tally::default();
             let start = Instant::now();
             for _ in 0..iters {
-                let fail = match load {
-                    Load::AllOk => false,
-                    Load::AllFail => true,
-                    Load::Mixed20 => rng.fail20(),
-                };
+                let fail = load.fails(rng);
                 let v = match svc.ready().await {
                     Ok(s) => match s.call(fail).await {
                         Ok(_) => Verdict::Ok,
@@ -510,7 +506,18 @@ where
     }
 }
 
-/// The guarded operation as a tower service.
+/// The guarded operation as a tower service, its error mapped by `err`.
+fn op_service_as<E: 'static>(
+    err: fn(u64) -> E,
+) -> impl tower::Service<bool, Response = u64, Error = E, Future = std::future::Ready<Result<u64, E>>>
+       + Clone
+       + Send
+       + Sync
+       + 'static {
+    tower::service_fn(move |fail: bool| std::future::ready(op(fail).map_err(err)))
+}
+
+/// The guarded operation as a tower service (its error is `op`'s own).
 fn op_service() -> impl tower::Service<
     bool,
     Response = u64,
@@ -520,7 +527,7 @@ fn op_service() -> impl tower::Service<
        + Send
        + Sync
        + 'static {
-    tower::service_fn(|fail: bool| std::future::ready(op(fail)))
+    op_service_as(|e| e)
 }
 
 fn tower_resilience_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
@@ -806,7 +813,7 @@ impl Stack {
                     .layer(CircuitBreakerLayer::new(stack_breaker()))
                     .layer(BulkheadLayer::new(fusebox::Bulkhead::new(STACK_LIMIT)))
                     .layer(TimeoutLayer::new(STACK_TIMEOUT))
-                    .service(stack_op_service());
+                    .service(op_service_as(|_| OpFailed));
                 Box::new(TowerSubject(svc))
             }
             Stack::TowerStack => {
@@ -814,7 +821,7 @@ impl Stack {
                     .retry(Attempts(STACK_ATTEMPTS))
                     .concurrency_limit(STACK_LIMIT)
                     .timeout(STACK_TIMEOUT)
-                    .service(stack_op_service());
+                    .service(op_service_as(|_| OpFailed));
                 Box::new(TowerSubject(svc))
             }
             Stack::Metrics(spec) => {
@@ -840,19 +847,6 @@ impl fmt::Display for OpFailed {
 }
 
 impl std::error::Error for OpFailed {}
-
-/// [`op`] as a tower service for the stacks, failing with [`OpFailed`].
-fn stack_op_service() -> impl tower::Service<
-    bool,
-    Response = u64,
-    Error = OpFailed,
-    Future = std::future::Ready<Result<u64, OpFailed>>,
-> + Clone
-       + Send
-       + Sync
-       + 'static {
-    tower::service_fn(|fail: bool| std::future::ready(op(fail).map_err(|_| OpFailed)))
-}
 
 /// tower's retry policy for the stack: up to [`STACK_ATTEMPTS`] attempts.
 #[derive(Debug, Clone, Copy)]
@@ -936,11 +930,7 @@ impl Runner for AsyncPipelineRunner {
             let mut tally = Tally::default();
             let start = Instant::now();
             for _ in 0..iters {
-                let fail = match load {
-                    Load::AllOk => false,
-                    Load::AllFail => true,
-                    Load::Mixed20 => rng.fail20(),
-                };
+                let fail = load.fails(rng);
                 tally.add(pipeline_verdict(
                     p.call_async(|| std::future::ready(op(fail))).await,
                 ));
