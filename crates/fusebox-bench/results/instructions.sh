@@ -33,11 +33,14 @@ count() {
         "$BIN" "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'
 }
 
+# Which code is measured (before OUT is rewritten: it is under crates/ too).
+COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates ':!'"$OUT" || echo ' + uncommitted changes')"
+
 {
     echo "# instructions per call (callgrind; ${CALLS} vs $((2 * CALLS)) calls, differenced)"
     echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "# $(valgrind --version); $(uname -m); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-    echo "# commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ' + uncommitted changes')"
+    echo "# commit: $COMMIT"
     "$BIN" --list | while read -r scenario entry; do
         case " $SCENARIOS " in *" $scenario "*) ;; *) continue ;; esac
         # tower-resilience's time window keeps one record per call and scans
