@@ -72,6 +72,8 @@ mod sync;
 pub mod alert;
 pub mod bulkhead;
 pub mod fallback;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 #[cfg(feature = "prometheus")]
 pub mod metrics;
 pub mod observe;
