@@ -126,6 +126,7 @@
 mod codec;
 mod error;
 mod link;
+mod local;
 mod member;
 mod scripts;
 mod status;
@@ -133,6 +134,7 @@ mod task;
 
 pub use codec::{decode, DecodeError, Kind, Message, MAX_ID_BYTES, MAX_MESSAGE_BYTES, MAX_NAME_BYTES};
 pub use error::FleetError;
+pub use local::{LocalRedis, REQUIRE_REDIS};
 pub use status::FleetStatus;
 
 use crate::observe::{Observer, Tags};
