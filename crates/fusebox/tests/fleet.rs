@@ -36,7 +36,11 @@ async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
 
 async fn connected(fleets: &[&Fleet]) {
     for f in fleets {
-        assert!(eventually(|| f.status().connected).await, "{:?}", f.status());
+        assert!(
+            eventually(|| f.status().connected).await,
+            "{:?}",
+            f.status()
+        );
     }
 }
 
@@ -45,7 +49,11 @@ fn payments(b: fusebox::Builder) -> CircuitBreaker {
 }
 
 fn consecutive(n: u32, open: Duration) -> CircuitBreaker {
-    payments(CircuitBreaker::builder().consecutive_failures(n).open_for(open))
+    payments(
+        CircuitBreaker::builder()
+            .consecutive_failures(n)
+            .open_for(open),
+    )
 }
 
 fn fail(b: &CircuitBreaker, n: usize) {
@@ -98,12 +106,589 @@ async fn trips_travel_to_every_node_for_the_rest_of_the_period() {
     eprintln!("trip reached every node in {:?}", started.elapsed());
     // The rest of the same period: a little under 2 s, not a fresh 2 s.
     let r = nodes[1].1.try_acquire().unwrap_err().retry_after().unwrap();
-    assert!(r <= Duration::from_secs(2) && r > Duration::from_millis(1500), "{r:?}");
+    assert!(
+        r <= Duration::from_secs(2) && r > Duration::from_millis(1500),
+        "{r:?}"
+    );
     let heard = heard.lock().unwrap().clone();
     assert_eq!(heard.iter().filter(|(to, _)| *to == State::Open).count(), 3);
     assert_eq!(
-        heard.iter().filter(|(_, why)| *why == Reason::Remote).count(),
+        heard
+            .iter()
+            .filter(|(_, why)| *why == Reason::Remote)
+            .count(),
         2,
         "two nodes opened for a remote trip: {heard:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_window_trips_nodes_that_are_each_below_min_calls() {
+    let Some(redis) = LocalRedis::start_or_skip("fleet_window") else {
+        return;
+    };
+    let make = || {
+        payments(
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .count_window(100)
+                .min_calls(10)
+                .open_for(Duration::from_secs(5)),
+        )
+    };
+    let nodes = fleet_of(&redis, "window", 3, make).await;
+    // 3 failures per node: 9 over the fleet, below min_calls.
+    for (_, b, _) in &nodes {
+        fail(b, 3);
+    }
+    tokio::time::sleep(SYNC * 6).await;
+    for (_, b, _) in &nodes {
+        assert_eq!(b.state(), State::Closed, "9 calls < min_calls 10");
+        assert_eq!(b.snapshot().calls, 3, "each node's own window");
+    }
+    // One more failure on one node: 10 over the fleet, all failed.
+    fail(&nodes[2].1, 1);
+    for (_, b, _) in &nodes {
+        assert!(eventually(|| b.state() == State::Open).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_window_is_not_tripped_by_successes() {
+    let Some(redis) = LocalRedis::start_or_skip("fleet_window_rate") else {
+        return;
+    };
+    let make = || {
+        payments(
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .count_window(100)
+                .min_calls(10),
+        )
+    };
+    let nodes = fleet_of(&redis, "window-ok", 2, make).await;
+    for (_, b, _) in &nodes {
+        fail(b, 4);
+        for _ in 0..6 {
+            b.call(|| Ok::<_, ()>(())).unwrap();
+        }
+    }
+    tokio::time::sleep(SYNC * 6).await;
+    for (_, b, _) in &nodes {
+        assert_eq!(b.state(), State::Closed, "40 % < 50 %");
+    }
+}
+
+/// Admits on whichever node gets a permit; returns the permits taken.
+fn try_all(nodes: &[(Fleet, CircuitBreaker, Membership)]) -> Vec<(usize, fusebox::Permit)> {
+    nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, b, _))| b.try_acquire().ok().map(|p| (i, p)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k_probes_in_the_whole_fleet_and_the_verdict_travels() {
+    let Some(redis) = LocalRedis::start_or_skip("probes") else {
+        return;
+    };
+    let make = || {
+        payments(
+            CircuitBreaker::builder()
+                .consecutive_failures(1)
+                .open_for(Duration::from_millis(300))
+                .half_open_probes(1),
+        )
+    };
+    let nodes = fleet_of(&redis, "probes", 3, make).await;
+    fail(&nodes[0].1, 1);
+    for (_, b, _) in &nodes {
+        assert!(eventually(|| b.state() == State::Open).await);
+    }
+    // After the open period, one probe in the whole fleet.
+    let mut held = Vec::new();
+    assert!(
+        eventually(|| {
+            held.extend(try_all(&nodes));
+            !held.is_empty()
+        })
+        .await
+    );
+    tokio::time::sleep(SYNC * 3).await;
+    held.extend(try_all(&nodes));
+    assert_eq!(held.len(), 1, "one probe fleet-wide");
+    let (prober, permit) = held.pop().unwrap();
+    let other = (prober + 1) % 3;
+    let r = nodes[other].1.try_acquire().unwrap_err();
+    assert_eq!(r.state(), State::HalfOpen);
+    assert_eq!(r.retry_after(), Some(Duration::ZERO));
+    // The probe fails: every node reopens.
+    permit.failure();
+    for (_, b, _) in &nodes {
+        assert!(eventually(|| b.state() == State::Open).await);
+    }
+    // Next round, the probe succeeds: every node closes.
+    let mut held = Vec::new();
+    assert!(
+        eventually(|| {
+            held.extend(try_all(&nodes));
+            !held.is_empty()
+        })
+        .await
+    );
+    assert_eq!(held.len(), 1);
+    held.pop().unwrap().1.success();
+    for (_, b, _) in &nodes {
+        assert!(eventually(|| b.state() == State::Closed).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_probers_lease_expires_and_another_node_probes() {
+    let Some(redis) = LocalRedis::start_or_skip("dead_prober") else {
+        return;
+    };
+    let make = || {
+        payments(
+            CircuitBreaker::builder()
+                .consecutive_failures(1)
+                .open_for(Duration::from_millis(200))
+                .half_open_probes(1),
+        )
+    };
+    let mut nodes = fleet_of(&redis, "dead", 2, make).await;
+    fail(&nodes[0].1, 1);
+    assert!(eventually(|| nodes[1].1.state() == State::Open).await);
+    // Wait until node 0 holds the probe (node 1 gets no traffic).
+    let mut permit = None;
+    assert!(
+        eventually(|| {
+            permit = permit.take().or_else(|| nodes[0].1.try_acquire().ok());
+            permit.is_some()
+        })
+        .await
+    );
+    // Node 0 dies mid-probe: its tasks stop, its lease is never released.
+    let permit = permit.unwrap();
+    let (dead, _breaker, membership) = nodes.remove(0);
+    std::mem::forget(permit);
+    drop(membership);
+    drop(dead);
+    let (_, b1, _) = &nodes[0];
+    assert!(
+        b1.try_acquire().is_err(),
+        "the dead node's lease still holds"
+    );
+    // After the lease (3 x sync_every) expires, node 1 probes.
+    let mut probe = None;
+    assert!(
+        eventually(|| {
+            probe = probe.take().or_else(|| b1.try_acquire().ok());
+            probe.is_some()
+        })
+        .await
+    );
+    probe.unwrap().success();
+    assert_eq!(b1.state(), State::Closed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_quorum_of_two_one_nodes_trip_protects_only_itself() {
+    let Some(redis) = LocalRedis::start_or_skip("quorum") else {
+        return;
+    };
+    let mut nodes = Vec::new();
+    for i in 0..3 {
+        let f = Fleet::builder()
+            .redis_url(redis.url())
+            .namespace("quorum")
+            .node(format!("q{i}"))
+            .sync_every(SYNC)
+            .quorum(2)
+            .connect()
+            .await
+            .unwrap();
+        connected(&[&f]).await;
+        let b = consecutive(1, Duration::from_secs(5));
+        let m = f.share(&b).await.unwrap();
+        nodes.push((f, b, m));
+    }
+    fail(&nodes[0].1, 1);
+    assert_eq!(nodes[0].1.state(), State::Open, "its own trip protects it");
+    tokio::time::sleep(SYNC * 6).await;
+    assert_eq!(nodes[1].1.state(), State::Closed, "one node is no quorum");
+    assert_eq!(nodes[2].1.state(), State::Closed);
+    fail(&nodes[1].1, 1);
+    assert!(
+        eventually(|| nodes[2].1.state() == State::Open).await,
+        "two are"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_quorum_of_two_one_nodes_failures_do_not_trip_the_fleet_window() {
+    let Some(redis) = LocalRedis::start_or_skip("quorum_window") else {
+        return;
+    };
+    let mut nodes = Vec::new();
+    for i in 0..2 {
+        let f = Fleet::builder()
+            .redis_url(redis.url())
+            .namespace("quorum-window")
+            .node(format!("q{i}"))
+            .sync_every(SYNC)
+            .quorum(2)
+            .connect()
+            .await
+            .unwrap();
+        connected(&[&f]).await;
+        let b = payments(
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .count_window(100)
+                .min_calls(20),
+        );
+        let m = f.share(&b).await.unwrap();
+        nodes.push((f, b, m));
+    }
+    // Node 0 sees only failures (its network path is broken); node 1 is fine.
+    fail(&nodes[0].1, 15);
+    for _ in 0..10 {
+        nodes[1].1.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    tokio::time::sleep(SYNC * 6).await;
+    assert_eq!(
+        nodes[1].1.state(),
+        State::Closed,
+        "one failing node is no quorum"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_reaches_every_node_and_later_joiners() {
+    let Some(redis) = LocalRedis::start_or_skip("control") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "control", 2, || {
+        consecutive(5, Duration::from_secs(5))
+    })
+    .await;
+    let (a, _, _) = &nodes[0];
+    a.force_open("payments").await.unwrap();
+    for (_, b, _) in &nodes {
+        assert!(eventually(|| b.state() == State::ForcedOpen).await);
+    }
+    let late = node(&redis, "control", "late").await;
+    connected(&[&late]).await;
+    let b = consecutive(5, Duration::from_secs(5));
+    let _m = late.share(&b).await.unwrap();
+    assert_eq!(b.state(), State::ForcedOpen, "a joiner starts forced open");
+
+    nodes[1].0.disable("payments").await.unwrap();
+    for b in nodes.iter().map(|n| &n.1).chain([&b]) {
+        assert!(eventually(|| b.state() == State::Disabled).await);
+    }
+    late.reset("payments").await.unwrap();
+    for b in nodes.iter().map(|n| &n.1).chain([&b]) {
+        assert!(eventually(|| b.state() == State::Closed).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_an_open_fleet_starts_open_for_what_remains() {
+    let Some(redis) = LocalRedis::start_or_skip("join_open") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "join", 1, || consecutive(1, Duration::from_secs(2))).await;
+    fail(&nodes[0].1, 1);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let late = node(&redis, "join", "late").await;
+    connected(&[&late]).await;
+    let b = consecutive(1, Duration::from_secs(2));
+    let _m = late.share(&b).await.unwrap();
+    let r = b.try_acquire().unwrap_err().retry_after().unwrap();
+    assert!(
+        r < Duration::from_millis(1500) && r > Duration::from_millis(500),
+        "{r:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaces_are_apart_and_bad_messages_are_dropped() {
+    let Some(redis) = LocalRedis::start_or_skip("namespaces") else {
+        return;
+    };
+    let x = fleet_of(&redis, "x", 1, || consecutive(1, Duration::from_secs(5))).await;
+    let y = fleet_of(&redis, "y", 1, || consecutive(1, Duration::from_secs(5))).await;
+    fail(&x[0].1, 1);
+    tokio::time::sleep(SYNC * 4).await;
+    assert_eq!(y[0].1.state(), State::Closed, "another namespace's trip");
+
+    // Forged and garbage messages on y's channel: dropped, counted.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let channel = "fusebox:{y}:events";
+    let forged =
+        fusebox::fleet::Message::new("x", "intruder", "payments", fusebox::fleet::Kind::ForceOpen);
+    let big = vec![b'a'; 100_000];
+    for payload in [forged.encode(), b"\xff\xfe garbage".to_vec(), big] {
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(channel)
+            .arg(payload)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    assert!(
+        eventually(|| y[0].0.status().messages_dropped == 3).await,
+        "{:?}",
+        y[0].0.status()
+    );
+    assert_eq!(y[0].1.state(), State::Closed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_membership_stops_sharing() {
+    let Some(redis) = LocalRedis::start_or_skip("membership") else {
+        return;
+    };
+    let mut nodes = fleet_of(&redis, "leave", 2, || {
+        consecutive(1, Duration::from_secs(5))
+    })
+    .await;
+    let (_f, b, m) = nodes.pop().unwrap();
+    drop(m);
+    fail(&nodes[0].1, 1);
+    tokio::time::sleep(SYNC * 4).await;
+    assert_eq!(b.state(), State::Closed);
+    fail(&b, 1); // and its own trips stay local
+    tokio::time::sleep(SYNC * 2).await;
+    assert_eq!(_f.status().shared, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_shares_every_breaker_it_builds() {
+    let Some(redis) = LocalRedis::start_or_skip("registry") else {
+        return;
+    };
+    let a = node(&redis, "registry", "a").await;
+    let b = node(&redis, "registry", "b").await;
+    connected(&[&a, &b]).await;
+    let fusebox = fusebox::registry::Fusebox::builder()
+        .fleet(a.clone())
+        .build()
+        .unwrap();
+    let mine = fusebox.breaker("payments");
+    let theirs = consecutive(1, Duration::from_secs(5));
+    let _m = b.share(&theirs).await.unwrap();
+    assert!(eventually(|| a.status().shared == 1).await);
+    tokio::time::sleep(SYNC * 2).await;
+    fail(&theirs, 1);
+    assert!(eventually(|| mine.state() == State::Open).await);
+    assert!(
+        b.share(&theirs).await.is_err(),
+        "one breaker per name per node"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_started_while_redis_is_down_works_locally_then_joins() {
+    let Some(mut redis) = LocalRedis::start_or_skip("redis_down_at_start") else {
+        return;
+    };
+    redis.kill();
+    let a = node(&redis, "late-redis", "a").await;
+    let breaker = consecutive(2, Duration::from_secs(5));
+    let _m = a.share(&breaker).await.unwrap();
+    let status = a.status();
+    assert!(
+        !status.connected && status.disconnected_since.is_some(),
+        "{status:?}"
+    );
+    assert!(format!("{status:?}").contains("connected: false"));
+    fail(&breaker, 2);
+    assert_eq!(breaker.state(), State::Open, "a local breaker meanwhile");
+    redis.restart().unwrap();
+    assert!(eventually(|| a.status().connected).await);
+    // Its trip, made while away, reaches a node that joins now.
+    let b = node(&redis, "late-redis", "b").await;
+    connected(&[&b]).await;
+    let theirs = consecutive(2, Duration::from_secs(5));
+    let _m2 = b.share(&theirs).await.unwrap();
+    assert!(eventually(|| theirs.state() == State::Open).await);
+}
+
+/// Call durations: how many took each whole microsecond (up to 10 ms),
+/// and the slowest.
+#[derive(Debug)]
+struct Latency {
+    micros: Vec<u64>,
+    slowest: Duration,
+}
+
+impl Latency {
+    fn calls(&self) -> u64 {
+        self.micros.iter().sum()
+    }
+    /// The duration that 99.9 % of the calls took at most (whole µs;
+    /// "10 ms" for anything above).
+    fn p999(&self) -> Duration {
+        let target = self.calls() - self.calls() / 1000;
+        let mut seen = 0;
+        for (us, n) in self.micros.iter().enumerate() {
+            seen += n;
+            if seen >= target {
+                return Duration::from_micros(us as u64 + 1);
+            }
+        }
+        Duration::from_millis(10)
+    }
+}
+
+/// Calls through `breaker` on a thread until `stop`.
+fn load(
+    breaker: CircuitBreaker,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Latency> {
+    std::thread::spawn(move || {
+        let mut lat = Latency {
+            micros: vec![0; 10_001],
+            slowest: Duration::ZERO,
+        };
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let t = Instant::now();
+            let _ = breaker.call(|| Ok::<_, ()>(()));
+            let took = t.elapsed();
+            lat.slowest = lat.slowest.max(took);
+            lat.micros[(took.as_micros() as usize).min(10_000)] += 1;
+        }
+        lat
+    })
+}
+
+async fn latency_during(breaker: &CircuitBreaker, d: Duration) -> Latency {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = load(breaker.clone(), Arc::clone(&stop));
+    tokio::time::sleep(d).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    h.join().unwrap()
+}
+
+/// No call waited on Redis: a call that did would take at least the
+/// fleet's timeout (300 ms here); and 99.9 % of calls are within a few ms
+/// of the calls made with Redis up (the slowest of either is the
+/// scheduler's, on a shared machine).
+fn assert_no_call_waited(up: &Latency, down: &Latency) {
+    eprintln!(
+        "calls with Redis up: {} (p99.9 {:?}, slowest {:?}); with Redis away: {} (p99.9 {:?}, slowest {:?})",
+        up.calls(),
+        up.p999(),
+        up.slowest,
+        down.calls(),
+        down.p999(),
+        down.slowest
+    );
+    assert!(
+        down.slowest < Duration::from_millis(300),
+        "a call waited on Redis: {down:?}"
+    );
+    assert!(
+        down.p999() <= up.p999() + Duration::from_millis(3),
+        "{:?} vs {:?}",
+        down.p999(),
+        up.p999()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_stopped_for_two_seconds_under_load_blocks_no_call_and_states_resync() {
+    let Some(redis) = LocalRedis::start_or_skip("sigstop") else {
+        return;
+    };
+    let make = || {
+        payments(
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .count_window(50)
+                .min_calls(5)
+                .open_for(Duration::from_secs(5)),
+        )
+    };
+    let nodes = fleet_of(&redis, "stop", 2, make).await;
+    let up = latency_during(&nodes[0].1, Duration::from_millis(300)).await;
+    redis.pause();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = load(nodes[0].1.clone(), Arc::clone(&stop));
+    assert!(
+        eventually(|| !nodes[0].0.status().connected).await,
+        "disconnected"
+    );
+    let status = nodes[0].0.status();
+    assert!(status.disconnected_for.is_some(), "{status:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stopped = h.join().unwrap();
+    // Node 1 trips while Redis is stopped: locally at once.
+    fail(&nodes[1].1, 5);
+    assert_eq!(nodes[1].1.state(), State::Open);
+    redis.resume();
+    assert_no_call_waited(&up, &stopped);
+    for (f, b, _) in &nodes {
+        assert!(eventually(|| f.status().connected).await);
+        assert!(eventually(|| b.state() == State::Open).await, "resynced");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_and_restarted_empty_gets_the_fleets_state_back() {
+    let Some(mut redis) = LocalRedis::start_or_skip("restart") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "restart", 2, || {
+        consecutive(1, Duration::from_secs(10))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    assert!(eventually(|| nodes[1].1.state() == State::Open).await);
+    let other = consecutive(1, Duration::from_secs(10));
+    let other = CircuitBreaker::builder()
+        .name("search")
+        .config(other.config())
+        .build()
+        .unwrap();
+    let _m = nodes[1].0.share(&other).await.unwrap();
+    nodes[1].0.force_open("search").await.unwrap();
+    let up = latency_during(&nodes[0].1, Duration::from_millis(300)).await;
+
+    redis.kill();
+    let during = latency_during(&nodes[0].1, Duration::from_millis(500)).await;
+    for (f, _, _) in &nodes {
+        assert!(eventually(|| !f.status().connected).await);
+    }
+    redis.restart().unwrap();
+    for (f, _, _) in &nodes {
+        assert!(eventually(|| f.status().connected).await);
+    }
+    assert_no_call_waited(&up, &during);
+    // A node joining now learns what the empty Redis was told again.
+    let late = node(&redis, "restart", "late").await;
+    connected(&[&late]).await;
+    let b = consecutive(1, Duration::from_secs(10));
+    let s = CircuitBreaker::builder()
+        .name("search")
+        .config(b.config())
+        .build()
+        .unwrap();
+    let _m1 = late.share(&b).await.unwrap();
+    let _m2 = late.share(&s).await.unwrap();
+    assert!(
+        eventually(|| b.state() == State::Open && s.state() == State::ForcedOpen).await,
+        "{:?} {:?}",
+        b.state(),
+        s.state()
+    );
+    // And pushed messages flow again (the subscription came back).
+    late.reset("payments").await.unwrap();
+    assert!(eventually(|| nodes[0].1.state() == State::Closed).await);
 }

@@ -339,7 +339,10 @@ mod tests {
             (b"fb2|trip|1|a|b|c", "not a fusebox message (bad magic)"),
             (b"fb1|boom|1|a|b|c", "unknown kind"),
             (b"fb1|trip|-1|a|b|c", "millis is not a number"),
-            (b"fb1|trip|99999999999999999999|a|b|c", "millis is not a number"),
+            (
+                b"fb1|trip|99999999999999999999|a|b|c",
+                "millis is not a number",
+            ),
             (b"fb1|trip|1|a b|b|c", "bad namespace"),
             (b"fb1|trip|1|a||c", "bad node id"),
             (b"fb1|trip|1|a|b|c\n", "bad breaker name"),

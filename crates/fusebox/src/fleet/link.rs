@@ -99,6 +99,17 @@ struct Entry {
     epoch: u64,
 }
 
+impl Entry {
+    /// Records the tally as sent to the fleet's window.
+    fn sent(&self) {
+        if self.window.is_some() {
+            let mut book = self.member.book();
+            book.sent = self.tally;
+            book.sent_at = Instant::now();
+        }
+    }
+}
+
 /// The fleet's state of one breaker, as a sync read it.
 #[derive(Debug)]
 struct View {
@@ -372,6 +383,15 @@ impl Shared {
             *known = Some(boot);
             lost
         };
+        if lost_keys {
+            // What this sync read is an empty namespace, not the fleet's
+            // state (a missing control key is no reset): put back what this
+            // node knows, and read again next time.
+            for e in &entries {
+                e.sent();
+            }
+            return self.republish(members).await;
+        }
         for (e, v) in entries.iter().zip(out[1..].chunks(7)) {
             let view = View {
                 totals: Tally {
@@ -386,9 +406,6 @@ impl Shared {
             };
             self.apply_view(e, &view);
         }
-        if lost_keys {
-            self.republish(members).await?;
-        }
         Ok(())
     }
 
@@ -396,11 +413,7 @@ impl Shared {
     fn apply_view(&self, e: &Entry, view: &View) {
         let m = &e.member;
         let b = &m.breaker;
-        if e.window.is_some() {
-            let mut book = m.book();
-            book.sent = e.tally;
-            book.sent_at = Instant::now();
-        }
+        e.sent();
         // Acquire: pairs with the bump in `apply_message`.
         if m.epoch.load(Ordering::Acquire) != e.epoch {
             return; // a message arrived after this was read: it is newer

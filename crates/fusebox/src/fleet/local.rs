@@ -36,7 +36,11 @@ pub struct LocalRedis {
 fn find_binary() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain(["/usr/bin".into(), "/usr/sbin".into(), "/usr/local/bin".into()])
+        .chain([
+            "/usr/bin".into(),
+            "/usr/sbin".into(),
+            "/usr/local/bin".into(),
+        ])
         .map(|dir| dir.join("redis-server"))
         .find(|p| p.is_file())
 }

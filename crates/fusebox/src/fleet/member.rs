@@ -103,12 +103,7 @@ impl std::fmt::Debug for Member {
 }
 
 impl Member {
-    pub(crate) fn new(
-        id: u64,
-        name: String,
-        breaker: CircuitBreaker,
-        namespace: &str,
-    ) -> Member {
+    pub(crate) fn new(id: u64, name: String, breaker: CircuitBreaker, namespace: &str) -> Member {
         let keys = Keys::new(namespace, &name);
         let sent = breaker.tally();
         Member {

@@ -132,7 +132,9 @@ mod scripts;
 mod status;
 mod task;
 
-pub use codec::{decode, DecodeError, Kind, Message, MAX_ID_BYTES, MAX_MESSAGE_BYTES, MAX_NAME_BYTES};
+pub use codec::{
+    decode, DecodeError, Kind, Message, MAX_ID_BYTES, MAX_MESSAGE_BYTES, MAX_NAME_BYTES,
+};
 pub use error::FleetError;
 pub use local::{LocalRedis, REQUIRE_REDIS};
 pub use status::FleetStatus;
@@ -344,13 +346,10 @@ impl FleetBuilder {
     }
 
     fn settings(&self) -> Result<(String, Settings), FleetError> {
-        let url = self.url.clone().ok_or_else(|| {
-            bad(
-                "redis_url",
-                "",
-                "required (e.g. redis://127.0.0.1:6379)",
-            )
-        })?;
+        let url = self
+            .url
+            .clone()
+            .ok_or_else(|| bad("redis_url", "", "required (e.g. redis://127.0.0.1:6379)"))?;
         let namespace = self.namespace.clone().unwrap_or_default();
         if !codec::valid_id(&namespace) {
             return Err(bad(
@@ -419,16 +418,26 @@ impl FleetBuilder {
     /// ```
     pub async fn connect(self) -> Result<Fleet, FleetError> {
         let (url, settings) = self.settings()?;
-        let client = redis::Client::open(url.as_str())
-            .map_err(|_| bad("redis_url", redact(&url), "not a Redis URL this client supports"))?;
+        let client = redis::Client::open(url.as_str()).map_err(|_| {
+            bad(
+                "redis_url",
+                redact(&url),
+                "not a Redis URL this client supports",
+            )
+        })?;
         // RESP3: pub/sub pushes share the one multiplexed connection.
         let info = client.get_connection_info().clone();
         let resp3 = info
             .redis_settings()
             .clone()
             .set_protocol(redis::ProtocolVersion::RESP3);
-        let client = redis::Client::open(info.set_redis_settings(resp3))
-            .map_err(|_| bad("redis_url", redact(&url), "not a Redis URL this client supports"))?;
+        let client = redis::Client::open(info.set_redis_settings(resp3)).map_err(|_| {
+            bad(
+                "redis_url",
+                redact(&url),
+                "not a Redis URL this client supports",
+            )
+        })?;
 
         let (inbox_tx, inbox_rx) = mpsc::channel::<Vec<u8>>(INBOX);
         let shared_slot: Arc<std::sync::OnceLock<std::sync::Weak<Shared>>> = Arc::default();
@@ -588,7 +597,12 @@ impl Fleet {
             id: member.id,
         };
         if self.shared.connected() {
-            if self.shared.sync(std::slice::from_ref(&member)).await.is_err() {
+            if self
+                .shared
+                .sync(std::slice::from_ref(&member))
+                .await
+                .is_err()
+            {
                 self.join_later(&member);
             }
         } else {
