@@ -692,3 +692,83 @@ async fn redis_killed_and_restarted_empty_gets_the_fleets_state_back() {
     late.reset("payments").await.unwrap();
     assert!(eventually(|| nodes[0].1.state() == State::Closed).await);
 }
+
+/// The child side of `separate_processes_share_one_breaker`: this test
+/// binary run again, as another OS process, with `FLEET_CHILD_URL` set. It
+/// joins, says READY, waits for the parent's trip and says OPEN. Without the
+/// variable (a normal test run) it has nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_process_node() {
+    let Ok(url) = std::env::var("FLEET_CHILD_URL") else {
+        return;
+    };
+    let id = std::env::var("FLEET_CHILD_ID").unwrap();
+    let fleet = Fleet::builder()
+        .redis_url(url)
+        .namespace("processes")
+        .node(id)
+        .sync_every(SYNC)
+        .connect()
+        .await
+        .unwrap();
+    connected(&[&fleet]).await;
+    let b = consecutive(1, Duration::from_secs(10));
+    let _m = fleet.share(&b).await.unwrap();
+    println!("READY");
+    assert!(eventually(|| b.state() == State::Open).await);
+    println!("OPEN {:?}", b.try_acquire().unwrap_err().retry_after());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn separate_processes_share_one_breaker() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let Some(redis) = LocalRedis::start_or_skip("separate_processes") else {
+        return;
+    };
+    let exe = std::env::current_exe().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut children = Vec::new();
+    for i in 0..2 {
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                "child_process_node",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("FLEET_CHILD_URL", redis.url())
+            .env("FLEET_CHILD_ID", format!("process-{i}"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send((i, line));
+            }
+        });
+        children.push(child);
+    }
+    let wait_for = |word: &str| {
+        let mut seen = std::collections::BTreeSet::new();
+        while seen.len() < 2 {
+            let (i, line) = rx.recv_timeout(Duration::from_secs(20)).expect(word);
+            if line.contains(word) {
+                seen.insert(i);
+            }
+        }
+    };
+    wait_for("READY");
+    let parent = node(&redis, "processes", "parent").await;
+    connected(&[&parent]).await;
+    let b = consecutive(1, Duration::from_secs(10));
+    let _m = parent.share(&b).await.unwrap();
+    fail(&b, 1);
+    wait_for("OPEN");
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+}
