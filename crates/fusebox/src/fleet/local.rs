@@ -19,7 +19,7 @@ pub const REQUIRE_REDIS: &str = "FUSEBOX_REQUIRE_REDIS";
 ///
 /// ```no_run
 /// use fusebox::fleet::LocalRedis;
-/// let Some(mut redis) = LocalRedis::start_or_skip("my test") else { return };
+/// let Some(mut redis) = LocalRedis::start_or_skip("my test") else { return Ok(()) };
 /// println!("{}", redis.url());
 /// redis.kill();
 /// redis.restart()?;
