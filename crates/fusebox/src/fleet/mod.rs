@@ -92,8 +92,10 @@
 //! count their verdicts in striped counters. Every Redis exchange runs on the
 //! fleet's own tasks, bounded by [`timeout`](FleetBuilder::timeout). When
 //! Redis does not answer, [`Fleet::status`] says disconnected and since
-//! when, a status hook ([`FleetBuilder::on_status`]) and, with feature
-//! `tracing`, a warning say so, and every shared breaker works as a local
+//! when, a status hook ([`FleetBuilder::on_status`]), with feature
+//! `tracing` a warning, and with feature `prometheus` the gauge
+//! `fusebox_fleet_connected` (`Fleet::register_metrics`) say so, and every
+//! shared breaker works as a local
 //! breaker (its probes decided locally too). When Redis is back the node
 //! syncs again; if Redis lost its keys (a restart without persistence, a
 //! flush: a boot marker tells), nodes put back the open periods and control
@@ -128,6 +130,8 @@ mod error;
 mod link;
 mod local;
 mod member;
+#[cfg(feature = "prometheus")]
+mod metrics;
 mod scripts;
 mod status;
 mod task;
@@ -735,6 +739,38 @@ impl Fleet {
     /// ```
     pub fn status(&self) -> FleetStatus {
         self.shared.status()
+    }
+
+    /// Registers this node's fleet series into `registry` (feature
+    /// `prometheus`), read at scrape time, labelled `namespace` and `node`:
+    /// `fusebox_fleet_connected` (1 or 0), `fusebox_fleet_shared_breakers`,
+    /// and the counters `fusebox_fleet_disconnects_total`,
+    /// `fusebox_fleet_syncs_total` and `fusebox_fleet_messages_dropped_total`.
+    /// The series disappear when the fleet is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let fleet = fusebox::fleet::Fleet::builder()
+    ///     .redis_url("redis://127.0.0.1:1")
+    ///     .namespace("shop")
+    ///     .node("web-1")
+    ///     .connect()
+    ///     .await?;
+    /// let mut registry = prometheus_client::registry::Registry::default();
+    /// fleet.register_metrics(&mut registry);
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_fleet_connected{namespace="shop",node="web-1"} 0"#));
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "prometheus")]
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register_collector(Box::new(metrics::FleetCollector(Arc::downgrade(
+            &self.shared,
+        ))));
     }
 
     /// A registry [`Observer`] that shares every breaker the registry
