@@ -11,11 +11,16 @@ use std::time::{Duration, Instant};
 const SYNC: Duration = Duration::from_millis(50);
 
 async fn node(redis: &LocalRedis, ns: &str, id: &str) -> Fleet {
+    node_with_quorum(redis, ns, id, 1).await
+}
+
+async fn node_with_quorum(redis: &LocalRedis, ns: &str, id: &str, quorum: u32) -> Fleet {
     Fleet::builder()
         .redis_url(redis.url())
         .namespace(ns)
         .node(id)
         .sync_every(SYNC)
+        .quorum(quorum)
         .timeout(Duration::from_millis(300))
         .connect()
         .await
@@ -69,9 +74,19 @@ async fn fleet_of(
     n: usize,
     make: impl Fn() -> CircuitBreaker,
 ) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    fleet_with_quorum(redis, ns, n, 1, make).await
+}
+
+async fn fleet_with_quorum(
+    redis: &LocalRedis,
+    ns: &str,
+    n: usize,
+    quorum: u32,
+    make: impl Fn() -> CircuitBreaker,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
     let mut out = Vec::new();
     for i in 0..n {
-        let f = node(redis, ns, &format!("n{i}")).await;
+        let f = node_with_quorum(redis, ns, &format!("n{i}"), quorum).await;
         connected(&[&f]).await;
         let b = make();
         let m = f.share(&b).await.unwrap();
@@ -298,22 +313,10 @@ async fn with_a_quorum_of_two_one_nodes_trip_protects_only_itself() {
     let Some(redis) = LocalRedis::start_or_skip("quorum") else {
         return;
     };
-    let mut nodes = Vec::new();
-    for i in 0..3 {
-        let f = Fleet::builder()
-            .redis_url(redis.url())
-            .namespace("quorum")
-            .node(format!("q{i}"))
-            .sync_every(SYNC)
-            .quorum(2)
-            .connect()
-            .await
-            .unwrap();
-        connected(&[&f]).await;
-        let b = consecutive(1, Duration::from_secs(5));
-        let m = f.share(&b).await.unwrap();
-        nodes.push((f, b, m));
-    }
+    let nodes = fleet_with_quorum(&redis, "quorum", 3, 2, || {
+        consecutive(1, Duration::from_secs(5))
+    })
+    .await;
     fail(&nodes[0].1, 1);
     assert_eq!(nodes[0].1.state(), State::Open, "its own trip protects it");
     tokio::time::sleep(SYNC * 6).await;
@@ -331,27 +334,15 @@ async fn with_a_quorum_of_two_one_nodes_failures_do_not_trip_the_fleet_window() 
     let Some(redis) = LocalRedis::start_or_skip("quorum_window") else {
         return;
     };
-    let mut nodes = Vec::new();
-    for i in 0..2 {
-        let f = Fleet::builder()
-            .redis_url(redis.url())
-            .namespace("quorum-window")
-            .node(format!("q{i}"))
-            .sync_every(SYNC)
-            .quorum(2)
-            .connect()
-            .await
-            .unwrap();
-        connected(&[&f]).await;
-        let b = payments(
+    let make = || {
+        payments(
             CircuitBreaker::builder()
                 .failure_rate(0.5)
                 .count_window(100)
                 .min_calls(20),
-        );
-        let m = f.share(&b).await.unwrap();
-        nodes.push((f, b, m));
-    }
+        )
+    };
+    let nodes = fleet_with_quorum(&redis, "quorum-window", 2, 2, make).await;
     // Node 0 sees only failures (its network path is broken); node 1 is fine.
     fail(&nodes[0].1, 15);
     for _ in 0..10 {
@@ -695,9 +686,9 @@ async fn redis_killed_and_restarted_empty_gets_the_fleets_state_back() {
 
 /// The child side of `separate_processes_share_one_breaker`: this test
 /// binary run again, as another OS process, with `FLEET_CHILD_URL` set. It
-/// joins, says READY, waits for the parent's trip and says OPEN.
+/// joins, says READY, waits for the parent's trip and says OPEN. Not a test
+/// by itself: in a normal run (no `FLEET_CHILD_URL`) it returns at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a child process of separate_processes_share_one_breaker, run by it"]
 async fn child_process_node() {
     let Ok(url) = std::env::var("FLEET_CHILD_URL") else {
         return;
