@@ -61,6 +61,39 @@ fn consecutive(n: u32, open: Duration) -> CircuitBreaker {
     )
 }
 
+/// A failure-rate breaker: 50 % over the last 100 calls, `min_calls`.
+fn rate(min_calls: u32) -> CircuitBreaker {
+    payments(
+        CircuitBreaker::builder()
+            .failure_rate(0.5)
+            .count_window(100)
+            .min_calls(min_calls)
+            .open_for(Duration::from_secs(5)),
+    )
+}
+
+/// Opens after one failure for `open`, then one probe at a time.
+fn probing(open: Duration) -> CircuitBreaker {
+    payments(
+        CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .open_for(open)
+            .half_open_probes(1),
+    )
+}
+
+/// Waits until every node's breaker is in `state` (fails after 5 s).
+async fn all_become(nodes: &[(Fleet, CircuitBreaker, Membership)], state: State) {
+    for (f, b, _) in nodes {
+        assert!(
+            eventually(|| b.state() == state).await,
+            "{:?} on {}",
+            b.state(),
+            f.status().node
+        );
+    }
+}
+
 fn fail(b: &CircuitBreaker, n: usize) {
     for _ in 0..n {
         let _ = b.call(|| Err::<(), _>("down"));
@@ -115,9 +148,7 @@ async fn trips_travel_to_every_node_for_the_rest_of_the_period() {
     let started = Instant::now();
     fail(&nodes[0].1, 3);
     assert_eq!(nodes[0].1.state(), State::Open);
-    for (_, b, _) in &nodes[1..] {
-        assert!(eventually(|| b.state() == State::Open).await);
-    }
+    all_become(&nodes[1..], State::Open).await;
     eprintln!("trip reached every node in {:?}", started.elapsed());
     // The rest of the same period: a little under 2 s, not a fresh 2 s.
     let r = nodes[1].1.try_acquire().unwrap_err().retry_after().unwrap();
@@ -142,16 +173,7 @@ async fn the_fleet_window_trips_nodes_that_are_each_below_min_calls() {
     let Some(redis) = LocalRedis::start_or_skip("fleet_window") else {
         return;
     };
-    let make = || {
-        payments(
-            CircuitBreaker::builder()
-                .failure_rate(0.5)
-                .count_window(100)
-                .min_calls(10)
-                .open_for(Duration::from_secs(5)),
-        )
-    };
-    let nodes = fleet_of(&redis, "window", 3, make).await;
+    let nodes = fleet_of(&redis, "window", 3, || rate(10)).await;
     // 3 failures per node: 9 over the fleet, below min_calls.
     for (_, b, _) in &nodes {
         fail(b, 3);
@@ -163,9 +185,7 @@ async fn the_fleet_window_trips_nodes_that_are_each_below_min_calls() {
     }
     // One more failure on one node: 10 over the fleet, all failed.
     fail(&nodes[2].1, 1);
-    for (_, b, _) in &nodes {
-        assert!(eventually(|| b.state() == State::Open).await);
-    }
+    all_become(&nodes, State::Open).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,15 +193,7 @@ async fn the_fleet_window_is_not_tripped_by_successes() {
     let Some(redis) = LocalRedis::start_or_skip("fleet_window_rate") else {
         return;
     };
-    let make = || {
-        payments(
-            CircuitBreaker::builder()
-                .failure_rate(0.5)
-                .count_window(100)
-                .min_calls(10),
-        )
-    };
-    let nodes = fleet_of(&redis, "window-ok", 2, make).await;
+    let nodes = fleet_of(&redis, "window-ok", 2, || rate(10)).await;
     for (_, b, _) in &nodes {
         fail(b, 4);
         for _ in 0..6 {
@@ -203,33 +215,31 @@ fn try_all(nodes: &[(Fleet, CircuitBreaker, Membership)]) -> Vec<(usize, fusebox
         .collect()
 }
 
+/// Tries every node until some admit a probe; returns those permits.
+async fn first_probes(
+    nodes: &[(Fleet, CircuitBreaker, Membership)],
+) -> Vec<(usize, fusebox::Permit)> {
+    let mut held = Vec::new();
+    assert!(
+        eventually(|| {
+            held.extend(try_all(nodes));
+            !held.is_empty()
+        })
+        .await
+    );
+    held
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn k_probes_in_the_whole_fleet_and_the_verdict_travels() {
     let Some(redis) = LocalRedis::start_or_skip("probes") else {
         return;
     };
-    let make = || {
-        payments(
-            CircuitBreaker::builder()
-                .consecutive_failures(1)
-                .open_for(Duration::from_millis(300))
-                .half_open_probes(1),
-        )
-    };
-    let nodes = fleet_of(&redis, "probes", 3, make).await;
+    let nodes = fleet_of(&redis, "probes", 3, || probing(Duration::from_millis(300))).await;
     fail(&nodes[0].1, 1);
-    for (_, b, _) in &nodes {
-        assert!(eventually(|| b.state() == State::Open).await);
-    }
+    all_become(&nodes, State::Open).await;
     // After the open period, one probe in the whole fleet.
-    let mut held = Vec::new();
-    assert!(
-        eventually(|| {
-            held.extend(try_all(&nodes));
-            !held.is_empty()
-        })
-        .await
-    );
+    let mut held = first_probes(&nodes).await;
     tokio::time::sleep(SYNC * 3).await;
     held.extend(try_all(&nodes));
     assert_eq!(held.len(), 1, "one probe fleet-wide");
@@ -240,23 +250,12 @@ async fn k_probes_in_the_whole_fleet_and_the_verdict_travels() {
     assert_eq!(r.retry_after(), Some(Duration::ZERO));
     // The probe fails: every node reopens.
     permit.failure();
-    for (_, b, _) in &nodes {
-        assert!(eventually(|| b.state() == State::Open).await);
-    }
+    all_become(&nodes, State::Open).await;
     // Next round, the probe succeeds: every node closes.
-    let mut held = Vec::new();
-    assert!(
-        eventually(|| {
-            held.extend(try_all(&nodes));
-            !held.is_empty()
-        })
-        .await
-    );
+    let mut held = first_probes(&nodes).await;
     assert_eq!(held.len(), 1);
     held.pop().unwrap().1.success();
-    for (_, b, _) in &nodes {
-        assert!(eventually(|| b.state() == State::Closed).await);
-    }
+    all_become(&nodes, State::Closed).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,15 +263,7 @@ async fn a_dead_probers_lease_expires_and_another_node_probes() {
     let Some(redis) = LocalRedis::start_or_skip("dead_prober") else {
         return;
     };
-    let make = || {
-        payments(
-            CircuitBreaker::builder()
-                .consecutive_failures(1)
-                .open_for(Duration::from_millis(200))
-                .half_open_probes(1),
-        )
-    };
-    let mut nodes = fleet_of(&redis, "dead", 2, make).await;
+    let mut nodes = fleet_of(&redis, "dead", 2, || probing(Duration::from_millis(200))).await;
     fail(&nodes[0].1, 1);
     assert!(eventually(|| nodes[1].1.state() == State::Open).await);
     // Wait until node 0 holds the probe (node 1 gets no traffic).
@@ -334,15 +325,7 @@ async fn with_a_quorum_of_two_one_nodes_failures_do_not_trip_the_fleet_window() 
     let Some(redis) = LocalRedis::start_or_skip("quorum_window") else {
         return;
     };
-    let make = || {
-        payments(
-            CircuitBreaker::builder()
-                .failure_rate(0.5)
-                .count_window(100)
-                .min_calls(20),
-        )
-    };
-    let nodes = fleet_with_quorum(&redis, "quorum-window", 2, 2, make).await;
+    let nodes = fleet_with_quorum(&redis, "quorum-window", 2, 2, || rate(20)).await;
     // Node 0 sees only failures (its network path is broken); node 1 is fine.
     fail(&nodes[0].1, 15);
     for _ in 0..10 {
@@ -367,9 +350,7 @@ async fn control_reaches_every_node_and_later_joiners() {
     .await;
     let (a, _, _) = &nodes[0];
     a.force_open("payments").await.unwrap();
-    for (_, b, _) in &nodes {
-        assert!(eventually(|| b.state() == State::ForcedOpen).await);
-    }
+    all_become(&nodes, State::ForcedOpen).await;
     let late = node(&redis, "control", "late").await;
     connected(&[&late]).await;
     let b = consecutive(5, Duration::from_secs(5));
