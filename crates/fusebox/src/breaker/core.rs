@@ -1025,7 +1025,9 @@ impl Inner {
             for l in self.listeners.iter() {
                 l.on_transition(&t);
             }
-            if let Some(hook) = &**self.hook.load() {
+            let hook = self.hook.load();
+            let hook: &Option<Arc<dyn Listener>> = &hook; // one or two derefs (loom)
+            if let Some(hook) = hook {
                 hook.on_transition(&t);
             }
         }
