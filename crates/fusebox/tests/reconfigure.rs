@@ -189,6 +189,46 @@ fn reconfigure_takes_a_breaker_config_too() {
 }
 
 #[test]
+fn counts_that_already_reach_a_tightened_threshold_trip_at_once() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .count_window(10)
+        .min_calls(10)
+        .build()
+        .unwrap();
+    for i in 0..10 {
+        let p = b.try_acquire().unwrap();
+        if i % 3 == 0 {
+            p.failure() // 4 of 10
+        } else {
+            p.success()
+        }
+    }
+    assert_eq!(b.state(), State::Closed);
+    b.reconfigure(
+        CircuitBreaker::builder()
+            .failure_rate(0.4)
+            .count_window(10)
+            .min_calls(10),
+    )
+    .unwrap();
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "4 of 10 reach 40 %: no verdict needed"
+    );
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(5)
+        .build()
+        .unwrap();
+    fail(&b);
+    fail(&b);
+    b.reconfigure(CircuitBreaker::builder().consecutive_failures(2))
+        .unwrap();
+    assert_eq!(b.state(), State::Open, "2 in a row reach the new 2");
+}
+
+#[test]
 fn lowering_the_consecutive_threshold_counts_failures_already_seen() {
     let b = CircuitBreaker::builder()
         .consecutive_failures(5)
