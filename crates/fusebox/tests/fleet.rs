@@ -15,11 +15,15 @@ async fn node(redis: &LocalRedis, ns: &str, id: &str) -> Fleet {
 }
 
 async fn node_with_quorum(redis: &LocalRedis, ns: &str, id: &str, quorum: u32) -> Fleet {
+    node_with(redis, ns, id, quorum, SYNC).await
+}
+
+async fn node_with(redis: &LocalRedis, ns: &str, id: &str, quorum: u32, sync: Duration) -> Fleet {
     Fleet::builder()
         .redis_url(redis.url())
         .namespace(ns)
         .node(id)
-        .sync_every(SYNC)
+        .sync_every(sync)
         .quorum(quorum)
         .timeout(Duration::from_millis(300))
         .connect()
@@ -117,9 +121,20 @@ async fn fleet_with_quorum(
     quorum: u32,
     make: impl Fn() -> CircuitBreaker,
 ) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    fleet_with(redis, ns, n, quorum, SYNC, make).await
+}
+
+async fn fleet_with(
+    redis: &LocalRedis,
+    ns: &str,
+    n: usize,
+    quorum: u32,
+    sync: Duration,
+    make: impl Fn() -> CircuitBreaker,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
     let mut out = Vec::new();
     for i in 0..n {
-        let f = node_with_quorum(redis, ns, &format!("n{i}"), quorum).await;
+        let f = node_with(redis, ns, &format!("n{i}"), quorum, sync).await;
         connected(&[&f]).await;
         let b = make();
         let m = f.share(&b).await.unwrap();
@@ -144,7 +159,8 @@ async fn trips_travel_to_every_node_for_the_rest_of_the_period() {
                 .on_transition(move |t| log.lock().unwrap().push((t.to, t.reason))),
         )
     };
-    let nodes = fleet_of(&redis, "travel", 3, make).await;
+    // Syncs a minute apart: only a pushed message arrives within seconds.
+    let nodes = fleet_with(&redis, "travel", 3, 1, Duration::from_secs(60), make).await;
     let started = Instant::now();
     fail(&nodes[0].1, 3);
     assert_eq!(nodes[0].1.state(), State::Open);
@@ -743,4 +759,108 @@ async fn separate_processes_share_one_breaker() {
     for mut c in children {
         assert!(c.wait().unwrap().success());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_permit_dropped_without_verdict_frees_the_lease_for_another_node() {
+    let Some(redis) = LocalRedis::start_or_skip("dropped_probe") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "dropped", 2, || probing(Duration::from_millis(200))).await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    let mut held = first_probes(&nodes).await;
+    let (prober, permit) = held.pop().unwrap();
+    drop(permit); // a cancelled call: no verdict
+                  // Only the other node calls now; it gets the probe once the lease is freed.
+    let other = &nodes[1 - prober].1;
+    let mut probe = None;
+    assert!(
+        eventually(|| {
+            probe = probe.take().or_else(|| other.try_acquire().ok());
+            probe.is_some()
+        })
+        .await
+    );
+    probe.unwrap().success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_the_url_works_and_is_never_shown() {
+    let Some(redis) = LocalRedis::start_with_or_skip("password", &["--requirepass", "s3cret-pw"])
+    else {
+        return;
+    };
+    let url = redis.url().replace("redis://", "redis://:s3cret-pw@");
+    let make = |id: &str, url: &str| {
+        Fleet::builder()
+            .redis_url(url)
+            .namespace("auth")
+            .node(id)
+            .sync_every(SYNC)
+    };
+    let a = make("a", &url).connect().await.unwrap();
+    let b = make("b", &url).connect().await.unwrap();
+    connected(&[&a, &b]).await;
+    let (ba, bb) = (
+        consecutive(1, Duration::from_secs(5)),
+        consecutive(1, Duration::from_secs(5)),
+    );
+    let _ma = a.share(&ba).await.unwrap();
+    let _mb = b.share(&bb).await.unwrap();
+    fail(&ba, 1);
+    assert!(eventually(|| bb.state() == State::Open).await);
+    // A wrong password: the node runs, disconnected, saying why, never the password.
+    let wrong = redis.url().replace("redis://", "redis://:not-the-pw@");
+    let builder = make("c", &wrong);
+    assert!(!format!("{builder:?}").contains("not-the-pw"));
+    let c = builder.connect().await.unwrap();
+    tokio::time::sleep(SYNC * 4).await;
+    let status = c.status();
+    assert!(!status.connected, "{status:?}");
+    let shown = format!("{status:?} {c:?}");
+    assert!(!shown.contains("not-the-pw"), "{shown}");
+}
+
+#[cfg(feature = "prometheus")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_redis_is_an_event_and_a_metric() {
+    let Some(mut redis) = LocalRedis::start_or_skip("status_events") else {
+        return;
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let fleet = Fleet::builder()
+        .redis_url(redis.url())
+        .namespace("events")
+        .node("a")
+        .sync_every(SYNC)
+        .on_status(move |s| log.lock().unwrap().push(s.connected))
+        .connect()
+        .await
+        .unwrap();
+    let mut registry = prometheus_client::registry::Registry::default();
+    fleet.register_metrics(&mut registry);
+    let scrape = |registry: &prometheus_client::registry::Registry| {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        text
+    };
+    connected(&[&fleet]).await;
+    assert!(scrape(&registry).contains(r#"fusebox_fleet_connected{namespace="events",node="a"} 1"#));
+    redis.kill();
+    assert!(eventually(|| !fleet.status().connected).await);
+    let text = scrape(&registry);
+    assert!(
+        text.contains(r#"fusebox_fleet_connected{namespace="events",node="a"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fusebox_fleet_disconnects_total{namespace="events",node="a"} 1"#),
+        "{text}"
+    );
+    redis.restart().unwrap();
+    assert!(eventually(|| fleet.status().connected).await);
+    assert_eq!(seen.lock().unwrap().as_slice(), [true, false, true]);
 }

@@ -29,6 +29,7 @@ pub const REQUIRE_REDIS: &str = "FUSEBOX_REQUIRE_REDIS";
 pub struct LocalRedis {
     binary: PathBuf,
     port: u16,
+    args: Vec<String>,
     child: Option<Child>,
 }
 
@@ -66,6 +67,23 @@ impl LocalRedis {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn start() -> io::Result<Option<LocalRedis>> {
+        LocalRedis::start_with(&[])
+    }
+
+    /// [`LocalRedis::start`] with more `redis-server` arguments, e.g.
+    /// `["--requirepass", "secret"]`.
+    ///
+    /// # Errors
+    ///
+    /// As [`LocalRedis::start`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let redis = fusebox::fleet::LocalRedis::start_with(&["--requirepass", "s3cret"])?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_with(args: &[&str]) -> io::Result<Option<LocalRedis>> {
         let Some(binary) = find_binary() else {
             return Ok(None);
         };
@@ -76,6 +94,7 @@ impl LocalRedis {
             let mut redis = LocalRedis {
                 binary: binary.clone(),
                 port: free_port()?,
+                args: args.iter().map(|a| a.to_string()).collect(),
                 child: None,
             };
             match redis.restart() {
@@ -97,7 +116,18 @@ impl LocalRedis {
     /// let Some(redis) = fusebox::fleet::LocalRedis::start_or_skip("fleet example") else { return };
     /// ```
     pub fn start_or_skip(what: &str) -> Option<LocalRedis> {
-        match LocalRedis::start() {
+        LocalRedis::start_with_or_skip(what, &[])
+    }
+
+    /// [`LocalRedis::start_or_skip`] with more `redis-server` arguments.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let redis = fusebox::fleet::LocalRedis::start_with_or_skip("auth", &["--requirepass", "s3cret"]);
+    /// ```
+    pub fn start_with_or_skip(what: &str, args: &[&str]) -> Option<LocalRedis> {
+        match LocalRedis::start_with(args) {
             Ok(Some(r)) => Some(r),
             Ok(None) if std::env::var(REQUIRE_REDIS).is_ok_and(|v| v == "1") => {
                 panic!("{what}: redis-server not found and {REQUIRE_REDIS}=1")
@@ -174,6 +204,7 @@ impl LocalRedis {
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--loglevel", "warning"])
             .args(["--dir", &std::env::temp_dir().to_string_lossy()])
+            .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
