@@ -864,3 +864,33 @@ async fn losing_redis_is_an_event_and_a_metric() {
     assert!(eventually(|| fleet.status().connected).await);
     assert_eq!(seen.lock().unwrap().as_slice(), [true, false, true]);
 }
+
+/// The handles can be shared across threads and tasks, and sharing a
+/// breaker can be awaited inside `tokio::spawn`.
+#[test]
+fn handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    fn send<T: Send>(_: &T) {}
+    send_sync::<Fleet>();
+    send_sync::<Membership>();
+    send_sync::<fusebox::fleet::FleetStatus>();
+    send_sync::<fusebox::fleet::FleetError>();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let fleet = Fleet::builder()
+            .redis_url("redis://127.0.0.1:1")
+            .namespace("types")
+            .connect()
+            .await
+            .unwrap();
+        let b = consecutive(1, Duration::from_secs(1));
+        let share = fleet.share(&b);
+        send(&share);
+        let control = fleet.reset("payments");
+        send(&control);
+        drop((share, control));
+    });
+}

@@ -42,8 +42,8 @@
 //!   policy, the fleet's window, a failed fleet-wide probe), every node of
 //!   the namespace opens for the rest of the same open period. The trip is
 //!   pushed on the namespace's pub/sub channel (not polled), carrying the
-//!   remaining time as a duration; on loopback it arrives in about a
-//!   millisecond (BENCHMARKS.md, "Fleet"). Each sync also reads the fleet's
+//!   remaining time as a duration; on loopback it arrives in tens of
+//!   microseconds (BENCHMARKS.md, "Fleet"). Each sync also reads the fleet's
 //!   open period (a key whose TTL is the rest of it), so a node that missed
 //!   a message catches up within `sync_every`.
 //! - **The fleet's window.** For rate policies (`failure_rate`,
