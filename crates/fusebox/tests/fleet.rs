@@ -894,3 +894,33 @@ fn handles_are_send_and_sync() {
         drop((share, control));
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_quorum_a_lone_nodes_failed_probe_does_not_open_the_fleet() {
+    let Some(redis) = LocalRedis::start_or_skip("quorum_probe") else {
+        return;
+    };
+    let nodes = fleet_with_quorum(&redis, "quorum-probe", 2, 2, || {
+        probing(Duration::from_millis(150))
+    })
+    .await;
+    let (lone, healthy) = (&nodes[0].1, &nodes[1].1);
+    fail(lone, 1);
+    // Its own open period ends; it probes (alone), and the probe fails.
+    let mut probe = None;
+    assert!(
+        eventually(|| {
+            probe = probe.take().or_else(|| lone.try_acquire().ok());
+            probe.is_some()
+        })
+        .await
+    );
+    probe.unwrap().failure();
+    assert_eq!(lone.state(), State::Open);
+    tokio::time::sleep(SYNC * 6).await;
+    assert_eq!(
+        healthy.state(),
+        State::Closed,
+        "one node is still no quorum"
+    );
+}

@@ -39,9 +39,12 @@ impl Keys {
 pub(crate) struct Pending {
     /// The breaker opened here: publish its open period.
     pub(crate) trip: bool,
-    /// The trip was the fleet's own decision (its window, or a failed
-    /// fleet-wide probe): it does not wait for the quorum.
+    /// The trip was the fleet's window's decision: it does not wait for
+    /// the quorum.
     pub(crate) bypass_quorum: bool,
+    /// The trip was a failed probe: if it probed for the fleet (the fleet's
+    /// breaker was open), the fleet reopens without waiting for the quorum.
+    pub(crate) probe_failed: bool,
     /// A probe here closed the breaker: close the fleet's.
     pub(crate) close: bool,
     /// The breaker went half-open here: try for the probe lease now.
@@ -55,6 +58,7 @@ impl Pending {
     fn merge(&mut self, other: Pending) {
         self.trip |= other.trip;
         self.bypass_quorum |= other.bypass_quorum;
+        self.probe_failed |= other.probe_failed;
         self.close |= other.close;
         self.lease |= other.lease;
         self.join |= other.join;
@@ -73,7 +77,9 @@ pub(crate) struct Book {
     /// A control state (forced open, disabled) applied from the fleet.
     pub(crate) remote_ctl: Option<State>,
     /// Until when the fleet's breaker is open, as this node last learnt it
-    /// (its own monotonic clock: republished after a Redis restart).
+    /// (its own monotonic clock: republished after a Redis restart). Stays
+    /// set after that time until the fleet's breaker closes or is reset:
+    /// while set, this node's probes are the fleet's.
     pub(crate) fleet_open_until: Option<Instant>,
 }
 
@@ -195,7 +201,8 @@ impl Listener for Hook {
                 trip: true,
                 // Relaxed: set and read on the fleet's task, around the
                 // judge call that raised this transition.
-                bypass_quorum: from == State::HalfOpen || member.judging.load(Ordering::Relaxed),
+                bypass_quorum: member.judging.load(Ordering::Relaxed),
+                probe_failed: from == State::HalfOpen,
                 ..Pending::default()
             },
             (State::HalfOpen, State::Closed) => Pending {

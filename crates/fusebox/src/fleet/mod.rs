@@ -71,8 +71,11 @@
 //!   trip always protects that node, but the fleet opens only when q
 //!   distinct nodes tripped within the fleet's window (Redis's clock). The
 //!   fleet's window trips a node only once q distinct nodes reported
-//!   failures or slow calls into it. So with q >= 2 one replica with a
-//!   broken network path does not open the breaker for the healthy ones.
+//!   failures or slow calls into it; a failed probe reopens the fleet at
+//!   once only if it probed for the fleet (a node that tripped alone also
+//!   probes alone, and its failed probe is one more trip toward the
+//!   quorum). So with q >= 2 one replica with a broken network path does
+//!   not open the breaker for the healthy ones.
 //!   q = 1 by default.
 //! - **Control.** [`Fleet::force_open`], [`Fleet::disable`] and
 //!   [`Fleet::reset`] reach every node the same way, and are kept in Redis

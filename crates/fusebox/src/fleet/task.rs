@@ -50,7 +50,11 @@ async fn flush(shared: &Shared) {
         if p == Default::default() {
             continue;
         }
-        if let Err(e) = tell(shared, &m, p.trip, p.bypass_quorum, p.close).await {
+        // A failed probe reopens the fleet at once if it probed for the
+        // fleet; a node that tripped alone (below the quorum) and probed
+        // alone counts toward the quorum again.
+        let bypass = p.bypass_quorum || (p.probe_failed && m.book().fleet_open_until.is_some());
+        if let Err(e) = tell(shared, &m, p.trip, bypass, p.close).await {
             m.add(p);
             shared.set_connected(false, Some(&e));
             return;
