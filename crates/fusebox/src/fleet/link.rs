@@ -12,14 +12,92 @@ use super::FleetError;
 use crate::breaker::Tally;
 use crate::sync::{lock, Mutex};
 use crate::State;
-use redis::aio::ConnectionManager;
-use redis::{Script, Value};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{PushInfo, PushKind, Script, Value};
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify};
+
+/// Timeouts in a row after which the node drops its connection and makes a
+/// new one: a frozen or partitioned Redis keeps a TCP connection open
+/// without answering, and the client keeps every unanswered request until
+/// it answers; a new connection bounds that.
+const RENEW_AFTER_TIMEOUTS: u32 = 3;
+
+/// Makes the node's connection: RESP3, so the channel's pushes come on the
+/// one multiplexed connection, resubscribed by the client after each
+/// reconnect; pushes go to the bounded inbox.
+pub(crate) struct Connector {
+    client: redis::Client,
+    timeout: Duration,
+    max_delay: Duration,
+    inbox: mpsc::Sender<Vec<u8>>,
+    /// The node, once made (the pushes need it; it needs a connection).
+    shared: Arc<OnceLock<Weak<Shared>>>,
+}
+
+impl Connector {
+    pub(crate) fn new(
+        client: redis::Client,
+        settings: &Settings,
+        inbox: mpsc::Sender<Vec<u8>>,
+    ) -> Connector {
+        Connector {
+            client,
+            timeout: settings.timeout,
+            max_delay: settings.sync_every.min(Duration::from_secs(1)),
+            inbox,
+            shared: Arc::default(),
+        }
+    }
+
+    /// A connection manager (connecting lazily) whose pushes count only
+    /// while `generation` is the node's current connection.
+    pub(crate) fn connect(&self, generation: u64) -> redis::RedisResult<ConnectionManager> {
+        let inbox = self.inbox.clone();
+        let slot = Arc::clone(&self.shared);
+        // Runs on the connection's task: never blocks.
+        let push = move |info: PushInfo| -> Result<(), ()> {
+            let Some(shared) = slot.get().and_then(Weak::upgrade) else {
+                return Ok(());
+            };
+            // Relaxed: a stale connection's push is dropped either way.
+            if shared.generation.load(Ordering::Relaxed) != generation {
+                return Ok(());
+            }
+            match info.kind {
+                PushKind::Message => {
+                    let bytes = match info.data.get(1) {
+                        Some(Value::BulkString(b)) => b.clone(),
+                        _ => Vec::new(),
+                    };
+                    if inbox.try_send(bytes).is_err() {
+                        Counters::bump(&shared.counters.dropped);
+                    }
+                }
+                PushKind::Disconnection => {
+                    // Release: a flag for the sync task; nothing rides on it.
+                    shared.link_lost.store(true, Ordering::Release);
+                    shared.wake.notify_one();
+                }
+                _ => {}
+            }
+            Ok(())
+        };
+        let config = ConnectionManagerConfig::new()
+            .set_push_sender(push)
+            .set_automatic_resubscription()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(self.max_delay);
+        ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+    }
+}
 
 /// A fleet's settings, validated by the builder.
 #[derive(Debug, Clone)]
@@ -50,7 +128,13 @@ pub(crate) struct Shared {
     pub(crate) settings: Settings,
     pub(crate) channel: String,
     boot_key: String,
-    conn: ConnectionManager,
+    connector: Connector,
+    /// The connection in use (replaced after repeated timeouts).
+    conn: Mutex<ConnectionManager>,
+    /// Which connection is in use; pushes of older ones are ignored.
+    generation: AtomicU64,
+    /// Redis exchanges that timed out in a row.
+    timeouts: AtomicU32,
     pub(crate) members: Mutex<BTreeMap<String, Arc<Member>>>,
     link: Mutex<Link>,
     pub(crate) counters: Counters,
@@ -152,17 +236,23 @@ fn control_state(s: &str) -> Option<State> {
 }
 
 impl Shared {
+    /// The node; `conn` is `connector`'s generation 0.
     pub(crate) fn new(
         settings: Settings,
+        connector: Connector,
         conn: ConnectionManager,
         on_status: Option<StatusHook>,
-    ) -> Shared {
+    ) -> Arc<Shared> {
         let ns = &settings.namespace;
-        Shared {
+        let slot = Arc::clone(&connector.shared);
+        let shared = Arc::new(Shared {
             channel: format!("fusebox:{{{ns}}}:events"),
             boot_key: format!("fusebox:{{{ns}}}:boot"),
             settings,
-            conn,
+            connector,
+            conn: Mutex::new(conn),
+            generation: AtomicU64::new(0),
+            timeouts: AtomicU32::new(0),
             members: Mutex::new(BTreeMap::new()),
             link: Mutex::new(Link::new()),
             counters: Counters::default(),
@@ -178,6 +268,24 @@ impl Shared {
                 close: Script::new(scripts::CLOSE),
                 control: Script::new(scripts::CONTROL),
             },
+        });
+        let _ = slot.set(Arc::downgrade(&shared));
+        shared
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        lock(&self.conn).clone()
+    }
+
+    /// Drops the connection for a new one (see [`RENEW_AFTER_TIMEOUTS`]).
+    fn renew_connection(&self) {
+        // Relaxed: a counter only this node's exchanges touch.
+        let generation = self.generation.load(Ordering::Relaxed) + 1;
+        if let Ok(conn) = self.connector.connect(generation) {
+            *lock(&self.conn) = conn;
+            self.generation.store(generation, Ordering::Relaxed);
+            // Release: pairs with the Acquire in `subscribe`.
+            self.subscribed.store(false, Ordering::Release);
         }
     }
 
@@ -260,8 +368,18 @@ impl Shared {
         op: impl Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, FleetError> {
         match tokio::time::timeout(self.settings.timeout, op).await {
-            Ok(r) => r.map_err(FleetError::from),
-            Err(_) => Err(FleetError::Timeout),
+            Ok(r) => {
+                // Relaxed (here and below): a counter, no data rides on it.
+                self.timeouts.store(0, Ordering::Relaxed);
+                r.map_err(FleetError::from)
+            }
+            Err(_) => {
+                if self.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= RENEW_AFTER_TIMEOUTS {
+                    self.timeouts.store(0, Ordering::Relaxed);
+                    self.renew_connection();
+                }
+                Err(FleetError::Timeout)
+            }
         }
     }
 
@@ -271,7 +389,7 @@ impl Shared {
         if self.subscribed.load(Ordering::Acquire) {
             return Ok(());
         }
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         self.run(conn.subscribe(&self.channel)).await?;
         // Release: pairs with the Acquire above (a flag, nothing else).
         self.subscribed.store(true, Ordering::Release);
@@ -360,7 +478,7 @@ impl Shared {
                 .arg(bucket)
                 .arg(e.lease as u8);
         }
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         let result: Result<Vec<Value>, _> = self.run(call.invoke_async(&mut conn)).await;
         let out = match result {
             Ok(out) if out.len() == 1 + 7 * entries.len() => out,
@@ -502,7 +620,7 @@ impl Shared {
                 &self.settings.node,
                 &m.name,
             ));
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         let opened: i64 = self.run(call.invoke_async(&mut conn)).await?;
         if opened > 0 {
             m.fleet_open_for(remaining);
@@ -521,7 +639,7 @@ impl Shared {
             .key(&k.win)
             .arg(&self.channel)
             .arg(message);
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         let _: i64 = self.run(call.invoke_async(&mut conn)).await?;
         let mut book = m.book();
         book.fleet_open_until = None;
@@ -542,7 +660,7 @@ impl Shared {
             .arg(kind.as_str())
             .arg(&self.channel)
             .arg(message);
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         let result: Result<i64, _> = self.run(call.invoke_async(&mut conn)).await;
         if let Err(e) = &result {
             self.set_connected(false, Some(e));

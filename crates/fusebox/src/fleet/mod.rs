@@ -149,10 +149,8 @@ pub use status::FleetStatus;
 use crate::observe::{Observer, Tags};
 use crate::sync::lock;
 use crate::CircuitBreaker;
-use link::{Settings, Shared, StatusHook};
+use link::{Connector, Settings, Shared, StatusHook};
 use member::{attach, Member, Pending};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{PushInfo, PushKind, Value};
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -447,44 +445,11 @@ impl FleetBuilder {
         })?;
 
         let (inbox_tx, inbox_rx) = mpsc::channel::<Vec<u8>>(INBOX);
-        let shared_slot: Arc<std::sync::OnceLock<std::sync::Weak<Shared>>> = Arc::default();
-        let slot = Arc::clone(&shared_slot);
-        // Runs on the connection's task: never blocks.
-        let push = move |info: PushInfo| -> Result<(), ()> {
-            let Some(shared) = slot.get().and_then(std::sync::Weak::upgrade) else {
-                return Ok(());
-            };
-            match info.kind {
-                PushKind::Message => {
-                    let bytes = match info.data.get(1) {
-                        Some(Value::BulkString(b)) => b.clone(),
-                        _ => Vec::new(),
-                    };
-                    if inbox_tx.try_send(bytes).is_err() {
-                        status::Counters::bump(&shared.counters.dropped);
-                    }
-                }
-                PushKind::Disconnection => {
-                    // Release: a flag for the sync task; nothing rides on it.
-                    shared.link_lost.store(true, Ordering::Release);
-                    shared.wake.notify_one();
-                }
-                _ => {}
-            }
-            Ok(())
-        };
-        let config = ConnectionManagerConfig::new()
-            .set_push_sender(push)
-            .set_automatic_resubscription()
-            .set_connection_timeout(Some(settings.timeout))
-            .set_response_timeout(Some(settings.timeout))
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(settings.sync_every.min(Duration::from_secs(1)));
-        let conn = ConnectionManager::new_lazy_with_config(client, config)
+        let connector = Connector::new(client, &settings, inbox_tx);
+        let conn = connector
+            .connect(0)
             .map_err(|e| bad("redis_url", redact(&url), leak_problem(e)))?;
-        let shared = Arc::new(Shared::new(settings, conn, self.on_status));
-        let _ = shared_slot.set(Arc::downgrade(&shared));
+        let shared = Shared::new(settings, connector, conn, self.on_status);
         let (stop, stopped) = watch::channel(());
         tokio::spawn(task::sync_loop(Arc::clone(&shared), stopped.clone()));
         tokio::spawn(task::inbox_loop(Arc::clone(&shared), inbox_rx, stopped));
