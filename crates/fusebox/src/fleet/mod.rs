@@ -103,7 +103,10 @@
 //! syncs again; if Redis lost its keys (a restart without persistence, a
 //! flush: a boot marker tells), nodes put back the open periods and control
 //! states they know. Nothing queues while Redis is away: pending trips and
-//! closes are flags per breaker, window counts are merged.
+//! closes are flags per breaker, window counts are merged, and a Redis that
+//! stops answering without closing the connection (frozen, partitioned) is
+//! given up after three timeouts in a row for a new connection, so
+//! unanswered requests do not pile up in the client either.
 //!
 //! # Safety
 //!
