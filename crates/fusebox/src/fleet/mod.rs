@@ -541,7 +541,9 @@ impl Fleet {
     }
 
     /// Shares `breaker` with the fleet under its name, until the returned
-    /// [`Membership`] is dropped. If the fleet's breaker of that name is
+    /// [`Membership`] is dropped (a breaker is shared with one fleet at a
+    /// time: sharing it with a second takes it from the first). Waits at
+    /// most the fleet's timeout for Redis. If the fleet's breaker of that name is
     /// open, forced open or disabled, `breaker` starts so (for what remains
     /// of the open period) before this returns, when Redis answers; if it
     /// does not, at the next sync after it does.
