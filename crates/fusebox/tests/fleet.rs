@@ -924,3 +924,21 @@ async fn with_a_quorum_a_lone_nodes_failed_probe_does_not_open_the_fleet() {
         "one node is still no quorum"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_up_a_node_is_connected_when_connect_returns_and_joins_at_once() {
+    let Some(redis) = LocalRedis::start_or_skip("connect_at_once") else {
+        return;
+    };
+    let a = node(&redis, "at-once", "a").await;
+    assert!(a.status().connected, "{:?}", a.status());
+    a.disable("payments").await.unwrap();
+    let b = node(&redis, "at-once", "b").await;
+    let breaker = consecutive(1, Duration::from_secs(5));
+    let _m = b.share(&breaker).await.unwrap();
+    assert_eq!(
+        breaker.state(),
+        State::Disabled,
+        "no wait: share applied it"
+    );
+}

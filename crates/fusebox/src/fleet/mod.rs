@@ -22,7 +22,7 @@
 //!     .sync_every(Duration::from_millis(500))
 //!     .quorum(1)
 //!     .connect()
-//!     .await?; // returns at once, even while Redis is down
+//!     .await?; // returns even while Redis is down
 //!
 //! let payments = CircuitBreaker::builder().name("payments").failure_rate(0.5).build()?;
 //! let _membership = fleet.share(&payments).await?; // shared until dropped
@@ -404,9 +404,11 @@ impl FleetBuilder {
         ))
     }
 
-    /// Joins the fleet. Returns at once: the connection is made in the
-    /// background (and made again whenever it drops), so a service starts
-    /// even while Redis is down. Must be called within a tokio runtime,
+    /// Joins the fleet. Tries Redis once (for at most the fleet's timeout),
+    /// so that with Redis up the node is connected when this returns; never
+    /// fails for want of Redis: the connection is made in the background
+    /// (and made again whenever it drops), so a service starts even while
+    /// Redis is down. Must be called within a tokio runtime,
     /// which runs the fleet's two tasks until the last handle of the
     /// [`Fleet`] is dropped.
     ///
@@ -453,6 +455,12 @@ impl FleetBuilder {
             .connect(0)
             .map_err(|e| bad("redis_url", redact(&url), leak_problem(e)))?;
         let shared = Shared::new(settings, connector, conn, self.on_status);
+        // One first try, bounded by the timeout, so that with Redis up the
+        // node is connected and subscribed when this returns; with Redis
+        // down it returns all the same, and the sync task keeps trying.
+        if shared.sync(&[]).await.is_ok() {
+            let _ = shared.subscribe().await;
+        }
         let (stop, stopped) = watch::channel(());
         tokio::spawn(task::sync_loop(Arc::clone(&shared), stopped.clone()));
         tokio::spawn(task::inbox_loop(Arc::clone(&shared), inbox_rx, stopped));
@@ -573,16 +581,12 @@ impl Fleet {
             name: member.name.clone(),
             id: member.id,
         };
-        if self.shared.connected() {
-            if self
-                .shared
-                .sync(std::slice::from_ref(&member))
-                .await
-                .is_err()
-            {
-                self.join_later(&member);
-            }
-        } else {
+        if self
+            .shared
+            .sync(std::slice::from_ref(&member))
+            .await
+            .is_err()
+        {
             self.join_later(&member);
         }
         Ok(membership)
