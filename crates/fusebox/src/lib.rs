@@ -65,6 +65,7 @@
 
 mod breaker;
 mod clock;
+pub mod duration;
 mod ext;
 mod sync;
 
@@ -83,8 +84,8 @@ pub mod tower;
 pub mod trace;
 
 pub use breaker::{
-    Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener, Outcome, Permit, Reason,
-    Rejected, Snapshot, State, Transition,
+    Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener,
+    Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
 };
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
