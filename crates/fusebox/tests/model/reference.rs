@@ -186,10 +186,10 @@ pub enum Kind {
 /// The model's permit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ticket {
-    pub generation: u32,
+    pub generation: u64,
     pub kind: Kind,
-    /// Admission time.
-    pub start: u64,
+    /// Admission time, if the call is timed.
+    pub start: Option<u64>,
 }
 
 /// A rejection: the state that rejected and `retry_after`.
@@ -211,7 +211,7 @@ pub struct Figures {
     pub consecutive_failures: u32,
     pub rejected: u64,
     pub since_transition: Duration,
-    pub generation: u32,
+    pub generation: u64,
 }
 
 impl Figures {
@@ -243,10 +243,12 @@ fn rate(part: u64, calls: u64) -> f64 {
 #[derive(Debug, Clone)]
 pub struct Model {
     rules: Rules,
+    /// Whether a listener is attached (it hears every call's duration).
+    listened: bool,
     now: u64,
     state: State,
     /// Transitions (and manual moves) so far, wrapping.
-    generation: u32,
+    generation: u64,
     /// End of the open period (while Open).
     open_until: u64,
     last_transition: u64,
@@ -260,16 +262,19 @@ pub struct Model {
     /// The most probes ever in flight at once (for coverage checks).
     most_in_flight: u32,
     probe_successes: u32,
+    /// Slow ones among this half-open period's successful probes.
+    probe_slow: u32,
     rejected: u64,
     /// Every transition, in order.
     pub log: Vec<Transition>,
 }
 
 impl Model {
-    /// A closed breaker built at `now`.
-    pub fn new(spec: &Spec, now: u64) -> Model {
+    /// A closed breaker built at `now`, with a listener or not.
+    pub fn new(spec: &Spec, now: u64, listened: bool) -> Model {
         Model {
             rules: Rules::of(spec),
+            listened,
             now,
             state: State::Closed,
             generation: 0,
@@ -281,6 +286,7 @@ impl Model {
             in_flight: 0,
             most_in_flight: 0,
             probe_successes: 0,
+            probe_slow: 0,
             rejected: 0,
             log: Vec::new(),
         }
@@ -344,6 +350,7 @@ impl Model {
         self.trips = 0;
         self.in_flight = 0;
         self.probe_successes = 0;
+        self.probe_slow = 0;
         self.move_to(State::Closed, reason);
     }
 
@@ -351,8 +358,10 @@ impl Model {
     /// state call) at or after trip time plus the open period."
     fn cool_down(&mut self) {
         if self.state == State::Open && self.now >= self.open_until {
+            // "Each half-open period judges only its own probes."
             self.in_flight = 0;
             self.probe_successes = 0;
+            self.probe_slow = 0;
             self.move_to(State::HalfOpen, Reason::CooldownElapsed);
         }
     }
@@ -368,10 +377,15 @@ impl Model {
     /// `try_acquire`.
     pub fn acquire(&mut self) -> Result<Ticket, Rejection> {
         self.cool_down();
+        // The docs are silent on this one (it matters only when a
+        // reconfigure adds slow_calls while a call runs): the breaker times a
+        // call when, at its admission, a slow-call policy or a listener
+        // wants its duration, and an untimed call is never slow.
+        let timed = self.rules.slow.is_some() || self.listened;
         let ticket = |kind| Ticket {
             generation: self.generation,
             kind,
-            start: self.now,
+            start: timed.then_some(self.now),
         };
         match self.state {
             State::Closed => Ok(ticket(Kind::Normal)),
@@ -399,9 +413,10 @@ impl Model {
     /// Whether `ticket`'s call, finishing now, is slow ("a call taking at
     /// least threshold is slow").
     pub fn is_slow(&self, ticket: &Ticket) -> bool {
-        self.rules
-            .slow
-            .is_some_and(|(threshold, _)| self.now - ticket.start >= threshold)
+        match (self.rules.slow, ticket.start) {
+            (Some((threshold, _)), Some(start)) => self.now - start >= threshold,
+            _ => false,
+        }
     }
 
     /// Whether `ticket` is a probe of the current half-open period (its
@@ -421,6 +436,11 @@ impl Model {
     /// Whether rates look at a count window.
     pub fn has_count_window(&self) -> bool {
         matches!(self.rules.window, Some(Window::Count(_)))
+    }
+
+    /// Whether the window, as it is, already reaches a rate threshold (closed).
+    pub fn rate_reached(&self) -> bool {
+        self.state == State::Closed && self.clone().rate_trip().is_some()
     }
 
     /// The window's calls at `now` (a time window forgets whole buckets).
@@ -523,14 +543,25 @@ impl Model {
                     Outcome::Ignore => {}
                     // "any failed probe reopens"
                     Outcome::Failure => self.open(Reason::ProbeFailed),
-                    // "In half-open, a slow probe counts as a failed probe."
-                    Outcome::Success if slow => self.open(Reason::ProbeFailed),
-                    // "closes after successes_to_close successes"
+                    // "closes after successes_to_close successes"; "slow probes
+                    // are judged together when successes_to_close probes have
+                    // succeeded: if slow ones / successful ones reach rate, the
+                    // breaker reopens instead of closing"
                     Outcome::Success => {
                         self.probe_successes += 1;
-                        if self.probe_successes >= self.rules.successes {
-                            let successes = self.probe_successes;
-                            self.close(Reason::ProbesSucceeded { successes });
+                        self.probe_slow += u32::from(slow);
+                        let successes = self.probe_successes;
+                        if successes < self.rules.successes {
+                            return;
+                        }
+                        match self.rules.slow {
+                            Some((_, limit))
+                                if rate(self.probe_slow.into(), successes.into()) >= limit =>
+                            {
+                                let rate = rate(self.probe_slow.into(), successes.into());
+                                self.open(Reason::SlowCallRate { rate });
+                            }
+                            _ => self.close(Reason::ProbesSucceeded { successes }),
                         }
                     }
                 }
@@ -592,8 +623,24 @@ impl Model {
     fn manual(&mut self, to: State) {
         self.in_flight = 0;
         self.probe_successes = 0;
+        self.probe_slow = 0;
         self.trips = 0;
         self.move_to(to, Reason::Manual);
+    }
+
+    /// `reconfigure(spec)`: the new settings decide from the next admission
+    /// or verdict on; the state, the generation, the open period in progress,
+    /// the consecutive count, the backoff's trip count and the half-open
+    /// bookkeeping stay; "the window keeps its counts when its shape (count
+    /// or time, size, buckets) is unchanged, and starts empty when it
+    /// changes" (in every state: the docs speak of Closed, the rule is the
+    /// same while open).
+    pub fn reconfigure(&mut self, spec: &Spec) {
+        let rules = Rules::of(spec);
+        if rules.window != self.rules.window {
+            self.window.clear();
+        }
+        self.rules = rules;
     }
 
     /// `reset()`: "closes the breaker with empty counters, from any state",
