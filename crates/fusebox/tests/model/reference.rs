@@ -13,7 +13,9 @@ use fusebox::{Outcome, Reason, State, Transition};
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// What a builder was given (`None`: the setter was not called).
+/// What a builder was given (`None`: the setter was not called). The
+/// model's own description of settings, so that it resolves defaults by the
+/// docs rather than by the breaker's config code.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
     pub consecutive: Option<u32>,
@@ -199,7 +201,8 @@ pub struct Rejection {
     pub retry_after: Option<Duration>,
 }
 
-/// What `snapshot()` reports.
+/// What `snapshot()` reports: `Snapshot`'s fields, in a type the model can
+/// build (`Snapshot` is `#[non_exhaustive]`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Figures {
     pub state: State,
