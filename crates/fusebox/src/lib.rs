@@ -74,6 +74,7 @@ pub mod bulkhead;
 pub mod fallback;
 #[cfg(feature = "prometheus")]
 pub mod metrics;
+pub mod observe;
 pub mod pipeline;
 pub mod registry;
 pub mod retry;

@@ -49,7 +49,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::registry::{Observer, Tags};
+use crate::observe::{Observer, Tags};
 use crate::sync::{lock, Mutex};
 use crate::{
     Builder, Bulkhead, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State,

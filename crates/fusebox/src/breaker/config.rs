@@ -413,6 +413,25 @@ impl BreakerConfig {
         self.settings().map(drop)
     }
 
+    /// This config with every default written out, as
+    /// [`CircuitBreaker::config`] would report it for a breaker built from it.
+    ///
+    /// # Errors
+    ///
+    /// As [`validate`](BreakerConfig::validate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = fusebox::BreakerConfig { failure_rate: Some(0.5), ..Default::default() };
+    /// let full = config.resolved()?;
+    /// assert_eq!((full.count_window, full.min_calls), (Some(100), Some(10)));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn resolved(&self) -> Result<BreakerConfig, ConfigError> {
+        Ok(BreakerConfig::from_settings(&self.settings()?))
+    }
+
     /// The settings the state machine runs on, or the first bad key.
     pub(crate) fn settings(&self) -> Result<Settings, ConfigError> {
         if let Some(n) = self.consecutive_failures {

@@ -12,7 +12,7 @@ use super::window::{CountWindow, TimeWindow, Totals, Window};
 use crate::clock::{nanos, Clock};
 use crate::sync::{lock, AtomicU64, AtomicU8, Mutex, Ordering, Striped, Swap, SwapGuard};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Nanoseconds on the breaker's clock.
@@ -154,6 +154,39 @@ pub(crate) struct Core {
     slow: Mutex<Slow>,
     /// Replaced only under `slow`'s lock.
     live: Swap<Live>,
+    /// Who decides half-open admissions (see [`ProbeGate`]).
+    gate: AtomicU8,
+    /// Cumulative closed-state verdicts, once something asked for them.
+    tally: OnceLock<Box<TallyCells>>,
+}
+
+/// Who may admit half-open probes. A fleet hands the decision to the one
+/// replica holding its probe lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // set only by the fleet
+pub(crate) enum ProbeGate {
+    /// This breaker decides alone (the default, and a disconnected fleet).
+    Local,
+    /// Another replica probes: reject half-open admissions.
+    Deny,
+    /// This replica holds the lease: admit probes as usual.
+    Allow,
+}
+
+/// Closed-state verdicts since the tally was enabled, striped per thread.
+#[derive(Debug)]
+struct TallyCells {
+    calls: Striped,
+    failures: Striped,
+    slow: Striped,
+}
+
+/// Cumulative closed-state verdicts of one breaker (see [`Core::tally`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    pub(crate) calls: u64,
+    pub(crate) failures: u64,
+    pub(crate) slow: u64,
 }
 
 impl fmt::Debug for Core {
@@ -203,6 +236,8 @@ impl Core {
             recorders: Striped::new(),
             slow: Mutex::new(Slow::default()),
             live: Swap::new(Live { settings, window }),
+            gate: AtomicU8::new(ProbeGate::Local as u8),
+            tally: OnceLock::new(),
         }
     }
 
@@ -309,7 +344,9 @@ impl Core {
                 Err(self.reject(State::Open, Some(until.saturating_sub(now))))
             }
             State::HalfOpen => {
-                if slow.probes_in_flight < self.live.load().settings.probes {
+                // Relaxed: a fleet's decision, re-read on every admission.
+                let denied = self.gate.load(Ordering::Relaxed) == ProbeGate::Deny as u8;
+                if !denied && slow.probes_in_flight < self.live.load().settings.probes {
                     slow.probes_in_flight += 1;
                     Ok(ticket(Kind::Probe))
                 } else {
@@ -449,6 +486,16 @@ impl Core {
             Outcome::Failure => true,
             Outcome::Success => false,
         };
+        if let Some(t) = self.tally.get() {
+            // Relaxed: statistics, read by a fleet's periodic sync.
+            t.calls.mine().fetch_add(1, Ordering::Relaxed);
+            if failed {
+                t.failures.mine().fetch_add(1, Ordering::Relaxed);
+            }
+            if slow_call {
+                t.slow.mine().fetch_add(1, Ordering::Relaxed);
+            }
+        }
         let policy = &live.settings.policy;
         let mut trip = None;
         if let Some(n) = policy.consecutive {
@@ -615,7 +662,7 @@ impl Core {
 
     /// Manual control: moves to `to` (ForcedOpen, Disabled or Closed) with a
     /// new generation. Returns a transition only when the state changed.
-    pub(crate) fn set(&self, to: State, now: Nanos) -> Option<Transition> {
+    pub(crate) fn set(&self, to: State, now: Nanos, reason: Reason) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let w = self.load();
         let t = if to == State::Closed {
@@ -623,12 +670,101 @@ impl Core {
             for cell in self.rejected.all() {
                 cell.store(0, Ordering::Relaxed);
             }
-            self.close(&mut slow, w, now, Reason::Manual)
+            self.close(&mut slow, w, now, reason)
         } else {
             *slow = Slow::default();
-            self.publish(w, to, now, Reason::Manual)
+            self.publish(w, to, now, reason)
         };
         (t.from != t.to).then_some(t)
+    }
+
+    /// Opens from Closed or HalfOpen until `now + remaining` (a trip decided
+    /// elsewhere); extends an open period that would end sooner; leaves
+    /// ForcedOpen and Disabled alone.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn trip_remote(&self, now: Nanos, remaining: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        let until = now.saturating_add(remaining);
+        match w.state() {
+            State::Closed | State::HalfOpen => {
+                slow.probes_in_flight = 0;
+                // Relaxed: published by the Release store of the word.
+                self.open_until.store(until, Ordering::Relaxed);
+                Some(self.publish(w, State::Open, now, Reason::Remote))
+            }
+            State::Open => {
+                // Relaxed: written only under the lock we hold.
+                if until > self.open_until.load(Ordering::Relaxed) {
+                    self.open_until.store(until, Ordering::Relaxed);
+                }
+                None
+            }
+            State::ForcedOpen | State::Disabled => None,
+        }
+    }
+
+    /// Open or HalfOpen -> Closed: a probe elsewhere closed the fleet's breaker.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn close_remote(&self, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        matches!(w.state(), State::Open | State::HalfOpen)
+            .then(|| self.close(&mut slow, w, now, Reason::Remote))
+    }
+
+    /// Time left in the open period, if Open.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn open_remaining(&self, now: Nanos) -> Option<Nanos> {
+        let w = self.load();
+        // Relaxed: ordered after the Acquire load of the word.
+        (w.state() == State::Open)
+            .then(|| self.open_until.load(Ordering::Relaxed).saturating_sub(now))
+    }
+
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn set_probe_gate(&self, gate: ProbeGate) {
+        // Relaxed: see `admit`.
+        self.gate.store(gate as u8, Ordering::Relaxed);
+    }
+
+    /// Starts counting closed-state verdicts (idempotent).
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn enable_tally(&self) {
+        self.tally.get_or_init(|| {
+            Box::new(TallyCells {
+                calls: Striped::new(),
+                failures: Striped::new(),
+                slow: Striped::new(),
+            })
+        });
+    }
+
+    /// Closed-state verdicts counted since [`Core::enable_tally`].
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn tally(&self) -> Tally {
+        self.tally
+            .get()
+            .map(|t| Tally {
+                // Relaxed: statistics.
+                calls: t.calls.sum(Ordering::Relaxed),
+                failures: t.failures.sum(Ordering::Relaxed),
+                slow: t.slow.sum(Ordering::Relaxed),
+            })
+            .unwrap_or_default()
+    }
+
+    /// Trips a closed breaker if totals counted elsewhere (a fleet's window)
+    /// call for it by this breaker's own rate policy.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn judge_totals(&self, totals: Totals, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        if w.state() != State::Closed {
+            return None;
+        }
+        let reason = self.live.load().settings.policy.rate_trip(&totals)?;
+        Some(self.open(&mut slow, w, now, reason))
     }
 
     /// The figures at `now`, without moving the state (call [`Core::state`]
@@ -683,6 +819,8 @@ pub(crate) struct Inner {
     /// [`TIME_CALLS`] and [`QUIET`], derived from the settings in force and
     /// rewritten by a reconfigure.
     mode: AtomicU8,
+    /// A listener set at runtime (a fleet's), told of transitions only.
+    hook: Swap<Option<Arc<dyn Listener>>>,
     pub(crate) name: Option<String>,
 }
 
@@ -708,6 +846,7 @@ impl Inner {
             clock,
             listeners,
             mode: AtomicU8::new(0),
+            hook: Swap::new(None),
             name,
         };
         inner.set_mode(&settings);
@@ -716,7 +855,8 @@ impl Inner {
 
     fn set_mode(&self, settings: &Settings) {
         let time_calls = settings.policy.slow.is_some() || !self.listeners.is_empty();
-        let quiet = !time_calls && settings.policy.window.is_none();
+        let quiet =
+            !time_calls && settings.policy.window.is_none() && self.core.tally.get().is_none();
         let mode = if time_calls { TIME_CALLS } else { 0 } | if quiet { QUIET } else { 0 };
         // Relaxed: a hint for the hot path. A call that reads the old mode
         // is timed (or settled) by the old settings, as if it had finished
@@ -734,6 +874,21 @@ impl Inner {
     pub(crate) fn reconfigure(&self, settings: Settings) {
         self.core.reconfigure(settings);
         self.set_mode(&settings);
+    }
+
+    /// Starts the tally (see [`Core::enable_tally`]); every verdict then
+    /// takes the counted path.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn enable_tally(&self) {
+        self.core.enable_tally();
+        self.set_mode(&self.core.live().settings);
+    }
+
+    /// Sets (or clears) the one listener slot that can change at runtime;
+    /// it hears transitions only.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn set_hook(&self, hook: Option<Arc<dyn Listener>>) {
+        self.hook.store(Arc::new(hook));
     }
 
     pub(crate) fn now(&self) -> Nanos {
@@ -826,6 +981,9 @@ impl Inner {
         if let Some(t) = transition {
             for l in self.listeners.iter() {
                 l.on_transition(&t);
+            }
+            if let Some(hook) = &**self.hook.load() {
+                hook.on_transition(&t);
             }
         }
     }

@@ -8,10 +8,15 @@ mod core;
 mod listener;
 mod permit;
 mod policy;
+#[cfg(feature = "fleet")]
+mod remote;
 mod types;
 mod window;
 
 pub use config::{Backoff, BreakerConfig, Builder, ConfigError};
+#[cfg(feature = "fleet")]
+#[allow(unused_imports)] // for the fleet
+pub(crate) use core::{ProbeGate, Tally};
 pub use listener::Listener;
 pub use permit::Permit;
 pub use types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
@@ -461,7 +466,7 @@ impl CircuitBreaker {
     }
 
     fn manual(&self, to: State) {
-        let t = self.inner.core.set(to, self.inner.now());
+        let t = self.inner.core.set(to, self.inner.now(), Reason::Manual);
         self.inner.emit(t);
     }
 

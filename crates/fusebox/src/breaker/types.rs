@@ -335,6 +335,9 @@ pub enum Reason {
     },
     /// `force_open`, `disable` or `reset` was called.
     Manual,
+    /// Another replica's breaker decided it: a trip, a close or a control
+    /// message that travelled through the fleet (feature `fleet`).
+    Remote,
 }
 
 impl fmt::Display for Reason {
@@ -355,11 +358,12 @@ impl fmt::Display for Reason {
             Reason::ProbeFailed => f.write_str("a probe failed"),
             Reason::ProbesSucceeded { successes } => write!(f, "{successes} probes succeeded"),
             Reason::Manual => f.write_str("manual control"),
+            Reason::Remote => f.write_str("decided by the fleet"),
         }
     }
 }
 
-/// One finished call, as seen by a [`Listener`].
+/// One finished call, as seen by a [`Listener`](crate::Listener).
 ///
 /// # Examples
 ///
