@@ -2,8 +2,8 @@
 //! registry from it and use each breaker and bulkhead it names.
 //!
 //! The oracle, beyond "no panic, no hang": a config the parser accepted is
-//! valid, so the registry builds from it, and reconfiguring a breaker with
-//! its own config is accepted.
+//! valid, so the registry builds from it, reloads it, and accepts each
+//! breaker's own settings again through `reconfigure`.
 
 use fusebox::registry::{Fusebox, FuseboxConfig, InvalidConfig};
 use fusebox::ManualClock;
@@ -30,9 +30,25 @@ pub fn exercise(parsed: Result<FuseboxConfig, InvalidConfig>) {
         .clock(clock.clone())
         .build()
         .expect("an accepted config builds a registry");
-    let mut names: Vec<String> = config.breakers.keys().take(NAMES).cloned().collect();
-    names.push("not-in-the-config".to_owned());
-    for name in &names {
+    let own: Vec<(String, fusebox::BreakerConfig)> = config
+        .breakers
+        .iter()
+        .map(|(n, e)| (n.clone(), e.settings.clone()))
+        .chain(
+            config
+                .dependencies
+                .iter()
+                .map(|(n, d)| (n.clone(), d.breaker.clone())),
+        )
+        .take(NAMES)
+        .chain([("not-in-the-config".to_owned(), Default::default())])
+        .collect();
+    for name in config.dependencies.keys().take(NAMES) {
+        // Built, not called: a configured retry may wait (real time).
+        let _ = fusebox.pipeline(name);
+    }
+    for (name, settings) in own {
+        let name = &name;
         let breaker = fusebox.breaker(name);
         for i in 0..16u32 {
             let _ = breaker.call(|| if i % 3 == 0 { Ok(()) } else { Err(()) });
@@ -46,12 +62,14 @@ pub fn exercise(parsed: Result<FuseboxConfig, InvalidConfig>) {
         let _ = breaker.snapshot();
         fusebox.force_open(name).expect("a built breaker is known");
         fusebox.reset(name).expect("a built breaker is known");
-        let own = config.breakers.get(name).cloned().unwrap_or_default();
         fusebox
-            .reconfigure(name, own)
+            .reconfigure(name, settings)
             .expect("a breaker's accepted config is accepted again");
     }
     let _ = fusebox.snapshot();
+    fusebox
+        .reload(config.clone())
+        .expect("an accepted config reloads");
     for name in config.bulkheads.keys().take(NAMES) {
         let bulkhead = fusebox.bulkhead(name);
         let held: Vec<_> = (0..4).filter_map(|_| bulkhead.try_acquire().ok()).collect();

@@ -28,7 +28,7 @@
 
 use fusebox::alert::{AlertConfig, Alerts};
 use fusebox::metrics::Metrics;
-use fusebox::registry::{BreakerConfig, Fusebox, Observer, Tags};
+use fusebox::registry::{BreakerConfig, BreakerEntry, Fusebox, FuseboxConfig, Observer, Tags};
 use fusebox::{Builder, CircuitBreaker, Listener, ManualClock, State, Transition};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -235,13 +235,13 @@ fn main() -> ExitCode {
         })
         .collect();
 
-    let mut defaults = BreakerConfig {
+    let mut defaults = BreakerEntry::from(BreakerConfig {
         consecutive_failures: Some(2),
         open_for: Some(Duration::from_millis(10)),
         ..Default::default()
-    };
+    });
     defaults.tags.insert("service".into(), "registry".into());
-    let mut config = fusebox::registry::FuseboxConfig::default();
+    let mut config = FuseboxConfig::default();
     config.defaults.breaker = defaults;
     let fusebox = Fusebox::builder()
         .config(config)
