@@ -64,6 +64,7 @@
 #![forbid(unsafe_code)]
 
 mod breaker;
+mod cause;
 mod clock;
 pub mod duration;
 mod ext;
@@ -89,9 +90,10 @@ pub use breaker::{
     Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
 };
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
+pub use cause::{Cause, PolicyError};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
-pub use fallback::{Cause, Fallback, PolicyError};
+pub use fallback::Fallback;
 pub use pipeline::{Pipeline, PipelineError};
 pub use retry::Retry;
 #[cfg(feature = "tokio")]

@@ -67,11 +67,12 @@ pub use error::{InvalidConfig, UnknownBreaker};
 pub use parse::{MAX_DEPTH, MAX_SOURCE_BYTES};
 
 use crate::retry::Retry;
+use crate::sync::{read, write};
 use crate::{Bulkhead, BulkheadSnapshot, CircuitBreaker, Clock, Pipeline, Snapshot};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc; // std even under loom: not modelled, and loom's Arc cannot hold `dyn`
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::RwLock;
 use std::time::Duration;
 
 /// A breaker's name, tags and [`Snapshot`], as [`Fusebox::snapshot`] lists them.
@@ -328,14 +329,6 @@ struct Inner {
     /// One retry (and so one retry budget) per dependency, shared by its
     /// pipelines; rebuilt when a reload changes it.
     retries: RwLock<BTreeMap<String, (RetryConfig, Retry)>>,
-}
-
-fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(|p| p.into_inner())
-}
-
-fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Inner {
