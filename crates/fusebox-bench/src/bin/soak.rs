@@ -57,7 +57,7 @@ fn parse_args() -> Result<Options, String> {
         match a.as_str() {
             "--short" => {
                 o.steps = 8;
-                o.cycles = 40_000;
+                o.cycles = 30_000;
                 o.names = 2_000;
             }
             "--steps" => o.steps = number(&value("--steps")?, "--steps")?,
