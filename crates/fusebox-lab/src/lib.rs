@@ -17,3 +17,4 @@ pub mod engine;
 pub mod guard;
 pub mod report;
 pub mod scenario;
+mod sync;

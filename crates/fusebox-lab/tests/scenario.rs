@@ -338,3 +338,13 @@ fn bad_input_is_exit_2_naming_file_line_and_key() {
     assert!(stderr.contains("at most 1000000"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_articles_breaker_is_checked_by_the_librarys_validation() {
+    // Before, `seed` and the peers accepted an open period of zero.
+    let text = base().replacen("open_for = \"500ms\"", "open_for = \"0s\"", 1);
+    assert_ne!(text, base(), "the seed strategy sets open_for = \"500ms\"");
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.open_for"), "{e}");
+    assert!(e.message.contains("must be above zero"), "{e}");
+}

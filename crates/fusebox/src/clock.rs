@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 /// A source of monotonic time.
 ///
 /// `now()` returns the time elapsed since an origin fixed for the clock's whole
-/// life. It must never go backwards: fusebox measures open periods, windows
-/// and call durations as differences of two `now()` readings (it saturates at
-/// zero rather than panicking if a clock breaks that promise).
+/// life. It should never go backwards. If it does (a clock set back, a
+/// broken implementation), a breaker treats the jump as no time passing: its
+/// own time carries on from the latest reading it had seen, shifted by the
+/// size of the jump from then on, so open periods, windows and `retry_after`
+/// keep their lengths. Call durations saturate at zero. Nothing panics.
 ///
 /// # Examples
 ///
@@ -131,8 +133,8 @@ impl ManualClock {
     }
 
     /// Sets the time to `to`. Setting it backwards breaks the [`Clock`]
-    /// promise; fusebox tolerates it (differences saturate at zero) but the
-    /// breaker's timing is then whatever the arithmetic gives.
+    /// promise; a breaker treats the jump as no time passing (see
+    /// [`Clock`]).
     ///
     /// # Examples
     ///

@@ -13,9 +13,10 @@ use super::rules::{end_attempt, queue_admits, start_attempt};
 use super::{CallRecord, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, Guard, LabClock};
 use crate::scenario::{Scenario, StrategySpec};
+use crate::sync::lock;
 use fusebox::Clock;
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -38,12 +39,6 @@ struct Shared<'a> {
     queue: Mutex<Queue>,
     ready: Condvar,
     requests: Mutex<Vec<RequestRecord>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Workers never panic while holding these locks; if one did, the data is
-    // still consistent record by record, so poison is ignored.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn sleep_until(deadline: Instant) {

@@ -10,17 +10,13 @@
 use super::{Admission, Guard, LabClock, Ticket, TransitionRecord};
 use crate::scenario::fusebox::BreakerConfig;
 use crate::scenario::CallResult;
+use crate::sync::lock;
 use fusebox::registry::{Fusebox, FuseboxBuilder, Observer, Tags};
 use fusebox::Builder;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Every critical section here is a push or a map insert/remove; ignore poison.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 type Log = Arc<Mutex<Vec<TransitionRecord>>>;
 

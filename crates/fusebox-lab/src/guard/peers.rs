@@ -88,10 +88,11 @@ mod imp {
 mod imp {
     use crate::guard::{Admission, Guard, LabClock, Ticket, TransitionRecord};
     use crate::scenario::{CallResult, PeerConfig};
+    use crate::sync::lock;
     use fusebox::Clock;
     use std::future::Future;
     use std::pin::Pin;
-    use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+    use std::sync::{mpsc, Arc, Mutex};
     use std::task::{Context, Poll, Wake, Waker};
     use std::time::Duration;
 
@@ -102,11 +103,6 @@ mod imp {
             crate::scenario::Peer::Recloser => Arc::new(RecloserGuard::new(config, log)),
             crate::scenario::Peer::TowerResilience => Arc::new(TowerGuard::new(config, log)),
         })
-    }
-
-    fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        // Every critical section here is a few assignments; poison is ignored.
-        m.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The transition log of one guard, timed by the run's clock.

@@ -2,6 +2,7 @@
 
 use super::{Admission, Guard, Ticket, TransitionRecord};
 use crate::scenario::{CallResult, SeedConfig};
+use crate::sync::lock;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -77,12 +78,6 @@ impl SeedBreaker {
     pub fn state(&self) -> SeedState {
         lock(&self.inner).state
     }
-}
-
-fn lock(m: &Mutex<SeedInner>) -> std::sync::MutexGuard<'_, SeedInner> {
-    // A panic while holding the lock cannot leave the state half-written
-    // (every update is a few plain assignments), so poison is ignored.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl SeedInner {

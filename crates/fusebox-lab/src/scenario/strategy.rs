@@ -57,14 +57,27 @@ impl StrategyKind {
     /// Sets the strategy key `name` (the library's key names, as in scenario
     /// files) for a sweep. `Ok(false)`: this strategy has no such key.
     pub fn set_param(&mut self, name: &str, value: ParamValue) -> Result<bool, String> {
-        match (self, name) {
-            (StrategyKind::Seed(c), "consecutive_failures") => c.failures = value.count(name, 1)?,
-            (StrategyKind::Seed(c), "open_for") => c.open_for = value.duration(name)?,
-            (StrategyKind::Peer(c), "consecutive_failures") => c.failures = value.count(name, 1)?,
-            (StrategyKind::Peer(c), "open_for") => c.open_for = value.duration(name)?,
+        let (failures, open_for) = match (self, name) {
+            (StrategyKind::Seed(c), "consecutive_failures") => {
+                c.failures = value.count(name, 1)?;
+                (c.failures, c.open_for)
+            }
+            (StrategyKind::Seed(c), "open_for") => {
+                c.open_for = value.duration(name)?;
+                (c.failures, c.open_for)
+            }
+            (StrategyKind::Peer(c), "consecutive_failures") => {
+                c.failures = value.count(name, 1)?;
+                (c.failures, c.open_for)
+            }
+            (StrategyKind::Peer(c), "open_for") => {
+                c.open_for = value.duration(name)?;
+                (c.failures, c.open_for)
+            }
             (StrategyKind::Fusebox(c), _) => return fusebox::set_param(c, name, value),
             _ => return Ok(false),
-        }
+        };
+        check_article(failures, open_for).map_err(|e| e.to_string())?;
         Ok(true)
     }
 }
@@ -99,6 +112,17 @@ fn string<'a>(
     v.get_ref()
         .as_str()
         .ok_or_else(|| ctx.err(v.span(), &format!("strategy.{key}"), "must be a string"))
+}
+
+/// The article's breaker's two settings, checked by the library's one
+/// validation (an `open_for` of zero, say, is refused as it is for fusebox).
+fn check_article(failures: u32, open_for: Duration) -> Result<(), ::fusebox::ConfigError> {
+    ::fusebox::BreakerConfig {
+        consecutive_failures: Some(failures),
+        open_for: Some(open_for),
+        ..Default::default()
+    }
+    .validate()
 }
 
 /// The two keys of the article's breaker (`seed` and the peers).
@@ -138,6 +162,18 @@ fn article_keys(
         .ok_or_else(|| "must be a duration such as \"500ms\"".to_string())
         .and_then(parse_value)
         .map_err(|e| ctx.err(o.span(), "strategy.open_for", e))?;
+    check_article(failures, open_for).map_err(|e| {
+        let span = if e.field() == "open_for" {
+            o.span()
+        } else {
+            f.span()
+        };
+        ctx.err(
+            span,
+            &format!("strategy.{}", e.field()),
+            format!("{} {}", e.value(), e.problem()),
+        )
+    })?;
     Ok((failures, open_for))
 }
 

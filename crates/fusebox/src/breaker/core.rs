@@ -251,8 +251,8 @@ impl Core {
     /// window and its counts are kept if its shape is unchanged; otherwise
     /// the new shape starts empty. The state, the open period in progress and
     /// the consecutive count are untouched. Returns the settings replaced.
-    pub(crate) fn reconfigure(&self, settings: Settings) -> Settings {
-        let _slow = lock(&self.slow);
+    pub(crate) fn reconfigure(&self, settings: Settings, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
         let old = self.live.load();
         let window = if old.settings.policy.window == settings.policy.window {
             old.window.clone()
@@ -263,7 +263,31 @@ impl Core {
                 .map(|spec| Arc::new(new_window(spec)))
         };
         self.live.store(Arc::new(Live { settings, window }));
-        old.settings
+        // A closed breaker whose kept counts already reach a tightened
+        // threshold trips now, not at the next verdict that moves them.
+        let w = self.load();
+        if w.state() != State::Closed {
+            return None;
+        }
+        let live = self.live.load();
+        let policy = &live.settings.policy;
+        // Relaxed: we hold the lock; the count is tagged with its generation.
+        let c = self.consecutive.load(Ordering::Relaxed);
+        let count = if tag_of(c) == tag(w.generation()) {
+            c & COUNT_MASK
+        } else {
+            0
+        };
+        let reason = match policy.consecutive {
+            Some(n) if count >= u64::from(n) => Some(Reason::ConsecutiveFailures {
+                count: count as u32,
+            }),
+            _ => live
+                .window
+                .as_ref()
+                .and_then(|win| policy.rate_trip(&win.totals(now))),
+        }?;
+        Some(self.open(&mut slow, w, now, reason))
     }
 
     #[inline(always)]
@@ -802,6 +826,10 @@ impl Core {
     }
 }
 
+/// How far the breaker's time may run ahead of [`Inner::seen`] before it is
+/// written again (1 ms).
+const SEEN_STEP: Nanos = 1_000_000;
+
 /// Bit of [`Inner::mode`]: admission must read the clock (slow calls or
 /// listeners need each call's duration).
 const TIME_CALLS: u8 = 1;
@@ -821,6 +849,12 @@ pub(crate) struct Inner {
     mode: AtomicU8,
     /// A listener set at runtime (a fleet's), told of transitions only.
     hook: Swap<Option<Arc<dyn Listener>>>,
+    /// Added to every clock reading: the sum of every backward jump seen, so
+    /// the breaker's time never runs backwards (see [`Inner::now`]).
+    offset: AtomicU64,
+    /// A recent reading of the breaker's time (at most [`SEEN_STEP`] behind
+    /// the newest), against which backward jumps are detected.
+    seen: AtomicU64,
     pub(crate) name: Option<String>,
 }
 
@@ -840,13 +874,16 @@ impl Inner {
         listeners: Box<[Arc<dyn Listener>]>,
         name: Option<String>,
     ) -> Inner {
-        let core = Core::new(settings, nanos(clock.now()));
+        let start = nanos(clock.now());
+        let core = Core::new(settings, start);
         let inner = Inner {
             core,
             clock,
             listeners,
             mode: AtomicU8::new(0),
             hook: Swap::new(None),
+            offset: AtomicU64::new(0),
+            seen: AtomicU64::new(start),
             name,
         };
         inner.set_mode(&settings);
@@ -872,8 +909,9 @@ impl Inner {
 
     /// Puts `settings` in force (see [`Core::reconfigure`]).
     pub(crate) fn reconfigure(&self, settings: Settings) {
-        self.core.reconfigure(settings);
+        let t = self.core.reconfigure(settings, self.now());
         self.set_mode(&settings);
+        self.emit(t);
     }
 
     /// Starts the tally (see [`Core::enable_tally`]); every verdict then
@@ -891,8 +929,38 @@ impl Inner {
         self.hook.store(Arc::new(hook));
     }
 
+    /// The breaker's time: the clock's reading, except that it never runs
+    /// backwards. A reading earlier than one already seen (a clock set back,
+    /// a broken `Clock`) is shifted forward to carry on from where the
+    /// breaker's time was, and so is every later reading: open periods,
+    /// windows and `retry_after` keep their lengths instead of stretching by
+    /// the size of the jump. Backward steps smaller than [`SEEN_STEP`] are
+    /// absorbed by the saturating arithmetic instead.
     pub(crate) fn now(&self) -> Nanos {
-        nanos(self.clock.now())
+        let raw = nanos(self.clock.now());
+        // Relaxed throughout: `offset` and `seen` order nothing else; a stale
+        // value only delays a step forward or retries the shift below.
+        let mut offset = self.offset.load(Ordering::Relaxed);
+        loop {
+            let t = raw.saturating_add(offset);
+            let seen = self.seen.load(Ordering::Relaxed);
+            if t >= seen {
+                if t - seen >= SEEN_STEP {
+                    // At most one shared write per step of time.
+                    self.seen.fetch_max(t, Ordering::Relaxed);
+                }
+                return t;
+            }
+            match self.offset.compare_exchange(
+                offset,
+                offset + (seen - t),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return seen,
+                Err(actual) => offset = actual,
+            }
+        }
     }
 
     #[inline]
@@ -982,9 +1050,63 @@ impl Inner {
             for l in self.listeners.iter() {
                 l.on_transition(&t);
             }
-            if let Some(hook) = &**self.hook.load() {
+            let hook = self.hook.load();
+            let hook: &Option<Arc<dyn Listener>> = &hook; // one or two derefs (loom)
+            if let Some(hook) = hook {
                 hook.on_transition(&t);
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::CircuitBreaker;
+
+    /// Moves `b` to `generation` as that many transitions would.
+    fn jump(b: &CircuitBreaker, generation: u64, state: State) {
+        b.inner()
+            .core
+            .word
+            .store(Word::new(generation, state).0, Ordering::Release);
+    }
+
+    #[test]
+    fn a_stale_verdict_stays_stale_past_two_to_the_32_transitions() {
+        // With a 32-bit generation, 2^32 - 1 force_opens and a reset brought
+        // the breaker back to generation 0, and a permit from generation 0
+        // then tripped it.
+        for g in [(1u64 << 32) - 1, (1 << 40) - 1, (1 << 56) - 2] {
+            let b = CircuitBreaker::builder()
+                .consecutive_failures(1)
+                .build()
+                .unwrap();
+            let p = b.try_acquire().unwrap();
+            jump(&b, g, State::ForcedOpen);
+            b.reset();
+            assert_eq!(b.snapshot().generation, g + 1);
+            p.failure();
+            assert_eq!(b.state(), State::Closed, "stale at generation {}", g + 1);
+        }
+    }
+
+    #[test]
+    fn a_held_probe_cannot_close_a_later_half_open_period() {
+        let clock = crate::ManualClock::new();
+        let b = CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .open_for(std::time::Duration::from_secs(1))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        b.try_acquire().unwrap().failure();
+        clock.advance(std::time::Duration::from_secs(1));
+        let probe = b.try_acquire().unwrap(); // a probe of generation 2
+        jump(&b, (1 << 32) + 1, State::Open);
+        b.inner().core.open_until.store(0, Ordering::Relaxed);
+        assert_eq!(b.state(), State::HalfOpen); // generation 2^32 + 2
+        probe.success();
+        assert_eq!(b.state(), State::HalfOpen, "the old probe is stale");
     }
 }

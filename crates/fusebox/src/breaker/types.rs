@@ -179,9 +179,9 @@ impl Outcome {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Rejected {
     state: State,
-    /// Nanoseconds until a probe may be tried; `u64::MAX` for "never by
-    /// itself" (forced open). Kept as an integer so the open path does no
-    /// `Duration` arithmetic.
+    /// Nanoseconds until a probe may be tried (meaningless when forced
+    /// open). Kept as an integer so the open path does no `Duration`
+    /// arithmetic.
     retry_after: u64,
 }
 
@@ -190,7 +190,7 @@ impl Rejected {
     pub(crate) fn new(state: State, retry_after: Option<u64>) -> Self {
         Rejected {
             state,
-            retry_after: retry_after.unwrap_or(u64::MAX),
+            retry_after: retry_after.unwrap_or(0),
         }
     }
 
@@ -222,7 +222,9 @@ impl Rejected {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn retry_after(&self) -> Option<Duration> {
-        (self.retry_after != u64::MAX).then(|| Duration::from_nanos(self.retry_after))
+        // Only forced open has no end by itself; an open period as long as
+        // `u64::MAX` nanoseconds is still an open period.
+        (self.state != State::ForcedOpen).then(|| Duration::from_nanos(self.retry_after))
     }
 }
 

@@ -1,0 +1,132 @@
+//! Edges found by probing the breaker as an SRE would: extreme settings and
+//! clocks that misbehave. Each test failed before its fix.
+
+use fusebox::{CircuitBreaker, Clock, ManualClock, State};
+use std::time::Duration;
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[test]
+fn an_endless_open_period_still_has_a_retry_after() {
+    // `None` means forced open; an open period of Duration::MAX used to
+    // collide with the "no retry_after" sentinel.
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_for(Duration::MAX)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    b.try_acquire().unwrap().failure();
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(r.state(), State::Open);
+    assert!(r.retry_after().unwrap() > Duration::from_secs(500 * 365 * 86_400));
+    b.force_open();
+    assert_eq!(b.try_acquire().unwrap_err().retry_after(), None);
+}
+
+#[test]
+fn a_time_window_keeps_expiring_after_the_clock_jumps_back() {
+    let clock = ManualClock::new();
+    clock.set(secs(5 * 3600));
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .time_window(secs(10))
+        .min_calls(1_000)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    for _ in 0..219 {
+        b.try_acquire().unwrap().success();
+    }
+    clock.set(Duration::ZERO); // 5 h back
+    assert_eq!(b.snapshot().calls, 219, "a jump back is no time passing");
+    clock.advance(secs(200));
+    assert_eq!(b.snapshot().calls, 0, "the window expired 200 s later");
+}
+
+#[test]
+fn an_open_period_keeps_its_length_after_the_clock_jumps_back() {
+    let clock = ManualClock::new();
+    clock.set(secs(10 * 3600));
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_for(secs(30))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    b.try_acquire().unwrap().failure();
+    clock.set(Duration::ZERO);
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(r.retry_after(), Some(secs(30)), "not 36 030 s");
+    clock.advance(secs(30));
+    assert_eq!(b.state(), State::HalfOpen);
+}
+
+#[test]
+fn settings_that_could_never_trip_or_close_are_refused() {
+    let cases = [
+        (
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .time_window(secs(10))
+                .min_calls(u32::MAX)
+                .build(),
+            "min_calls",
+        ),
+        (
+            CircuitBreaker::builder()
+                .successes_to_close(u32::MAX)
+                .build(),
+            "successes_to_close",
+        ),
+        (
+            CircuitBreaker::builder().half_open_probes(u32::MAX).build(),
+            "half_open_probes",
+        ),
+        (
+            CircuitBreaker::builder()
+                .consecutive_failures(u32::MAX)
+                .build(),
+            "consecutive_failures",
+        ),
+    ];
+    for (r, field) in cases {
+        let e = r.unwrap_err();
+        assert_eq!(e.field(), field, "{e}");
+        assert_eq!(e.problem(), "must be at most 10000000");
+    }
+}
+
+/// An uncapped backoff doubles until the period reaches what the clock can
+/// count (`u64::MAX` nanoseconds from the clock's origin, about 584 years);
+/// it never shrinks on the way. (A clock already near the end of its count
+/// cannot hold a period longer than what is left of it: the period then ends
+/// with the count. The test stops before that.)
+#[test]
+fn an_uncapped_backoff_never_shortens_the_open_period() {
+    let clock = ManualClock::new();
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_backoff(Duration::from_millis(1), 2.0, Duration::MAX)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let mut last = Duration::ZERO;
+    for trip in 0..80 {
+        b.try_acquire().unwrap().failure();
+        let period = b.try_acquire().unwrap_err().retry_after().unwrap();
+        assert!(period >= last, "trip {trip}: {period:?} < {last:?}");
+        if trip < 40 {
+            assert_eq!(period, Duration::from_millis(1 << trip), "trip {trip}");
+        }
+        last = period;
+        if clock.now() + period > Duration::from_nanos(1 << 63) {
+            break;
+        }
+        clock.advance(period);
+        assert_eq!(b.state(), State::HalfOpen);
+    }
+    assert!(last >= Duration::from_secs(1 << 32), "{last:?}");
+}
