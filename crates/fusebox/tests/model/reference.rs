@@ -441,11 +441,6 @@ impl Model {
         matches!(self.rules.window, Some(Window::Count(_)))
     }
 
-    /// Whether the window, as it is, already reaches a rate threshold (closed).
-    pub fn rate_reached(&self) -> bool {
-        self.state == State::Closed && self.clone().rate_trip().is_some()
-    }
-
     /// The window's calls at `now` (a time window forgets whole buckets).
     fn totals(&mut self) -> (u64, u64, u64) {
         if let Some(Window::Time { width, buckets }) = self.rules.window {
@@ -631,19 +626,32 @@ impl Model {
         self.move_to(to, Reason::Manual);
     }
 
-    /// `reconfigure(spec)`: the new settings decide from the next admission
-    /// or verdict on; the state, the generation, the open period in progress,
-    /// the consecutive count, the backoff's trip count and the half-open
-    /// bookkeeping stay; "the window keeps its counts when its shape (count
-    /// or time, size, buckets) is unchanged, and starts empty when it
-    /// changes" (in every state: the docs speak of Closed, the rule is the
-    /// same while open).
+    /// `reconfigure(spec)`: the new settings decide from now on; the state,
+    /// the generation, the open period in progress, the consecutive count,
+    /// the backoff's trip count and the half-open bookkeeping stay; "the
+    /// window keeps its counts when its shape (count or time, size, buckets)
+    /// is unchanged, and starts empty when it changes" (in every state: the
+    /// docs speak of Closed, the rule is the same while open). Closed:
+    /// "counts that already reach them trip the breaker at once".
     pub fn reconfigure(&mut self, spec: &Spec) {
         let rules = Rules::of(spec);
         if rules.window != self.rules.window {
             self.window.clear();
         }
         self.rules = rules;
+        if self.state != State::Closed {
+            return;
+        }
+        let reason = match self.rules.consecutive {
+            Some(n) if self.consecutive >= n => Some(Reason::ConsecutiveFailures {
+                count: self.consecutive,
+            }),
+            _ if self.rules.window.is_some() => self.rate_trip(),
+            _ => None,
+        };
+        if let Some(reason) = reason {
+            self.open(reason);
+        }
     }
 
     /// `reset()`: "closes the breaker with empty counters, from any state",
