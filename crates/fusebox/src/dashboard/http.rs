@@ -1,0 +1,240 @@
+//! The routes: page, JSON, stream, controls.
+
+use super::controls::Refusal;
+use super::model::STATES;
+use super::Inner;
+use crate::sync::lock;
+use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio_stream::wrappers::WatchStream;
+use tokio_stream::StreamExt;
+
+const PAGE: &str = include_str!("page.html");
+
+/// What the page may load: nothing from elsewhere (the page is
+/// self-contained), and it may not be framed (clickjacking of the controls).
+const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+    connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+pub(super) fn router(inner: Arc<Inner>) -> Router {
+    let mut router = Router::new()
+        .route("/", get(page))
+        .route("/api/state", get(state))
+        .route("/api/breakers/{name}", get(breaker))
+        .route("/api/stream", get(stream));
+    if inner.controls.enabled() {
+        router = router.route("/api/breakers/{name}/{action}", post(control));
+    }
+    router.with_state(inner)
+}
+
+fn json(status: StatusCode, value: serde_json::Value) -> Response {
+    let mut r = (status, value.to_string()).into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+async fn page(State(inner): State<Arc<Inner>>) -> Response {
+    inner.start();
+    let mut r = PAGE.into_response();
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+async fn state(State(inner): State<Arc<Inner>>) -> Response {
+    inner.start();
+    let frame = inner.frame();
+    let board = lock(&inner.board);
+    json(
+        StatusCode::OK,
+        serde_json::json!({
+            "interval_ms": inner.interval.as_millis() as u64,
+            "controls": inner.controls.enabled(),
+            "history_len": board.capacity(),
+            "states": STATES,
+            "frame": &*frame,
+            "history": board.histories(),
+        }),
+    )
+}
+
+async fn breaker(State(inner): State<Arc<Inner>>, Path(name): Path<String>) -> Response {
+    inner.start();
+    let frame = inner.frame();
+    let Some(view) = frame.breakers.iter().find(|b| b.name == name) else {
+        return json(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({ "error": format!("no breaker named {name:?}") }),
+        );
+    };
+    let board = lock(&inner.board);
+    json(
+        StatusCode::OK,
+        serde_json::json!({ "breaker": view, "history": board.history(&name) }),
+    )
+}
+
+/// Counts a stream while it lives.
+struct Client(Arc<Inner>);
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // AcqRel: pairs with the increment in `stream`; only the count matters.
+        self.0.clients.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+async fn stream(State(inner): State<Arc<Inner>>) -> Response {
+    inner.start();
+    // AcqRel: a plain counter bounded by `max_clients`; no other data rides on it.
+    if inner.clients.fetch_add(1, Ordering::AcqRel) >= inner.max_clients {
+        inner.clients.fetch_sub(1, Ordering::AcqRel);
+        return json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            serde_json::json!({ "error": "too many dashboard streams" }),
+        );
+    }
+    if lock(&inner.last_frame).is_none() {
+        inner.sample();
+    }
+    let client = Client(inner.clone());
+    // A watch stream yields the newest frame only: a client that falls
+    // behind skips frames instead of queueing them.
+    let frames = WatchStream::new(inner.latest.subscribe()).filter_map(move |json| {
+        let _alive = &client;
+        json.map(|j| Ok::<_, Infallible>(Event::default().event("frame").data(&*j)))
+    });
+    Sse::new(frames)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+#[derive(Clone, Copy)]
+enum Action {
+    ForceOpen,
+    Disable,
+    Reset,
+}
+
+impl Action {
+    fn parse(s: &str) -> Option<Action> {
+        match s {
+            "force_open" => Some(Action::ForceOpen),
+            "disable" => Some(Action::Disable),
+            "reset" => Some(Action::Reset),
+            _ => None,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Action::ForceOpen => "force_open",
+            Action::Disable => "disable",
+            Action::Reset => "reset",
+        }
+    }
+}
+
+async fn control(
+    State(inner): State<Arc<Inner>>,
+    Path((name, action)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let caller = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "unknown".to_owned(), |c| c.0.to_string());
+    let Some(action) = Action::parse(&action) else {
+        return json(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({ "error": format!("no action {action:?}: force_open, disable or reset") }),
+        );
+    };
+    if let Err(refusal) = inner.controls.authorize(request.headers()) {
+        tracing::warn!(
+            target: "fusebox::dashboard",
+            caller = %caller,
+            breaker = %name,
+            action = action.as_str(),
+            reason = refusal.as_str(),
+            "dashboard control refused"
+        );
+        let status = match refusal {
+            Refusal::CrossOrigin => StatusCode::FORBIDDEN,
+            Refusal::Disabled => StatusCode::NOT_FOUND,
+            Refusal::NoToken | Refusal::WrongToken => StatusCode::UNAUTHORIZED,
+        };
+        let mut r = json(status, serde_json::json!({ "error": refusal.as_str() }));
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        return r;
+    }
+    let done = match action {
+        Action::ForceOpen => inner.fusebox.force_open(&name),
+        Action::Disable => inner.fusebox.disable(&name),
+        Action::Reset => inner.fusebox.reset(&name),
+    };
+    if let Err(e) = done {
+        tracing::warn!(
+            target: "fusebox::dashboard",
+            caller = %caller,
+            breaker = %name,
+            action = action.as_str(),
+            "dashboard control on an unknown breaker"
+        );
+        return json(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({ "error": e.to_string() }),
+        );
+    }
+    tracing::info!(
+        target: "fusebox::dashboard",
+        caller = %caller,
+        breaker = %name,
+        action = action.as_str(),
+        "dashboard control applied"
+    );
+    // Show the change at once rather than at the next tick.
+    let frame = inner.sample();
+    let state = frame
+        .breakers
+        .iter()
+        .find(|b| b.name == name)
+        .map_or("unknown", |b| b.state);
+    json(
+        StatusCode::OK,
+        serde_json::json!({ "name": name, "action": action.as_str(), "state": state }),
+    )
+}
