@@ -11,7 +11,8 @@
 //! second; during a fault (4 s healthy, then 8 s of fault, repeating):
 //! `payments` fails every call (failure-rate breaker, trips at 50%),
 //! `inventory` fails in bursts (consecutive failures, trips and recovers
-//! several times: it flaps), `search` answers slowly (slow-call breaker).
+//! several times: it flaps), `search` answers slowly for the fault's first
+//! second (slow-call breaker; its probes after that are quick).
 
 use fusebox::dashboard::{Controls, Dashboard};
 use fusebox::metrics::{register_thresholds, Metrics};
@@ -81,16 +82,16 @@ pub fn config() -> FuseboxConfig {
     config
 }
 
-/// What a downstream does on one call: `Err` is a failure; the delay is
-/// how long it takes.
-fn downstream(name: &str, fault: bool, now_ms: u128) -> (Duration, Result<(), &'static str>) {
+/// What a downstream does on one call, `fault_ms` into a fault (`None`:
+/// healthy): `Err` is a failure; the delay is how long it takes.
+fn downstream(name: &str, fault_ms: Option<u128>) -> (Duration, Result<(), &'static str>) {
     let quick = Duration::from_millis(2);
-    match (name, fault) {
-        (_, false) => (quick, Ok(())),
-        ("payments", true) => (quick, Err("payments: 503")),
+    match (name, fault_ms) {
+        (_, None) => (quick, Ok(())),
+        ("payments", Some(_)) => (quick, Err("payments: 503")),
         // Bursts of errors 400 ms long every second: trips, recovers, trips.
-        ("inventory", true) if now_ms % 1000 < 400 => (quick, Err("inventory: reset")),
-        ("search", true) => (Duration::from_millis(30), Ok(())),
+        ("inventory", Some(t)) if t % 1000 < 400 => (quick, Err("inventory: reset")),
+        ("search", Some(t)) if t < 1000 => (Duration::from_millis(30), Ok(())),
         _ => (quick, Ok(())),
     }
 }
@@ -141,18 +142,20 @@ pub async fn start(
     });
 
     let fault = Arc::new(AtomicBool::new(false));
-    let started = std::time::Instant::now();
     for name in ["payments", "inventory", "search"] {
         let (fusebox, fault) = (fusebox.clone(), fault.clone());
         tokio::spawn(async move {
             let pool = fusebox.bulkhead("search-pool");
+            let mut fault_began: Option<std::time::Instant> = None;
             loop {
                 // Relaxed: a switch read on each call; nothing else rides on it.
-                let (delay, result) = downstream(
-                    name,
-                    fault.load(Ordering::Relaxed),
-                    started.elapsed().as_millis(),
-                );
+                fault_began = match (fault.load(Ordering::Relaxed), fault_began) {
+                    (false, _) => None,
+                    (true, None) => Some(std::time::Instant::now()),
+                    (true, began) => began,
+                };
+                let fault_ms = fault_began.map(|t| t.elapsed().as_millis());
+                let (delay, result) = downstream(name, fault_ms);
                 let _slot = if name == "search" {
                     pool.try_acquire().ok()
                 } else {
