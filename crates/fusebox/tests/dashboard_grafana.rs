@@ -9,7 +9,7 @@
 
 mod dashboard_support;
 
-use dashboard_support::{demo, external, free_port, out_dir};
+use dashboard_support::{demo, external, out_dir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
@@ -287,6 +287,14 @@ impl JsonOrNull for reqwest::Response {
         let text = self.text().await.unwrap_or_default();
         serde_json::from_str(&text).unwrap_or(Value::Null)
     }
+}
+
+/// A port free on loopback right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
 }
 
 struct Prometheus(Child);

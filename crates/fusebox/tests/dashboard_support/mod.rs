@@ -30,14 +30,6 @@ pub fn external(program: &str, require: &str, install: &str) -> Option<PathBuf> 
     found
 }
 
-/// A port free on loopback right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
 /// A fresh directory under the target dir, for a test's output.
 pub fn out_dir(test: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(test);
