@@ -427,3 +427,48 @@ proptest! {
         prop_assert_eq!(status == StatusCode::OK, should_act);
     }
 }
+
+#[test]
+fn thresholds_are_exported_for_the_rules_a_breaker_has() {
+    use fusebox::metrics::register_thresholds;
+    let mut config = FuseboxConfig::default();
+    config.breakers.insert(
+        "implied".into(), // a failure rate without a policy implies the failure-rate policy
+        BreakerConfig {
+            failure_rate: Some(0.3),
+            ..Default::default()
+        },
+    );
+    config.breakers.insert(
+        "default-rate".into(),
+        BreakerConfig {
+            policy: Some(fusebox::registry::Policy::FailureRate),
+            ..Default::default()
+        },
+    );
+    config.breakers.insert(
+        "slow".into(),
+        BreakerConfig {
+            slow_call_duration: Some(Duration::from_millis(100)),
+            slow_call_rate: Some(0.8),
+            ..Default::default()
+        },
+    );
+    let mut registry = prometheus_client::registry::Registry::default();
+    let fusebox = Fusebox::builder().config(config).build().unwrap();
+    register_thresholds(&mut registry, &fusebox);
+    for name in ["implied", "default-rate", "slow", "consecutive"] {
+        fusebox.breaker(name);
+    }
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        lines,
+        [
+            r#"fusebox_failure_rate_threshold{name="default-rate"} 0.5"#,
+            r#"fusebox_failure_rate_threshold{name="implied"} 0.3"#,
+            r#"fusebox_slow_call_rate_threshold{name="slow"} 0.8"#,
+        ]
+    );
+}
