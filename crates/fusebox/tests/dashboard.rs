@@ -95,6 +95,14 @@ fn post(path: &str, headers: &[(&str, &str)]) -> Request<Body> {
     r
 }
 
+/// POSTs with the bearer token and no browser headers; the status.
+async fn post_with_token(router: &Router, path: &str) -> StatusCode {
+    let auth = format!("Bearer {TOKEN}");
+    send(router, post(path, &[("authorization", &auth)]))
+        .await
+        .0
+}
+
 fn breaker<'a>(state: &'a Value, name: &str) -> &'a Value {
     state["frame"]["breakers"]
         .as_array()
@@ -163,21 +171,9 @@ async fn unknown_breaker_is_404() {
     let (status, body) = get(&r.router, "/api/breakers/nope").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(body["error"], "no breaker named \"nope\"");
-    let auth = format!("Bearer {TOKEN}");
-    let (status, _) = send(
-        &r.router,
-        post("/api/breakers/nope/force_open", &[("authorization", &auth)]),
-    )
-    .await;
+    let status = post_with_token(&r.router, "/api/breakers/nope/force_open").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = send(
-        &r.router,
-        post(
-            "/api/breakers/payments/explode",
-            &[("authorization", &auth)],
-        ),
-    )
-    .await;
+    let status = post_with_token(&r.router, "/api/breakers/payments/explode").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(r.fusebox.breaker("payments").state(), State::Closed);
 }
@@ -353,8 +349,7 @@ async fn controls_act_only_for_the_right_token_from_the_same_origin() {
     // A non-browser client (no Origin, no Sec-Fetch-Site) with the token.
     for (action, state) in [("disable", State::Disabled), ("reset", State::Closed)] {
         let path = format!("/api/breakers/payments/{action}");
-        let (status, _) = send(&r.router, post(&path, &[("authorization", &right)])).await;
-        assert_eq!(status, StatusCode::OK);
+        assert_eq!(post_with_token(&r.router, &path).await, StatusCode::OK);
         assert_eq!(r.fusebox.breaker("payments").state(), state);
     }
 
@@ -377,15 +372,7 @@ async fn controls_act_only_for_the_right_token_from_the_same_origin() {
 #[tokio::test]
 async fn controls_off_means_no_control_route() {
     let r = rig(Controls::off());
-    let auth = format!("Bearer {TOKEN}");
-    let (status, _) = send(
-        &r.router,
-        post(
-            "/api/breakers/payments/force_open",
-            &[("authorization", &auth)],
-        ),
-    )
-    .await;
+    let status = post_with_token(&r.router, "/api/breakers/payments/force_open").await;
     assert!(status == StatusCode::NOT_FOUND || status == StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(r.fusebox.breaker("payments").state(), State::Closed);
 }

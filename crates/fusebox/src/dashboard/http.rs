@@ -36,39 +36,38 @@ pub(super) fn router(inner: Arc<Inner>) -> Router {
     router.with_state(inner)
 }
 
+/// `response` with `headers` set.
+fn with(mut response: Response, headers: &[(header::HeaderName, &'static str)]) -> Response {
+    for (name, value) in headers {
+        response
+            .headers_mut()
+            .insert(name.clone(), HeaderValue::from_static(value));
+    }
+    response
+}
+
 fn json(status: StatusCode, value: serde_json::Value) -> Response {
-    let mut r = (status, value.to_string()).into_response();
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
+    with(
+        (status, value.to_string()).into_response(),
+        &[
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+    )
 }
 
 async fn page(State(inner): State<Arc<Inner>>) -> Response {
     inner.start();
-    let mut r = PAGE.into_response();
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
+    with(
+        PAGE.into_response(),
+        &[
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CONTENT_SECURITY_POLICY, CSP),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+    )
 }
 
 async fn state(State(inner): State<Arc<Inner>>) -> Response {
@@ -180,26 +179,28 @@ async fn control(
             serde_json::json!({ "error": format!("no action {action:?}: force_open, disable or reset") }),
         );
     };
-    if let Err(refusal) = inner.controls.authorize(request.headers()) {
+    let refuse = |status: StatusCode, reason: &str| {
         tracing::warn!(
             target: "fusebox::dashboard",
             caller = %caller,
             breaker = %name,
             action = action.as_str(),
-            reason = refusal.as_str(),
+            reason,
             "dashboard control refused"
         );
+        let r = json(status, serde_json::json!({ "error": reason }));
+        if status == StatusCode::UNAUTHORIZED {
+            return with(r, &[(header::WWW_AUTHENTICATE, "Bearer")]);
+        }
+        r
+    };
+    if let Err(refusal) = inner.controls.authorize(request.headers()) {
         let status = match refusal {
             Refusal::CrossOrigin => StatusCode::FORBIDDEN,
             Refusal::Disabled => StatusCode::NOT_FOUND,
             Refusal::NoToken | Refusal::WrongToken => StatusCode::UNAUTHORIZED,
         };
-        let mut r = json(status, serde_json::json!({ "error": refusal.as_str() }));
-        if status == StatusCode::UNAUTHORIZED {
-            r.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        return r;
+        return refuse(status, refusal.as_str());
     }
     let done = match action {
         Action::ForceOpen => inner.fusebox.force_open(&name),
@@ -207,17 +208,7 @@ async fn control(
         Action::Reset => inner.fusebox.reset(&name),
     };
     if let Err(e) = done {
-        tracing::warn!(
-            target: "fusebox::dashboard",
-            caller = %caller,
-            breaker = %name,
-            action = action.as_str(),
-            "dashboard control on an unknown breaker"
-        );
-        return json(
-            StatusCode::NOT_FOUND,
-            serde_json::json!({ "error": e.to_string() }),
-        );
+        return refuse(StatusCode::NOT_FOUND, &e.to_string());
     }
     tracing::info!(
         target: "fusebox::dashboard",
