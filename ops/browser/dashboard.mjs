@@ -9,6 +9,10 @@
 //   click <breaker> <action> <token>  type the token, press the tile's button; answer "clicked <state>"
 //   done                              answer "console-errors <n>" (and each error), exit
 // The first answer is "loaded" once the page shows every breaker.
+//
+// Playwright starts Chromium headless with a fresh temporary profile (its own
+// --user-data-dir) and talks DevTools over a pipe; the flags below keep it
+// off the network but for loopback.
 import { chromium } from "playwright-core";
 import { createInterface } from "node:readline";
 import { join } from "node:path";

@@ -459,3 +459,17 @@ fn thresholds_are_exported_for_the_rules_a_breaker_has() {
         ]
     );
 }
+
+/// Names may hold `/` (the lab names breakers `SCENARIO/STRATEGY`): the page
+/// percent-encodes them, the routes decode them.
+#[tokio::test]
+async fn names_with_slashes_are_reachable_percent_encoded() {
+    let r = rig(Controls::token(TOKEN));
+    r.fusebox.breaker("seed/fusebox");
+    let (status, one) = get(&r.router, "/api/breakers/seed%2Ffusebox").await;
+    assert_eq!(status, StatusCode::OK, "{one}");
+    assert_eq!(one["breaker"]["name"], "seed/fusebox");
+    let status = post_with_token(&r.router, "/api/breakers/seed%2Ffusebox/force_open").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(r.fusebox.breaker("seed/fusebox").state(), State::ForcedOpen);
+}
