@@ -264,6 +264,32 @@ fn expressions() -> Vec<(String, String)> {
     out
 }
 
+/// The dashboard's template variables: `(name, label, series selector)` of
+/// each `label_values(selector, label)` query.
+fn variables() -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(format!("{OPS}/grafana/fusebox.json")).unwrap();
+    let dashboard: Value = serde_json::from_str(&text).unwrap();
+    dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["type"] == "query")
+        .map(|v| {
+            let query = v["query"].as_str().unwrap();
+            let args = query
+                .strip_prefix("label_values(")
+                .and_then(|q| q.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("variable {}: not label_values(..): {query}", v["name"]));
+            let (selector, label) = args.rsplit_once(',').unwrap();
+            (
+                v["name"].as_str().unwrap().to_owned(),
+                label.trim().to_owned(),
+                substitute(selector.trim()),
+            )
+        })
+        .collect()
+}
+
 /// Grafana's variables as "All" and its rate interval as four scrapes.
 fn substitute(expr: &str) -> String {
     let out = expr
@@ -469,8 +495,29 @@ async fn every_panel_and_alert_expression_returns_the_expected_series() {
         check(key, &result, &t);
         checked.push(key.as_str());
     }
+    // The template variables list what the panels filter on.
+    for (variable, label, selector) in variables() {
+        let url = reqwest::Url::parse_with_params(
+            &format!("{base}/api/v1/label/{label}/values"),
+            &[("match[]", selector.as_str())],
+        )
+        .unwrap();
+        let v = client.get(url).send().await.unwrap().json_or_null().await;
+        let values: Vec<&str> = v["data"]
+            .as_array()
+            .unwrap_or_else(|| panic!("variable {variable}: {v}"))
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let expected: &[&str] = match variable.as_str() {
+            "service" | "name" => &["inventory", "payments", "search"],
+            "bulkhead" => &["search-pool"],
+            other => panic!("no check for variable {other:?}: add one to this test"),
+        };
+        assert_eq!(values, expected, "variable {variable}");
+    }
     eprintln!(
-        "checked {} expressions: {}",
+        "checked {} expressions and the variables: {}",
         checked.len(),
         checked.join(", ")
     );
