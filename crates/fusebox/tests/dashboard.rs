@@ -460,6 +460,26 @@ fn thresholds_are_exported_for_the_rules_a_breaker_has() {
     );
 }
 
+/// HTTP/2 carries the host in the URI's authority, not in a `Host` header.
+#[tokio::test]
+async fn same_origin_reads_the_authority_without_a_host_header() {
+    let r = rig(Controls::token(TOKEN));
+    let request = |origin: &str| {
+        Request::post(format!("http://{HOST}/api/breakers/payments/force_open"))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("origin", origin)
+            .header("sec-fetch-site", "same-origin")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, _) = send(&r.router, request("https://elsewhere.example")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(r.fusebox.breaker("payments").state(), State::Closed);
+    let (status, _) = send(&r.router, request(&format!("https://{HOST}"))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(r.fusebox.breaker("payments").state(), State::ForcedOpen);
+}
+
 /// Names may hold `/` (the lab names breakers `SCENARIO/STRATEGY`): the page
 /// percent-encodes them, the routes decode them.
 #[tokio::test]

@@ -79,13 +79,18 @@ impl Controls {
         self.token.as_ref().map(|t| t.len())
     }
 
-    /// Checks a control request's headers. The origin is checked first, so
-    /// a cross-site page cannot probe tokens.
-    pub(crate) fn authorize(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    /// Checks a control request's headers; `authority` is the request URI's
+    /// (HTTP/2 sends it instead of a `Host` header). The origin is checked
+    /// first, so a cross-site page cannot probe tokens.
+    pub(crate) fn authorize(
+        &self,
+        headers: &HeaderMap,
+        authority: Option<&str>,
+    ) -> Result<(), Refusal> {
         let Some(token) = &self.token else {
             return Err(Refusal::Disabled);
         };
-        same_origin(headers)?;
+        same_origin(headers, authority)?;
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
@@ -123,10 +128,11 @@ impl Refusal {
 /// CSRF protection: a browser request must come from the page's own origin.
 ///
 /// - `Sec-Fetch-Site`, when sent (every current browser), must be `same-origin`.
-/// - `Origin`, when sent, must be `http://<Host>` or `https://<Host>`.
+/// - `Origin`, when sent, must be `http://<Host>` or `https://<Host>` (the
+///   `Host` header, else the URI's authority as HTTP/2 sends it).
 /// - A request with neither is not from a browser (curl, a script); the token
 ///   alone decides.
-pub(crate) fn same_origin(headers: &HeaderMap) -> Result<(), Refusal> {
+pub(crate) fn same_origin(headers: &HeaderMap, authority: Option<&str>) -> Result<(), Refusal> {
     if let Some(site) = headers.get("sec-fetch-site") {
         if site.as_bytes() != b"same-origin" {
             return Err(Refusal::CrossOrigin);
@@ -136,6 +142,7 @@ pub(crate) fn same_origin(headers: &HeaderMap) -> Result<(), Refusal> {
         let host = headers
             .get(header::HOST)
             .map(|h| h.as_bytes())
+            .or(authority.map(str::as_bytes))
             .ok_or(Refusal::CrossOrigin)?;
         let origin = origin.as_bytes();
         let matches = [&b"http://"[..], b"https://"].iter().any(|scheme| {

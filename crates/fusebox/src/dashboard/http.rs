@@ -194,7 +194,10 @@ async fn control(
         }
         r
     };
-    if let Err(refusal) = inner.controls.authorize(request.headers()) {
+    if let Err(refusal) = inner.controls.authorize(
+        request.headers(),
+        request.uri().authority().map(|a| a.as_str()),
+    ) {
         let status = match refusal {
             Refusal::CrossOrigin => StatusCode::FORBIDDEN,
             Refusal::Disabled => StatusCode::NOT_FOUND,
