@@ -108,16 +108,18 @@ struct Client(Arc<Inner>);
 
 impl Drop for Client {
     fn drop(&mut self) {
-        // AcqRel: pairs with the increment in `stream`; only the count matters.
-        self.0.clients.fetch_sub(1, Ordering::AcqRel);
+        // Relaxed: a count read-modify-written atomically; no other memory
+        // is published through it.
+        self.0.clients.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
 async fn stream(State(inner): State<Arc<Inner>>) -> Response {
     inner.start();
-    // AcqRel: a plain counter bounded by `max_clients`; no other data rides on it.
-    if inner.clients.fetch_add(1, Ordering::AcqRel) >= inner.max_clients {
-        inner.clients.fetch_sub(1, Ordering::AcqRel);
+    // Relaxed: see `Client::drop`; the read-modify-write alone keeps the
+    // count exact, so at most `max_clients` streams pass.
+    if inner.clients.fetch_add(1, Ordering::Relaxed) >= inner.max_clients {
+        inner.clients.fetch_sub(1, Ordering::Relaxed);
         return json(
             StatusCode::SERVICE_UNAVAILABLE,
             serde_json::json!({ "error": "too many dashboard streams" }),

@@ -209,7 +209,9 @@ impl Inner {
 
     /// Starts the background sampler once (not in manual mode).
     fn start(self: &Arc<Self>) {
-        if self.manual || self.started.swap(true, Ordering::AcqRel) {
+        // Relaxed: the swap alone makes one caller the starter; the task
+        // reads nothing the starter wrote through this flag.
+        if self.manual || self.started.swap(true, Ordering::Relaxed) {
             return;
         }
         let weak: Weak<Inner> = Arc::downgrade(self);
