@@ -230,38 +230,53 @@ impl Subject for Baseline {
 
 // ----------------------------------------------------------------- fusebox
 
-/// fusebox's builder for `spec`: the policy, `open_for`, one half-open probe,
-/// closed again after one success.
-pub fn fusebox_builder(spec: &Spec) -> fusebox::Builder {
-    let b = fusebox::CircuitBreaker::builder()
-        .open_for(spec.open_for)
-        .half_open_probes(1)
-        .successes_to_close(1);
-    match spec.policy {
-        Policy::Consecutive { failures } => b.consecutive_failures(failures),
-        Policy::CountWindow { size, rate } => b
-            .failure_rate(rate)
-            .count_window(size)
-            .min_calls(spec.min_calls),
-        Policy::TimeWindow {
-            window,
-            buckets,
-            rate,
-        } => b
-            .failure_rate(rate)
-            .time_window(window)
-            .buckets(buckets)
-            .min_calls(spec.min_calls),
-        Policy::SlowCalls {
-            size,
-            threshold,
-            rate,
-        } => b
-            .failure_rate(rate)
-            .slow_calls(threshold, rate)
-            .count_window(size)
-            .min_calls(spec.min_calls),
+impl Spec {
+    /// The spec in fusebox's one settings vocabulary ([`fusebox::BreakerConfig`]):
+    /// the policy, `open_for`, one half-open probe, closed again after one
+    /// success.
+    pub fn config(&self) -> fusebox::BreakerConfig {
+        let mut c = fusebox::BreakerConfig {
+            open_for: Some(self.open_for),
+            half_open_probes: Some(1),
+            successes_to_close: Some(1),
+            ..Default::default()
+        };
+        match self.policy {
+            Policy::Consecutive { failures } => c.consecutive_failures = Some(failures),
+            Policy::CountWindow { size, rate } => {
+                c.failure_rate = Some(rate);
+                c.count_window = Some(size);
+                c.min_calls = Some(self.min_calls);
+            }
+            Policy::TimeWindow {
+                window,
+                buckets,
+                rate,
+            } => {
+                c.failure_rate = Some(rate);
+                c.time_window = Some(window);
+                c.buckets = Some(buckets);
+                c.min_calls = Some(self.min_calls);
+            }
+            Policy::SlowCalls {
+                size,
+                threshold,
+                rate,
+            } => {
+                c.failure_rate = Some(rate);
+                c.slow_call_duration = Some(threshold);
+                c.slow_call_rate = Some(rate);
+                c.count_window = Some(size);
+                c.min_calls = Some(self.min_calls);
+            }
+        }
+        c
     }
+}
+
+/// fusebox's builder for `spec` (see [`Spec::config`]).
+pub fn fusebox_builder(spec: &Spec) -> fusebox::Builder {
+    spec.config().builder()
 }
 
 /// A fusebox breaker as a benchmark subject.

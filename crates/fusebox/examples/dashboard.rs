@@ -15,8 +15,9 @@
 //! second (slow-call breaker; its probes after that are quick).
 
 use fusebox::dashboard::{Controls, Dashboard};
-use fusebox::metrics::{register_thresholds, Metrics};
-use fusebox::registry::{BreakerConfig, BulkheadConfig, Fusebox, FuseboxConfig, Policy, Tags};
+use fusebox::metrics::Metrics;
+use fusebox::registry::{BreakerEntry, BulkheadConfig, Fusebox, FuseboxConfig, Tags};
+use fusebox::BreakerConfig;
 use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,40 +37,49 @@ fn tags(service: &str) -> Tags {
 
 /// The registry's config: what each breaker trips on.
 pub fn config() -> FuseboxConfig {
+    let entry = |service: &str, settings: BreakerConfig| BreakerEntry {
+        settings,
+        tags: tags(service),
+    };
     let mut config = FuseboxConfig::default();
     let b = &mut config.breakers;
     b.insert(
         "payments".into(),
-        BreakerConfig {
-            policy: Some(Policy::FailureRate),
-            failure_rate: Some(0.5),
-            count_window: Some(20),
-            min_calls: Some(10),
-            open_for: Some(Duration::from_secs(1)),
-            tags: tags("payments"),
-            ..Default::default()
-        },
+        entry(
+            "payments",
+            BreakerConfig {
+                failure_rate: Some(0.5),
+                count_window: Some(20),
+                min_calls: Some(10),
+                open_for: Some(Duration::from_secs(1)),
+                ..Default::default()
+            },
+        ),
     );
     b.insert(
         "inventory".into(),
-        BreakerConfig {
-            consecutive_failures: Some(3),
-            open_for: Some(Duration::from_millis(300)),
-            tags: tags("inventory"),
-            ..Default::default()
-        },
+        entry(
+            "inventory",
+            BreakerConfig {
+                consecutive_failures: Some(3),
+                open_for: Some(Duration::from_millis(300)),
+                ..Default::default()
+            },
+        ),
     );
     b.insert(
         "search".into(),
-        BreakerConfig {
-            slow_call_duration: Some(Duration::from_millis(20)),
-            slow_call_rate: Some(0.5),
-            count_window: Some(10),
-            min_calls: Some(5),
-            open_for: Some(Duration::from_secs(1)),
-            tags: tags("search"),
-            ..Default::default()
-        },
+        entry(
+            "search",
+            BreakerConfig {
+                slow_call_duration: Some(Duration::from_millis(20)),
+                slow_call_rate: Some(0.5),
+                count_window: Some(10),
+                min_calls: Some(5),
+                open_for: Some(Duration::from_secs(1)),
+                ..Default::default()
+            },
+        ),
     );
     config.bulkheads.insert(
         "search-pool".into(),
@@ -110,7 +120,6 @@ pub async fn start(
         .config(config())
         .observer(metrics.clone())
         .build()?;
-    register_thresholds(&mut registry, &fusebox);
     let controls = token.map_or_else(Controls::off, Controls::token);
     let dashboard = Dashboard::builder(fusebox.clone())
         .metrics(metrics)

@@ -32,6 +32,7 @@ use loom::sync::{atomic::fence, Condvar};
 #[cfg(not(loom))]
 use std::sync::{atomic::fence, Condvar};
 
+use crate::clock::nanos;
 use crate::sync::{lock, Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -60,8 +61,10 @@ pub struct Bulkhead {
 }
 
 struct Inner {
-    limit: usize,
-    max_wait: Duration,
+    /// Changed in place by [`Bulkhead::resize`].
+    limit: AtomicUsize,
+    /// Nanoseconds; changed in place by [`Bulkhead::set_max_wait`].
+    max_wait: AtomicU64,
     name: Option<String>,
     /// Slots in use; never above `limit`.
     in_use: AtomicUsize,
@@ -151,8 +154,8 @@ impl Builder {
     pub fn build(self) -> Bulkhead {
         Bulkhead {
             inner: Arc::new(Inner {
-                limit: self.limit,
-                max_wait: self.max_wait,
+                limit: AtomicUsize::new(self.limit),
+                max_wait: AtomicU64::new(nanos(self.max_wait)),
                 name: self.name,
                 in_use: AtomicUsize::new(0),
                 rejected: AtomicU64::new(0),
@@ -294,7 +297,7 @@ impl Bulkhead {
         if self.inner.try_take() {
             return Ok(());
         }
-        let max_wait = self.inner.max_wait;
+        let max_wait = self.inner.max_wait();
         if max_wait.is_zero() {
             return Err(self.reject(Duration::ZERO));
         }
@@ -387,7 +390,51 @@ impl Bulkhead {
     /// assert_eq!(fusebox::Bulkhead::new(6).limit(), 6);
     /// ```
     pub fn limit(&self) -> usize {
-        self.inner.limit
+        self.inner.limit()
+    }
+
+    /// Changes the limit in place, for every clone of this bulkhead. Calls
+    /// in flight keep their slots: after a shrink, new calls are admitted
+    /// only once fewer than the new limit are in flight; after a growth,
+    /// waiting calls are woken to take the new slots.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::Bulkhead::new(1);
+    /// let held = b.clone();
+    /// let _slot = b.try_acquire()?;
+    /// assert!(held.try_acquire().is_err());
+    /// b.resize(2);
+    /// let _second = held.try_acquire()?;
+    /// assert_eq!(held.limit(), 2);
+    /// # Ok::<(), fusebox::BulkheadFull>(())
+    /// ```
+    pub fn resize(&self, limit: usize) {
+        // Relaxed: `try_take` re-reads it on every attempt; nothing else is
+        // published through it.
+        let old = self.inner.limit.swap(limit, Ordering::Relaxed);
+        if limit > old {
+            self.inner.wake_all();
+        }
+    }
+
+    /// Changes how long `acquire` / `acquire_async` wait at most, for calls
+    /// that start waiting from now on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = fusebox::Bulkhead::new(1);
+    /// b.set_max_wait(Duration::from_millis(20));
+    /// assert_eq!(b.max_wait(), Duration::from_millis(20));
+    /// ```
+    pub fn set_max_wait(&self, max_wait: Duration) {
+        // Relaxed: read once by each call that may wait.
+        self.inner
+            .max_wait
+            .store(nanos(max_wait), Ordering::Relaxed);
     }
 
     /// How long `acquire` / `acquire_async` wait at most.
@@ -398,7 +445,7 @@ impl Bulkhead {
     /// assert!(fusebox::Bulkhead::new(6).max_wait().is_zero());
     /// ```
     pub fn max_wait(&self) -> Duration {
-        self.inner.max_wait
+        self.inner.max_wait()
     }
 
     /// The name given to the builder, if any.
@@ -432,7 +479,7 @@ impl Bulkhead {
         let waiting = waiting + inner.async_waiters.load(Ordering::Relaxed);
         BulkheadSnapshot {
             in_use: inner.in_use.load(Ordering::Relaxed),
-            limit: inner.limit,
+            limit: inner.limit(),
             rejected: inner.rejected.load(Ordering::Relaxed),
             waiting,
         }
@@ -448,7 +495,7 @@ impl Bulkhead {
         // Relaxed: a counter read only by snapshots.
         self.inner.rejected.fetch_add(1, Ordering::Relaxed);
         BulkheadFull {
-            limit: self.inner.limit,
+            limit: self.inner.limit(),
             waited,
         }
     }
@@ -501,7 +548,7 @@ impl Bulkhead {
         if inner.try_take() {
             return Ok(());
         }
-        let max_wait = inner.max_wait;
+        let max_wait = inner.max_wait();
         if max_wait.is_zero() {
             return Err(self.reject(Duration::ZERO));
         }
@@ -567,6 +614,26 @@ impl Bulkhead {
 }
 
 impl Inner {
+    fn limit(&self) -> usize {
+        // Relaxed: see `Bulkhead::resize`.
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    fn max_wait(&self) -> Duration {
+        // Relaxed: see `Bulkhead::set_max_wait`.
+        Duration::from_nanos(self.max_wait.load(Ordering::Relaxed))
+    }
+
+    /// Wakes every waiter (the limit grew).
+    fn wake_all(&self) {
+        {
+            let _guard = lock(&self.lock);
+            self.cond.notify_all();
+        }
+        #[cfg(feature = "tokio")]
+        self.notify.notify_waiters();
+    }
+
     /// Takes a slot if `in_use < limit`.
     fn try_take(&self) -> bool {
         // Relaxed load: the CAS below re-checks. Acquire on success pairs
@@ -574,7 +641,7 @@ impl Inner {
         // happens-before this one's.
         let mut cur = self.in_use.load(Ordering::Relaxed);
         loop {
-            if cur >= self.limit {
+            if cur >= self.limit() {
                 return false;
             }
             match self.in_use.compare_exchange_weak(
@@ -596,8 +663,10 @@ impl Inner {
         // least one sees the other's write (store-buffering), so either the
         // waiter finds the free slot or we see it waiting and wake it.
         self.in_use.fetch_sub(1, Ordering::Release);
-        if self.max_wait.is_zero() {
-            // Nobody ever waits on a bulkhead that never waits: no handshake.
+        if self.max_wait().is_zero() {
+            // Nobody waits on a bulkhead that never waits: no handshake. (A
+            // call that began waiting before `set_max_wait(0)` gives up at
+            // its own deadline.)
             return;
         }
         fence(Ordering::SeqCst);
@@ -654,7 +723,7 @@ impl Drop for BulkheadPermit {
 impl fmt::Debug for BulkheadPermit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BulkheadPermit")
-            .field("limit", &self.inner.limit)
+            .field("limit", &self.inner.limit())
             .finish()
     }
 }
@@ -666,7 +735,7 @@ impl fmt::Debug for Bulkhead {
             .field("name", &self.inner.name)
             .field("limit", &s.limit)
             .field("in_use", &s.in_use)
-            .field("max_wait", &self.inner.max_wait)
+            .field("max_wait", &self.inner.max_wait())
             .field("rejected", &s.rejected)
             .finish()
     }

@@ -54,7 +54,8 @@
 
 use crate::breaker::{CircuitBreaker, Error as BreakerError};
 use crate::bulkhead::Bulkhead;
-use crate::fallback::{FallbackFn, PolicyError};
+use crate::cause::PolicyError;
+use crate::fallback::FallbackFn;
 use crate::pipeline::{Classify, Pipeline, PipelineError};
 use crate::retry::{Retry, RetryIf};
 use std::future::Future;

@@ -64,7 +64,9 @@
 #![forbid(unsafe_code)]
 
 mod breaker;
+mod cause;
 mod clock;
+pub mod duration;
 mod ext;
 mod sync;
 
@@ -75,6 +77,7 @@ pub mod dashboard;
 pub mod fallback;
 #[cfg(feature = "prometheus")]
 pub mod metrics;
+pub mod observe;
 pub mod pipeline;
 pub mod registry;
 pub mod retry;
@@ -85,13 +88,14 @@ pub mod tower;
 pub mod trace;
 
 pub use breaker::{
-    Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener, Outcome, Permit, Reason,
-    Rejected, Snapshot, State, Transition,
+    Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener,
+    Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
 };
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
+pub use cause::{Cause, PolicyError};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
-pub use fallback::{Cause, Fallback, PolicyError};
+pub use fallback::Fallback;
 pub use pipeline::{Pipeline, PipelineError};
 pub use retry::Retry;
 #[cfg(feature = "tokio")]

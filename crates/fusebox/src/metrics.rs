@@ -13,8 +13,8 @@
 //! | `fusebox_failure_rate` | gauge | `name` | failure rate in the window, 0 to 1 |
 //! | `fusebox_slow_call_rate` | gauge | `name` | slow-call rate in the window, 0 to 1 |
 //! | `fusebox_breaker_info` | gauge | `name` + one label per tag | always 1; joins tags (e.g. `service`) onto the other series |
-//! | `fusebox_failure_rate_threshold` | gauge | `name` | the failure rate the breaker trips at (failure-rate breakers; [`register_thresholds`]) |
-//! | `fusebox_slow_call_rate_threshold` | gauge | `name` | the slow-call rate it trips at (breakers with a slow-call rule; [`register_thresholds`]) |
+//! | `fusebox_failure_rate_threshold` | gauge | `name` | the failure rate the breaker trips at (failure-rate breakers only) |
+//! | `fusebox_slow_call_rate_threshold` | gauge | `name` | the slow-call rate it trips at (breakers with a slow-call rule only) |
 //! | `fusebox_bulkhead_in_use` | gauge | `name` | slots taken |
 //! | `fusebox_bulkhead_limit` | gauge | `name` | the bulkhead's limit |
 //! | `fusebox_bulkhead_waiting` | gauge | `name` | callers waiting for a slot |
@@ -51,7 +51,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use crate::registry::{BreakerConfig, Fusebox, Observer, Policy, Tags};
+use crate::observe::{Observer, Tags};
 use crate::sync::{lock, Mutex};
 use crate::{
     Builder, Bulkhead, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State,
@@ -592,6 +592,31 @@ impl Collector for SnapshotCollector {
             ConstGauge::new(snap.slow_call_rate).encode(family.encode_family(&labels)?)?;
         }
 
+        // The thresholds of the settings in force (they follow `reconfigure`),
+        // only for breakers that have the rule.
+        let thresholds: Vec<Thresholds> =
+            tracked.iter().map(|(_, b, _)| Thresholds::of(b)).collect();
+        for (metric, help, pick) in [
+            (
+                "fusebox_failure_rate_threshold",
+                "Failure rate at which the circuit breaker trips (0 to 1)",
+                (|t: &Thresholds| t.failure_rate) as fn(&Thresholds) -> Option<f64>,
+            ),
+            (
+                "fusebox_slow_call_rate_threshold",
+                "Slow-call rate at which the circuit breaker trips (0 to 1)",
+                |t| t.slow_call_rate,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(metric, help, None, gauge)?;
+            for ((name, _, _), t) in tracked.iter().zip(&thresholds) {
+                if let Some(v) = pick(t) {
+                    let labels = [("name", name.as_str())];
+                    ConstGauge::new(v).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+
         // A gauge rather than an OpenMetrics `info` family: Prometheus' classic
         // text parser (and `promtool check metrics`) rejects type `info`.
         let mut family = encoder.encode_descriptor(
@@ -651,105 +676,20 @@ impl Collector for SnapshotCollector {
 
 /// The rates at which a breaker trips; `None` where it has no such rule (a
 /// consecutive-failures breaker has no failure-rate threshold).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Thresholds {
     pub(crate) failure_rate: Option<f64>,
     pub(crate) slow_call_rate: Option<f64>,
 }
 
-/// The thresholds of a breaker built from `config`.
-pub(crate) fn rate_thresholds(config: &BreakerConfig) -> Thresholds {
-    // The same policy resolution as `BreakerConfig::builder`: a failure rate
-    // set without a policy implies the failure-rate policy, whose default
-    // threshold is 0.5.
-    let failure = match config.policy {
-        Some(Policy::FailureRate) => Some(config.failure_rate.unwrap_or(0.5)),
-        Some(Policy::ConsecutiveFailures) => None,
-        None => config.failure_rate,
-    };
-    Thresholds {
-        failure_rate: failure,
-        slow_call_rate: config.slow_call_duration.and(config.slow_call_rate),
-    }
-}
-
-/// Exports the trip thresholds of the breakers of `fusebox`, read from its
-/// configs at each scrape: `fusebox_failure_rate_threshold{name}` for
-/// failure-rate breakers and `fusebox_slow_call_rate_threshold{name}` for
-/// breakers with a slow-call rule, so dashboards can draw a rate against the
-/// value that trips it.
-///
-/// The registry holds a clone of `fusebox` (not the other way round, so no
-/// reference cycle with the [`Metrics`] observer inside `fusebox`).
-///
-/// # Examples
-///
-/// ```
-/// use fusebox::metrics::{register_thresholds, Metrics};
-/// use fusebox::registry::{BreakerConfig, Fusebox, FuseboxConfig};
-/// use prometheus_client::registry::Registry;
-///
-/// let mut config = FuseboxConfig::default();
-/// config.breakers.insert(
-///     "db".into(),
-///     BreakerConfig { failure_rate: Some(0.25), ..Default::default() },
-/// );
-/// let mut registry = Registry::default();
-/// let metrics = Metrics::new(&mut registry);
-/// let fusebox = Fusebox::builder().config(config).observer(metrics).build()?;
-/// register_thresholds(&mut registry, &fusebox);
-/// fusebox.breaker("db");
-///
-/// let mut text = String::new();
-/// prometheus_client::encoding::text::encode(&mut text, &registry)?;
-/// assert!(text.contains(r#"fusebox_failure_rate_threshold{name="db"} 0.25"#));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn register_thresholds(registry: &mut Registry, fusebox: &Fusebox) {
-    registry.register_collector(Box::new(ThresholdCollector(fusebox.clone())));
-}
-
-struct ThresholdCollector(Fusebox);
-
-impl fmt::Debug for ThresholdCollector {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ThresholdCollector")
-    }
-}
-
-impl Collector for ThresholdCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
-        let thresholds: Vec<(String, Thresholds)> = self
-            .0
-            .names()
-            .into_iter()
-            .map(|n| {
-                let t = rate_thresholds(&self.0.config(&n));
-                (n, t)
-            })
-            .collect();
-        let gauge = ConstGauge::new(0.0f64).metric_type();
-        for (metric, help, pick) in [
-            (
-                "fusebox_failure_rate_threshold",
-                "Failure rate at which the circuit breaker trips (0 to 1)",
-                (|t: &Thresholds| t.failure_rate) as fn(&Thresholds) -> Option<f64>,
-            ),
-            (
-                "fusebox_slow_call_rate_threshold",
-                "Slow-call rate at which the circuit breaker trips (0 to 1)",
-                |t| t.slow_call_rate,
-            ),
-        ] {
-            let mut family = encoder.encode_descriptor(metric, help, None, gauge)?;
-            for (name, t) in &thresholds {
-                if let Some(v) = pick(t) {
-                    let labels = [("name", name.as_str())];
-                    ConstGauge::new(v).encode(family.encode_family(&labels)?)?;
-                }
-            }
+impl Thresholds {
+    /// The thresholds of the settings in force, `breaker.config()`.
+    pub(crate) fn of(breaker: &CircuitBreaker) -> Thresholds {
+        let config = breaker.config();
+        Thresholds {
+            failure_rate: config.failure_rate,
+            slow_call_rate: config.slow_call_duration.and(config.slow_call_rate),
         }
-        Ok(())
     }
 }
 

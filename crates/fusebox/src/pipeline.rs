@@ -53,8 +53,9 @@
 
 use crate::breaker::{CircuitBreaker, Error as BreakerError, Outcome, Rejected};
 use crate::bulkhead::{Bulkhead, BulkheadFull};
+use crate::cause::{Cause, PolicyError};
 use crate::clock::{Clock, MonotonicClock};
-use crate::fallback::{Cause, FallbackFn, PolicyError, Value};
+use crate::fallback::{FallbackFn, Value};
 use crate::retry::{AnyError, DefaultBackoff, Retry, RetryIf};
 use crate::timeout::Elapsed;
 use std::fmt;

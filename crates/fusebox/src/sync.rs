@@ -26,6 +26,64 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     }
 }
 
+/// Read-locks `l`, ignoring poison (see [`lock`]). For maps that are not
+/// modelled under loom, so always std's `RwLock`.
+#[allow(dead_code)] // not every feature set has a registry user
+pub(crate) fn read<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Write-locks `l`, ignoring poison (see [`lock`]).
+#[allow(dead_code)]
+pub(crate) fn write<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A value replaced whole and read lock-free: `arc_swap::ArcSwap` (a read is
+/// wait-free and never contends with other reads), a mutex under loom, which
+/// cannot model arc-swap's internals.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct Swap<T>(arc_swap::ArcSwap<T>);
+
+/// What [`Swap::load`] returns: derefs (twice) to the value.
+#[cfg(not(loom))]
+pub(crate) type SwapGuard<T> = arc_swap::Guard<Arc<T>>;
+#[cfg(loom)]
+pub(crate) type SwapGuard<T> = std::sync::Arc<T>;
+
+#[cfg(not(loom))]
+impl<T> Swap<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Swap(arc_swap::ArcSwap::from_pointee(value))
+    }
+    /// The current value; a later `store` does not change what it points at.
+    #[inline]
+    pub(crate) fn load(&self) -> SwapGuard<T> {
+        self.0.load()
+    }
+    pub(crate) fn store(&self, value: std::sync::Arc<T>) {
+        self.0.store(value)
+    }
+}
+
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct Swap<T>(Mutex<std::sync::Arc<T>>);
+
+#[cfg(loom)]
+impl<T> Swap<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Swap(Mutex::new(std::sync::Arc::new(value)))
+    }
+    pub(crate) fn load(&self) -> SwapGuard<T> {
+        std::sync::Arc::clone(&lock(&self.0))
+    }
+    pub(crate) fn store(&self, value: std::sync::Arc<T>) {
+        *lock(&self.0) = value;
+    }
+}
+
 /// One step of a short wait for another thread (a model-checker yield under loom).
 pub(crate) fn spin_wait() {
     #[cfg(loom)]

@@ -24,7 +24,7 @@
 //! # Ok::<(), fusebox::registry::InvalidConfig>(())
 //! ```
 
-use crate::registry::{Observer, Tags};
+use crate::observe::{Observer, Tags};
 use crate::{Builder, Listener, Reason, Rejected, State, Transition};
 
 /// A [`Listener`] that emits `tracing` events for one breaker.

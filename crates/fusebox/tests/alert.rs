@@ -1,7 +1,7 @@
 //! Alert conditions on a ManualClock: open too long, flapping, service down.
 
 use fusebox::alert::{Alert, AlertConfig, AlertEvent, AlertStatus, Alerts};
-use fusebox::registry::{BreakerConfig, Fusebox, FuseboxConfig};
+use fusebox::registry::{BreakerEntry, Fusebox, FuseboxConfig};
 use fusebox::{CircuitBreaker, ManualClock, State};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -200,14 +200,14 @@ fn service_down_when_every_tagged_breaker_is_open() {
     let clock = ManualClock::new();
     let alerts = Alerts::new(AlertConfig::default(), clock.clone());
     let mut config = FuseboxConfig::default();
-    config.defaults.breaker.consecutive_failures = Some(1);
-    config.defaults.breaker.open_for = Some(MIN);
+    config.defaults.breaker.settings.consecutive_failures = Some(1);
+    config.defaults.breaker.settings.open_for = Some(MIN);
     for (name, service) in [
         ("pay-eu", "payments"),
         ("pay-us", "payments"),
         ("geo", "maps"),
     ] {
-        let mut c = BreakerConfig::default();
+        let mut c = BreakerEntry::default();
         c.tags.insert("service".into(), service.into());
         config.breakers.insert(name.into(), c);
     }

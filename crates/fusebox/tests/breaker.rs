@@ -649,11 +649,11 @@ fn config_errors_name_the_field() {
         (CircuitBreaker::builder().count_window(5), "count_window"),
         (
             CircuitBreaker::builder().slow_calls(Duration::ZERO, 0.5),
-            "slow_calls",
+            "slow_call_duration",
         ),
         (
             CircuitBreaker::builder().slow_calls(ms(1), 2.0),
-            "slow_calls",
+            "slow_call_rate",
         ),
         (
             CircuitBreaker::builder().open_for(Duration::ZERO),

@@ -265,3 +265,40 @@ fn handles_are_send_sync_static() {
     check::<fusebox::BulkheadPermit>();
     check::<BulkheadFull>();
 }
+
+#[test]
+fn resize_in_place_keeps_calls_in_flight_and_applies_to_new_ones() {
+    let b = Bulkhead::new(3);
+    let held = b.clone();
+    let slots: Vec<_> = (0..3).map(|_| b.try_acquire().unwrap()).collect();
+    b.resize(1);
+    assert_eq!(held.limit(), 1);
+    assert_eq!(
+        held.snapshot().in_use,
+        3,
+        "calls in flight keep their slots"
+    );
+    drop(slots);
+    let one = held.try_acquire().unwrap();
+    assert!(held.try_acquire().is_err(), "the new limit applies");
+    drop(one);
+}
+
+#[test]
+fn growing_wakes_a_waiting_call() {
+    let b = Bulkhead::builder(1)
+        .max_wait(std::time::Duration::from_secs(30))
+        .build();
+    let _slot = b.try_acquire().unwrap();
+    let waiter = {
+        let b = b.clone();
+        std::thread::spawn(move || b.acquire().map(drop))
+    };
+    while b.snapshot().waiting == 0 {
+        std::thread::yield_now();
+    }
+    b.resize(2);
+    // Without the wake-up the waiter would sleep its full 30 s (a slot is
+    // never released here) and the test would hang that long.
+    assert!(waiter.join().unwrap().is_ok());
+}

@@ -9,8 +9,8 @@ use axum::http::{Request, StatusCode};
 use axum::Router;
 use fusebox::dashboard::{Controls, Dashboard};
 use fusebox::metrics::Metrics;
-use fusebox::registry::{BreakerConfig, Fusebox, FuseboxConfig, Tags};
-use fusebox::{ManualClock, State};
+use fusebox::registry::{BreakerEntry, Fusebox, FuseboxConfig, Tags};
+use fusebox::{BreakerConfig, CircuitBreaker, ManualClock, State};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -34,12 +34,14 @@ fn rig(controls: Controls) -> Rig {
     let mut config = FuseboxConfig::default();
     config.breakers.insert(
         "payments".into(),
-        BreakerConfig {
-            failure_rate: Some(0.4),
-            count_window: Some(10),
-            min_calls: Some(4),
+        BreakerEntry {
+            settings: BreakerConfig {
+                failure_rate: Some(0.4),
+                count_window: Some(10),
+                min_calls: Some(4),
+                ..Default::default()
+            },
             tags: Tags::from([("service".to_owned(), "payments".to_owned())]),
-            ..Default::default()
         },
     );
     let metrics = Metrics::new(&mut prometheus_client::registry::Registry::default());
@@ -416,45 +418,69 @@ proptest! {
 }
 
 #[test]
-fn thresholds_are_exported_for_the_rules_a_breaker_has() {
-    use fusebox::metrics::register_thresholds;
+fn thresholds_are_exported_for_the_rules_a_breaker_has_and_follow_reconfigure() {
     let mut config = FuseboxConfig::default();
-    config.breakers.insert(
-        "implied".into(), // a failure rate without a policy implies the failure-rate policy
-        BreakerConfig {
-            failure_rate: Some(0.3),
-            ..Default::default()
-        },
-    );
-    config.breakers.insert(
-        "default-rate".into(),
-        BreakerConfig {
-            policy: Some(fusebox::registry::Policy::FailureRate),
-            ..Default::default()
-        },
-    );
-    config.breakers.insert(
-        "slow".into(),
-        BreakerConfig {
-            slow_call_duration: Some(Duration::from_millis(100)),
-            slow_call_rate: Some(0.8),
-            ..Default::default()
-        },
-    );
+    let rules = [
+        (
+            "rate",
+            BreakerConfig {
+                failure_rate: Some(0.3),
+                ..Default::default()
+            },
+        ),
+        (
+            "slow",
+            BreakerConfig {
+                slow_call_duration: Some(Duration::from_millis(100)),
+                slow_call_rate: Some(0.8),
+                ..Default::default()
+            },
+        ),
+        (
+            "consecutive",
+            BreakerConfig {
+                consecutive_failures: Some(3),
+                ..Default::default()
+            },
+        ),
+    ];
+    for (name, settings) in rules {
+        config.breakers.insert(name.into(), settings.into());
+    }
     let mut registry = prometheus_client::registry::Registry::default();
-    let fusebox = Fusebox::builder().config(config).build().unwrap();
-    register_thresholds(&mut registry, &fusebox);
-    for name in ["implied", "default-rate", "slow", "consecutive"] {
+    let metrics = Metrics::new(&mut registry);
+    let fusebox = Fusebox::builder()
+        .config(config)
+        .observer(metrics)
+        .build()
+        .unwrap();
+    for name in ["rate", "slow", "consecutive"] {
         fusebox.breaker(name);
     }
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    let thresholds = || {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text.lines()
+            .filter(|l| l.contains("_threshold{"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
-        lines,
+        thresholds(),
         [
-            r#"fusebox_failure_rate_threshold{name="default-rate"} 0.5"#,
-            r#"fusebox_failure_rate_threshold{name="implied"} 0.3"#,
+            r#"fusebox_failure_rate_threshold{name="rate"} 0.3"#,
+            r#"fusebox_slow_call_rate_threshold{name="slow"} 0.8"#,
+        ]
+    );
+    fusebox
+        .breaker("consecutive")
+        .reconfigure(CircuitBreaker::builder().failure_rate(0.6))
+        .unwrap();
+    assert_eq!(
+        thresholds(),
+        [
+            r#"fusebox_failure_rate_threshold{name="consecutive"} 0.6"#,
+            r#"fusebox_failure_rate_threshold{name="rate"} 0.3"#,
             r#"fusebox_slow_call_rate_threshold{name="slow"} 0.8"#,
         ]
     );

@@ -138,3 +138,43 @@ fn window_verdict_racing_reset_leaves_an_empty_window() {
         assert_eq!(s.state, State::Closed);
     });
 }
+
+/// A reconfigure that changes the window's shape, racing a failing verdict:
+/// no deadlock, the window is never corrupted (the failure lands in the old
+/// window or the new one, never half in each), and the breaker then trips by
+/// the settings in force.
+#[test]
+fn reconfigure_racing_verdicts() {
+    loom::model(|| {
+        let b = CircuitBreaker::builder()
+            .failure_rate(0.5)
+            .count_window(2)
+            .min_calls(2)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let p = b.try_acquire().unwrap();
+        let writer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reconfigure(
+                    CircuitBreaker::builder()
+                        .failure_rate(0.5)
+                        .count_window(3)
+                        .min_calls(1),
+                )
+                .unwrap();
+            })
+        };
+        let verdict = thread::spawn(move || p.failure());
+        writer.join().unwrap();
+        verdict.join().unwrap();
+        let s = b.snapshot();
+        assert!(s.failures <= s.calls && s.calls <= 1);
+        assert_eq!(b.config().count_window, Some(3));
+        // Whichever window took the failure, the next failure is judged by
+        // the new settings: 1 call is enough, and a failure trips.
+        let _ = b.call(|| Err::<(), _>(()));
+        assert_eq!(b.state(), State::Open);
+    });
+}

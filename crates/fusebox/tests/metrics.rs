@@ -4,7 +4,8 @@
 #![cfg(feature = "prometheus")]
 
 use fusebox::metrics::Metrics;
-use fusebox::registry::{BreakerConfig, Fusebox, FuseboxConfig};
+use fusebox::registry::{BreakerEntry, Fusebox, FuseboxConfig};
+use fusebox::BreakerConfig;
 use fusebox::{CircuitBreaker, ManualClock, Outcome};
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
@@ -338,10 +339,10 @@ fn registry_breakers_with_tags_and_reconfiguration() {
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     let mut config = FuseboxConfig::default();
-    let mut pay = BreakerConfig {
+    let mut pay = BreakerEntry::from(BreakerConfig {
         consecutive_failures: Some(1),
         ..Default::default()
-    };
+    });
     pay.tags.insert("service".into(), "payments".into());
     pay.tags.insert("not a label".into(), "x".into());
     config.breakers.insert("pay-eu".into(), pay);
@@ -367,9 +368,9 @@ fn registry_breakers_with_tags_and_reconfiguration() {
     );
     assert_eq!(e.get("fusebox_breaker_info", &[("name", "search")]), 1.0);
 
-    // A reconfigured breaker keeps its series (same name, counters continue).
+    // A reconfigured breaker keeps its series (same breaker, counters continue).
     fusebox.reset("pay-eu").unwrap();
-    let mut tighter = fusebox.config("pay-eu");
+    let mut tighter = fusebox.config("pay-eu").settings;
     tighter.consecutive_failures = Some(2);
     fusebox.reconfigure("pay-eu", tighter).unwrap();
     let pay = fusebox.breaker("pay-eu");

@@ -1,10 +1,12 @@
-//! The registry: configs from files (and their errors), first-use creation,
-//! snapshots, manual control by name, tags, runtime reconfiguration.
+//! The registry: configs from files (and their errors), configured names
+//! built at once, snapshots, manual control by name, tags, live
+//! reconfiguration and reload, dependencies and their pipelines.
 
 use fusebox::registry::{
-    BreakerConfig, Fusebox, FuseboxConfig, Observer, Policy, Reconfigured, Tags,
+    BreakerEntry, DependencyConfig, Fusebox, FuseboxConfig, Observer, Reconfigured, RetryConfig,
+    Tags,
 };
-use fusebox::{Builder, CircuitBreaker, ManualClock, State};
+use fusebox::{Backoff, BreakerConfig, Builder, CircuitBreaker, ManualClock, Pipeline, State};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,23 +20,34 @@ fn ok(b: &CircuitBreaker) {
     b.call(|| Ok::<_, ()>(())).unwrap();
 }
 
+fn entry(settings: BreakerConfig) -> BreakerEntry {
+    BreakerEntry::from(settings)
+}
+
 #[test]
-fn first_use_builds_from_named_config_or_defaults() {
+fn configured_names_are_built_at_once_others_on_first_use() {
     let mut config = FuseboxConfig::default();
-    config.defaults.breaker.consecutive_failures = Some(4);
+    config.defaults.breaker.settings.consecutive_failures = Some(4);
     config.breakers.insert(
         "payments".into(),
-        BreakerConfig {
+        entry(BreakerConfig {
             consecutive_failures: Some(2),
             ..Default::default()
-        },
+        }),
     );
     let fusebox = Fusebox::builder()
         .config(config)
         .clock(ManualClock::new())
         .build()
         .unwrap();
-    assert!(fusebox.names().is_empty(), "nothing built before first use");
+    assert_eq!(
+        fusebox.names(),
+        ["payments"],
+        "configured: built before any call"
+    );
+    assert_eq!(fusebox.snapshot()[0].snapshot.state, State::Closed);
+    assert!(fusebox.force_open("payments").is_ok());
+    fusebox.reset("payments").unwrap();
 
     let payments = fusebox.breaker("payments");
     let other = fusebox.breaker("other");
@@ -52,12 +65,12 @@ fn first_use_builds_from_named_config_or_defaults() {
 fn snapshot_lists_every_breaker_with_state_counts_and_time() {
     let clock = ManualClock::new();
     let mut config = FuseboxConfig::default();
-    let mut db = BreakerConfig {
+    let mut db = entry(BreakerConfig {
         failure_rate: Some(0.5),
         count_window: Some(4),
         min_calls: Some(4),
         ..Default::default()
-    };
+    });
     db.tags.insert("service".into(), "orders".into());
     config.breakers.insert("db".into(), db);
     let fusebox = Fusebox::builder()
@@ -127,7 +140,7 @@ fn tags_group_breakers() {
         ("pay-us", "payments"),
         ("geo", "maps"),
     ] {
-        let mut c = BreakerConfig::default();
+        let mut c = BreakerEntry::default();
         c.tags.insert("service".into(), service.into());
         config.breakers.insert(name.into(), c);
     }
@@ -146,12 +159,37 @@ fn tags_group_breakers() {
 }
 
 #[test]
-fn reconfigure_closed_breaker_applies_now_and_loses_window() {
+fn named_tables_inherit_every_field_they_do_not_set() {
+    let mut config = FuseboxConfig::default();
+    config.defaults.breaker.settings = BreakerConfig {
+        failure_rate: Some(0.5),
+        time_window: Some(Duration::from_secs(60)),
+        min_calls: Some(20),
+        ..Default::default()
+    };
+    config.breakers.insert(
+        "db".into(),
+        entry(BreakerConfig {
+            failure_rate: Some(0.3),
+            ..Default::default()
+        }),
+    );
+    let fusebox = Fusebox::from_config(config).unwrap();
+    let db = fusebox.breaker("db").config();
+    assert_eq!(db.failure_rate, Some(0.3));
+    assert_eq!(db.time_window, Some(Duration::from_secs(60)));
+    assert_eq!(db.count_window, None);
+    assert_eq!(db.min_calls, Some(20));
+}
+
+#[test]
+fn reconfigure_changes_the_breaker_every_holder_has() {
     let fusebox = Fusebox::builder()
         .clock(ManualClock::new())
         .build()
         .unwrap();
     let db = fusebox.breaker("db");
+    let pipeline = Pipeline::builder().breaker(db.clone()).build();
     fail(&db, 3);
     assert_eq!(db.snapshot().consecutive_failures, 3);
 
@@ -159,41 +197,40 @@ fn reconfigure_closed_breaker_applies_now_and_loses_window() {
         .reconfigure(
             "db",
             BreakerConfig {
-                consecutive_failures: Some(2),
+                consecutive_failures: Some(4),
                 ..Default::default()
             },
         )
         .unwrap();
     assert_eq!(r, Reconfigured::Applied);
-    let db2 = fusebox.breaker("db");
-    assert_eq!(db2.snapshot().consecutive_failures, 0, "documented loss");
-    fail(&db2, 2);
-    assert_eq!(db2.state(), State::Open, "new threshold in force");
+    assert!(db.same_as(&fusebox.breaker("db")));
+    assert_eq!(db.snapshot().consecutive_failures, 3, "counts kept");
+    let _ = pipeline.call(|| Err::<(), _>(std::io::Error::other("down")));
     assert_eq!(
         db.state(),
-        State::Closed,
-        "old handle keeps the old breaker"
+        State::Open,
+        "the pipeline's breaker: the 4th failure trips"
     );
-    assert_eq!(fusebox.config("db").consecutive_failures, Some(2));
+    assert_eq!(fusebox.config("db").settings.consecutive_failures, Some(4));
 
-    // Same effective config again: nothing changes.
+    // Same effective settings again: nothing changes.
     let same = BreakerConfig {
-        consecutive_failures: Some(2),
+        consecutive_failures: Some(4),
         ..Default::default()
     };
     assert_eq!(
         fusebox.reconfigure("db", same).unwrap(),
         Reconfigured::Unchanged
     );
-    assert_eq!(fusebox.breaker("db").state(), State::Open);
+    assert_eq!(db.state(), State::Open);
 }
 
 #[test]
-fn reconfigure_open_breaker_waits_until_it_closes() {
+fn reconfigure_an_open_breaker_finishes_its_period() {
     let clock = ManualClock::new();
     let mut config = FuseboxConfig::default();
-    config.defaults.breaker.consecutive_failures = Some(1);
-    config.defaults.breaker.open_for = Some(Duration::from_secs(10));
+    config.defaults.breaker.settings.consecutive_failures = Some(1);
+    config.defaults.breaker.settings.open_for = Some(Duration::from_secs(10));
     let fusebox = Fusebox::builder()
         .config(config)
         .clock(clock.clone())
@@ -201,8 +238,6 @@ fn reconfigure_open_breaker_waits_until_it_closes() {
         .unwrap();
     let db = fusebox.breaker("db");
     fail(&db, 1);
-    assert_eq!(db.state(), State::Open);
-
     let new = BreakerConfig {
         consecutive_failures: Some(3),
         open_for: Some(Duration::from_secs(60)),
@@ -210,24 +245,16 @@ fn reconfigure_open_breaker_waits_until_it_closes() {
     };
     assert_eq!(
         fusebox.reconfigure("db", new).unwrap(),
-        Reconfigured::Deferred
+        Reconfigured::Applied
     );
-    // Still the same (open) breaker: the dependency stays protected, and the
-    // open period in progress keeps its 10 s.
-    let current = fusebox.breaker("db");
-    assert_eq!(current.state(), State::Open);
-    assert_eq!(fusebox.config("db").consecutive_failures, Some(3));
+    assert_eq!(db.state(), State::Open, "the dependency stays protected");
     clock.advance(Duration::from_secs(10));
-    assert_eq!(current.state(), State::HalfOpen);
-    ok(&current); // probe succeeds: closes, and the new config takes over
-
-    let next = fusebox.breaker("db");
-    assert_eq!(next.state(), State::Closed);
-    fail(&next, 2);
-    assert_eq!(next.state(), State::Closed, "3 failures needed now");
-    fail(&next, 1);
-    assert_eq!(next.state(), State::Open);
-    let rejected = next.try_acquire().unwrap_err();
+    assert_eq!(db.state(), State::HalfOpen, "the 10 s period in progress");
+    ok(&db);
+    fail(&db, 2);
+    assert_eq!(db.state(), State::Closed, "3 failures needed now");
+    fail(&db, 1);
+    let rejected = db.try_acquire().unwrap_err();
     assert_eq!(rejected.retry_after(), Some(Duration::from_secs(60)));
 }
 
@@ -257,12 +284,13 @@ fn reconfigure_keeps_forced_open_and_disabled() {
 }
 
 #[test]
-fn reconfigure_rejects_bad_config_and_keeps_running_breaker() {
+fn reconfigure_rejects_bad_config_and_changes_nothing() {
     let fusebox = Fusebox::builder()
         .clock(ManualClock::new())
         .build()
         .unwrap();
     let db = fusebox.breaker("db");
+    let before = db.config();
     let err = fusebox
         .reconfigure(
             "db",
@@ -273,13 +301,8 @@ fn reconfigure_rejects_bad_config_and_keeps_running_breaker() {
         )
         .unwrap_err();
     assert_eq!(err.key(), "breakers.db.failure_rate");
-    db.force_open();
-    assert_eq!(
-        fusebox.breaker("db").state(),
-        State::ForcedOpen,
-        "same breaker"
-    );
-    assert_eq!(fusebox.config("db"), BreakerConfig::default());
+    assert_eq!(db.config(), before);
+    assert_eq!(fusebox.config("db"), BreakerEntry::default());
 }
 
 #[test]
@@ -315,7 +338,7 @@ impl Observer for Recorder {
 }
 
 #[test]
-fn observers_see_every_build() {
+fn observers_see_each_breaker_once() {
     let rec = Recorder::default();
     let log = rec.0.clone();
     let fusebox = Fusebox::builder().observer(rec).build().unwrap();
@@ -328,12 +351,192 @@ fn observers_see_every_build() {
     fusebox.reconfigure("db", c).unwrap();
     assert_eq!(
         log.lock().unwrap().as_slice(),
-        [
-            "instrument db {}",
-            "added db closed",
-            "instrument db {}",
-            "added db closed"
-        ]
+        ["instrument db {}", "added db closed"],
+        "changed in place: not built again"
+    );
+}
+
+#[test]
+fn reload_changes_adds_and_reports_removed_names() {
+    let clock = ManualClock::new();
+    let mut first = FuseboxConfig::default();
+    first.breakers.insert(
+        "db".into(),
+        entry(BreakerConfig {
+            consecutive_failures: Some(5),
+            ..Default::default()
+        }),
+    );
+    first
+        .breakers
+        .insert("legacy".into(), BreakerEntry::default());
+    first.bulkheads.insert(
+        "db".into(),
+        fusebox::registry::BulkheadConfig {
+            max_concurrent: Some(1),
+            ..Default::default()
+        },
+    );
+    let fusebox = Fusebox::builder()
+        .config(first)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let db = fusebox.breaker("db");
+    let legacy = fusebox.breaker("legacy");
+    let pool = fusebox.bulkhead("db");
+    let plain = fusebox.breaker("plain"); // from the defaults
+    let _slot = pool.try_acquire().unwrap();
+
+    let mut second = FuseboxConfig::default();
+    second.defaults.breaker.settings.consecutive_failures = Some(2);
+    let mut db_entry = entry(BreakerConfig {
+        consecutive_failures: Some(1),
+        ..Default::default()
+    });
+    db_entry.tags.insert("service".into(), "orders".into());
+    second.breakers.insert("db".into(), db_entry);
+    second
+        .breakers
+        .insert("search".into(), BreakerEntry::default());
+    second.bulkheads.insert(
+        "db".into(),
+        fusebox::registry::BulkheadConfig {
+            max_concurrent: Some(2),
+            ..Default::default()
+        },
+    );
+    let report = fusebox.reload(second).unwrap();
+    assert_eq!(report.added, ["search"]);
+    assert_eq!(report.changed, ["db", "plain"]);
+    assert_eq!(report.removed, ["legacy"]);
+
+    fail(&db, 1);
+    assert_eq!(db.state(), State::Open, "db follows the reload in place");
+    assert_eq!(fusebox.tags("db")["service"], "orders");
+    fail(&plain, 2);
+    assert_eq!(
+        plain.state(),
+        State::Open,
+        "defaults' names follow new defaults"
+    );
+    assert!(
+        pool.try_acquire().is_ok(),
+        "the bulkhead was resized in place"
+    );
+    assert!(
+        legacy.same_as(&fusebox.breaker("legacy")),
+        "removed: kept running"
+    );
+    assert_eq!(legacy.config().consecutive_failures, Some(5));
+    assert!(fusebox.names().contains(&"search".to_string()));
+
+    // A bad config changes nothing.
+    let mut bad = FuseboxConfig::default();
+    bad.defaults.breaker.settings.half_open_probes = Some(0);
+    assert!(fusebox.reload(bad).is_err());
+    assert_eq!(db.config().consecutive_failures, Some(1));
+}
+
+#[test]
+fn dependencies_give_one_pipeline_per_name_that_follows_the_registry() {
+    let mut config = FuseboxConfig::default();
+    config.dependencies.insert(
+        "inventory".into(),
+        DependencyConfig {
+            breaker: BreakerConfig {
+                consecutive_failures: Some(2),
+                ..Default::default()
+            },
+            bulkhead: Some(fusebox::registry::BulkheadConfig {
+                max_concurrent: Some(1),
+                ..Default::default()
+            }),
+            retry: Some(RetryConfig {
+                max_attempts: Some(3),
+                initial_backoff: Some(Duration::from_micros(1)),
+                max_backoff: Some(Duration::from_micros(1)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    let fusebox = Fusebox::from_config(config).unwrap();
+    assert_eq!(fusebox.names(), ["inventory"]);
+    assert_eq!(fusebox.bulkhead_snapshot()[0].name, "inventory");
+    let p = fusebox.pipeline("inventory");
+    let mut calls = 0;
+    let r = p.call(|| {
+        calls += 1;
+        Err::<(), _>(std::io::Error::other("503"))
+    });
+    assert!(r.is_err());
+    assert_eq!(
+        calls, 2,
+        "retried until the breaker opened after 2 failures"
+    );
+    assert_eq!(fusebox.breaker("inventory").state(), State::Open);
+    fusebox.reset("inventory").unwrap();
+    let slot = fusebox.bulkhead("inventory").try_acquire().unwrap();
+    let e = p.call(|| Ok::<_, std::io::Error>(1)).unwrap_err();
+    assert_eq!(e.stopped_by(), "bulkhead", "the registry's bulkhead");
+    drop(slot);
+    fusebox.force_open("inventory").unwrap();
+    let e = fusebox
+        .pipeline("inventory")
+        .call(|| Ok::<_, std::io::Error>(1))
+        .unwrap_err();
+    assert_eq!(e.stopped_by(), "breaker");
+}
+
+#[test]
+fn a_name_cannot_be_both_a_breaker_and_a_dependency() {
+    let mut config = FuseboxConfig::default();
+    config.breakers.insert("x".into(), BreakerEntry::default());
+    config
+        .dependencies
+        .insert("x".into(), DependencyConfig::default());
+    let err = Fusebox::from_config(config).unwrap_err();
+    assert_eq!(err.key(), "breakers.x");
+}
+
+#[cfg(all(feature = "tower", feature = "tokio"))]
+#[tokio::test]
+async fn a_tower_layer_follows_the_registry_by_name() {
+    use fusebox::tower::CircuitBreakerLayer;
+    use tower::{Layer, Service, ServiceExt};
+    let fusebox = Fusebox::new();
+    let mut svc =
+        CircuitBreakerLayer::new(fusebox.breaker("api")).layer(tower::service_fn(|_: ()| async {
+            Ok::<_, std::io::Error>(1)
+        }));
+    assert_eq!(svc.ready().await.unwrap().call(()).await.unwrap(), 1);
+    fusebox.force_open("api").unwrap();
+    let err = svc.ready().await.unwrap().call(()).await.unwrap_err();
+    assert!(err.downcast_ref::<fusebox::Rejected>().is_some());
+    fusebox.reset("api").unwrap();
+    fusebox
+        .reconfigure(
+            "api",
+            BreakerConfig {
+                consecutive_failures: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let mut failing =
+        CircuitBreakerLayer::new(fusebox.breaker("api")).layer(tower::service_fn(|_: ()| async {
+            Err::<u8, _>(std::io::Error::other("x"))
+        }));
+    let _ = failing.ready().await.unwrap().call(()).await;
+    assert_eq!(
+        fusebox.breaker("api").state(),
+        State::Open,
+        "1 failure: the new setting"
+    );
+    assert!(
+        svc.ready().await.unwrap().call(()).await.is_err(),
+        "the other layer follows too"
     );
 }
 
@@ -342,16 +545,14 @@ fn programmatic_config_errors_name_the_key() {
     let cases: Vec<(BreakerConfig, &str)> = vec![
         (
             BreakerConfig {
-                policy: Some(Policy::ConsecutiveFailures),
-                failure_rate: Some(0.5),
+                failure_rate: Some(1.5),
                 ..Default::default()
             },
             "failure_rate",
         ),
         (
             BreakerConfig {
-                policy: Some(Policy::FailureRate),
-                consecutive_failures: Some(3),
+                consecutive_failures: Some(0),
                 ..Default::default()
             },
             "consecutive_failures",
@@ -366,7 +567,7 @@ fn programmatic_config_errors_name_the_key() {
         (
             BreakerConfig {
                 open_for: Some(Duration::from_secs(1)),
-                open_backoff: Some(fusebox::registry::Backoff {
+                open_backoff: Some(Backoff {
                     initial: Duration::from_secs(1),
                     factor: 2.0,
                     max: Duration::from_secs(8),
@@ -394,7 +595,7 @@ fn programmatic_config_errors_name_the_key() {
     ];
     for (config, key) in cases {
         let mut all = FuseboxConfig::default();
-        all.breakers.insert("x".into(), config);
+        all.breakers.insert("x".into(), entry(config));
         let err = Fusebox::from_config(all).unwrap_err();
         assert_eq!(err.key(), format!("breakers.x.{key}"), "{err}");
         assert_eq!(err.line(), None);
@@ -413,7 +614,6 @@ open_for = "30s"
 half_open_probes = 2
 
 [breakers.payments]
-policy = "failure_rate"
 failure_rate = 0.5
 time_window = "1m"
 buckets = 6
@@ -434,14 +634,14 @@ max_wait = "10ms"
     #[test]
     fn toml_config_loads_and_merges() {
         let config = FuseboxConfig::from_toml(GOOD_TOML).unwrap();
-        let pay = config.breaker_config("payments");
-        assert_eq!(pay.policy, Some(Policy::FailureRate));
+        let entry = config.breaker_config("payments");
+        assert_eq!(entry.tags["service"], "payments");
+        let pay = entry.settings;
         assert_eq!(pay.time_window, Some(Duration::from_secs(60)));
         assert_eq!(pay.slow_call_duration, Some(Duration::from_secs(2)));
         assert_eq!(pay.open_for, Some(Duration::from_secs(30)), "inherited");
         assert_eq!(pay.half_open_probes, Some(2), "inherited");
-        assert_eq!(pay.tags["service"], "payments");
-        let search = config.breaker_config("search");
+        let search = config.breaker_config("search").settings;
         assert_eq!(search.open_for, None, "open_backoff replaces open_for");
         let backoff = search.open_backoff.unwrap();
         assert_eq!(backoff.initial, Duration::from_millis(500));
@@ -471,7 +671,6 @@ defaults:
     half_open_probes: 2
 breakers:
   payments:
-    policy: failure_rate
     failure_rate: 0.5
     time_window: 1m
     buckets: 6
@@ -532,19 +731,48 @@ bulkheads:
                 2,
                 "duration string",
             ),
-            // An unknown policy.
+            // The key of an unknown setting, in the middle of a table.
             (
-                "[breakers.db]\npolicy = \"rolling_average\"\n",
+                "[breakers.db]\nfailure_rate = 0.5\npolicy = \"rolling_average\"\n",
                 "breakers.db.policy",
+                3,
+                "unknown field `policy`",
+            ),
+            // A number too large for its key.
+            (
+                "[breakers.db]\nmin_calls = 3\ncount_window = 99999999999999999999999\n",
+                "breakers.db.count_window",
+                3,
+                "",
+            ),
+            // A duplicate key.
+            (
+                "[breakers.db]\nopen_for = \"1s\"\nopen_for = \"2s\"\n",
+                "breakers.db.open_for",
+                3,
+                "duplicate",
+            ),
+            // A missing companion key: the line of its own table, not the
+            // next table's key of the same name.
+            (
+                "[breakers.a]\nslow_call_rate = 0.5\n\n[breakers.b]\nslow_call_duration = \"1s\"\nslow_call_rate = 0.5\n",
+                "breakers.a.slow_call_duration",
+                1,
+                "missing",
+            ),
+            // A duration in the library's grammar that humans write.
+            (
+                "[breakers.db]\nopen_for = \"1.5.s\"\n",
+                "breakers.db.open_for",
                 2,
-                "unknown variant `rolling_average`",
+                "not a number",
             ),
             // A rate out of range.
             (
                 "[breakers.db]\nfailure_rate = 1.5\n",
                 "breakers.db.failure_rate",
                 2,
-                "rate",
+                "1.5: must be in (0, 1]",
             ),
             // A negative count.
             (
@@ -555,24 +783,24 @@ bulkheads:
             ),
             // Contradicting keys, found after parsing.
             (
-                "[breakers.db]\npolicy = \"consecutive_failures\"\nconsecutive_failures = 3\nfailure_rate = 0.5\n",
-                "breakers.db.failure_rate",
+                "[breakers.db]\nfailure_rate = 0.5\ncount_window = 10\ntime_window = \"10s\"\n",
+                "breakers.db.time_window",
                 4,
-                "policy",
+                "not both",
             ),
             // A core rule, found after parsing.
             (
                 "[breakers.db]\nconsecutive_failures = 3\ncount_window = 10\n",
                 "breakers.db.count_window",
                 3,
-                "count_window",
+                "no failure_rate or slow_call_rate policy uses it",
             ),
-            // A syntax error.
+            // A syntax error: the key of its line.
             (
                 "[breakers.db]\nopen_for = \"10s\nx = 1\n",
-                "",
+                "breakers.db.open_for",
                 2,
-                "",
+                "string",
             ),
         ]
     }
@@ -591,6 +819,88 @@ bulkheads:
     }
 
     #[test]
+    fn files_are_bounded_in_size_and_depth() {
+        // 200 KB of nested `[` took a YAML parser 41 s before a type error.
+        let deep = "[".repeat(200_000);
+        let err = FuseboxConfig::from_yaml(&deep).unwrap_err();
+        assert!(err.message().contains("nested deeper than"), "{err}");
+        assert_eq!(err.line(), Some(1));
+        let err = FuseboxConfig::from_toml(&format!("x = {deep}")).unwrap_err();
+        assert!(err.message().contains("nested deeper than"), "{err}");
+        let big = format!("# {}\n", "x".repeat(fusebox::registry::MAX_SOURCE_BYTES));
+        let err = FuseboxConfig::from_toml(&big).unwrap_err();
+        assert!(err.message().contains("at most"), "{err}");
+        // Brackets inside strings do not count.
+        let quoted = format!("[breakers.db]\nopen_for = \"{}\"\n", "[".repeat(100));
+        let err = FuseboxConfig::from_toml(&quoted).unwrap_err();
+        assert_eq!(err.key(), "breakers.db.open_for", "{err}");
+    }
+
+    #[test]
+    fn a_file_inherits_field_by_field_and_reloads_in_place() {
+        let fusebox = Fusebox::from_config(
+            FuseboxConfig::from_toml(
+                r#"
+[defaults.breaker]
+failure_rate = 0.5
+time_window = "60s"
+min_calls = 20
+
+[breakers.db]
+failure_rate = 0.3
+"#,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let db = fusebox.breaker("db");
+        let c = db.config();
+        assert_eq!(
+            (c.failure_rate, c.time_window, c.min_calls),
+            (Some(0.3), Some(Duration::from_secs(60)), Some(20))
+        );
+        fusebox
+            .reload(
+                FuseboxConfig::from_toml(
+                    "[breakers.db]\nconsecutive_failures = 1\nopen_for = \"1m30s\"\n",
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        assert_eq!(db.config().open_for, Some(Duration::from_secs(90)));
+        fail(&db, 1);
+        assert_eq!(db.state(), State::Open);
+    }
+
+    #[test]
+    fn dependency_tables_from_a_file() {
+        let config = FuseboxConfig::from_toml(
+            r#"
+[dependencies.inventory]
+timeout = "300ms"
+tags = { service = "inventory" }
+breaker = { failure_rate = 0.5, count_window = 20 }
+bulkhead = { max_concurrent = 10 }
+retry = { max_attempts = 3, budget_ratio = 0.2 }
+"#,
+        )
+        .unwrap();
+        let fusebox = Fusebox::from_config(config).unwrap();
+        assert_eq!(fusebox.tags("inventory")["service"], "inventory");
+        assert_eq!(fusebox.bulkhead("inventory").limit(), 10);
+        assert_eq!(fusebox.breaker("inventory").config().count_window, Some(20));
+        let err =
+            FuseboxConfig::from_toml("[dependencies.inventory]\nretry = { max_attempts = 0 }\n")
+                .unwrap_err();
+        assert_eq!(
+            err.key(),
+            "dependencies.inventory.retry.max_attempts",
+            "{err}"
+        );
+        assert_eq!(err.line(), Some(2));
+    }
+
+    #[test]
     fn yaml_errors_name_key_and_line() {
         let cases = [
             (
@@ -606,10 +916,10 @@ bulkheads:
                 "negative",
             ),
             (
-                "breakers:\n  db:\n    policy: rolling_average\n",
+                "breakers:\n  db:\n    failure_rate: 0.5\n    policy: rolling_average\n",
                 "breakers.db.policy",
-                3,
-                "unknown variant `rolling_average`",
+                4,
+                "unknown field `policy`",
             ),
             (
                 "defaults:\n  breaker:\n    slow_call_rate: 0.5\n",
@@ -666,6 +976,11 @@ fn bulkheads_by_name_from_config() {
     drop(slot);
     assert_eq!(fusebox.bulkhead_snapshot()[1].snapshot.in_use, 0);
     assert!(fusebox.names().is_empty(), "bulkheads are not breakers");
+    assert_eq!(
+        fusebox.bulkhead_snapshot().len(),
+        2,
+        "the configured bulkhead existed before its first use"
+    );
 }
 
 #[cfg(feature = "config")]
@@ -696,15 +1011,15 @@ fn slow_calls_alone_and_policy_defaults() {
         ..Default::default()
     };
     let mut config = FuseboxConfig::default();
-    config.breakers.insert("slow".into(), slow_only);
+    config.breakers.insert("slow".into(), entry(slow_only));
     config.breakers.insert(
         "rate".into(),
-        BreakerConfig {
-            policy: Some(Policy::FailureRate),
+        entry(BreakerConfig {
+            failure_rate: Some(0.5),
             count_window: Some(4),
             min_calls: Some(4),
             ..Default::default()
-        },
+        }),
     );
     let fusebox = Fusebox::builder()
         .config(config)
@@ -721,7 +1036,6 @@ fn slow_calls_alone_and_policy_defaults() {
     }
     assert_eq!(slow.state(), State::Open, "slow calls trip it");
 
-    // policy = failure_rate without a rate: 0.5.
     let rate = fusebox.breaker("rate");
     ok(&rate);
     ok(&rate);

@@ -1,11 +1,14 @@
 //! `--html`: one self-contained page (inline CSS and hand-written SVG, no
-//! scripts, nothing fetched) with, per scenario: the figures side by side; per
+//! scripts, nothing fetched) with, per scenario: the figures side by side
+//! (the article's beside the strategies it measured), the transitions; per
 //! strategy, each request's latency against its arrival time, coloured by
-//! outcome, over bands showing the breaker's state; and the per-window
-//! outcome bars.
+//! outcome, over bands showing the breaker's state; the per-window outcome
+//! bars and table; a legend and a glossary. Rows, labels and colours all come
+//! from the [`super::model`].
 
+use super::model::{self, colour, columns, Column, FIGURES, GLOSSARY, OUTCOMES};
 use super::{secs, ScenarioReport, Summary};
-use crate::run::{Mode, Outcome, RunResult};
+use crate::engine::RunResult;
 use crate::scenario::format_duration;
 use std::fmt::Write;
 use std::time::Duration;
@@ -25,24 +28,6 @@ fn esc(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
-}
-
-fn colour(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Ok => "#2e9d4a",
-        Outcome::Error => "#d62728",
-        Outcome::Timeout => "#8c1a6a",
-        Outcome::FastFail => "#1f77b4",
-        Outcome::Rejected => "#ff9f1c",
-    }
-}
-
-fn state_fill(state: &str) -> Option<&'static str> {
-    match state {
-        "open" | "forced_open" => Some("#fbd5d5"),
-        "half_open" => Some("#fff1b8"),
-        _ => None,
-    }
 }
 
 /// A "nice" axis maximum and tick step at or above `max`.
@@ -158,7 +143,7 @@ fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
     }
     bands.push((since, Duration::from_secs_f64(x_max), state));
     for (a, b, st) in bands {
-        if let Some(fill) = state_fill(st) {
+        if let Some(fill) = model::state_fill(st) {
             let (x0, x1) = (ax.x(a.as_secs_f64()), ax.x(b.as_secs_f64()));
             let _ = write!(
                 out,
@@ -175,9 +160,10 @@ fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
         let (x0, x1) = (ax.x(f.from.as_secs_f64()), ax.x(f.until.as_secs_f64()));
         let _ = write!(
             out,
-            r##"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="5" fill="#555"><title>downstream fault {}–{} s</title></rect>"##,
+            r##"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="5" fill="{}"><title>downstream fault {}–{} s</title></rect>"##,
             TOP - 8.0,
             x1 - x0,
+            model::FAULT,
             secs(f.from),
             secs(f.until)
         );
@@ -259,12 +245,7 @@ fn window_bars(report: &ScenarioReport) -> String {
             let w = s.windows[i];
             let x = x0 + bw * k as f64;
             let mut base = 0.0;
-            for (n, o) in [
-                (w.ok, Outcome::Ok),
-                (w.fail, Outcome::Error),
-                (w.fast_fail, Outcome::FastFail),
-                (w.rejected, Outcome::Rejected),
-            ] {
+            for (o, n) in model::window_outcomes(&w) {
                 if n == 0 {
                     continue;
                 }
@@ -277,11 +258,7 @@ fn window_bars(report: &ScenarioReport) -> String {
                     colour(o),
                     esc(&s.name),
                     n,
-                    if o == Outcome::Error {
-                        "fail"
-                    } else {
-                        o.as_str()
-                    }
+                    model::outcome_label(o)
                 );
                 base += n as f64;
             }
@@ -308,96 +285,101 @@ fn window_bars(report: &ScenarioReport) -> String {
 
 fn legend() -> String {
     let mut out = String::from("<p class=legend>");
-    for o in [
-        Outcome::Ok,
-        Outcome::Error,
-        Outcome::Timeout,
-        Outcome::FastFail,
-        Outcome::Rejected,
-    ] {
+    for (_, label, c) in OUTCOMES {
         let _ = write!(
             out,
-            r#"<span><i style="background:{}"></i>{}</span>"#,
-            colour(o),
-            o.as_str()
+            r#"<span><i style="background:{c}"></i>{}</span>"#,
+            esc(label)
         );
     }
-    out.push_str(r##"<span><i style="background:#fbd5d5"></i>breaker open</span><span><i style="background:#fff1b8"></i>half-open</span><span><i style="background:#555"></i>downstream fault</span></p>"##);
+    let _ = write!(
+        out,
+        r#"<span><i style="background:{}"></i>breaker open</span><span><i style="background:{}"></i>half-open</span><span><i style="background:{}"></i>downstream fault</span></p>"#,
+        model::STATE_OPEN,
+        model::STATE_HALF_OPEN,
+        model::FAULT
+    );
     out
 }
 
-fn figures_table(report: &ScenarioReport) -> String {
-    let mut out = String::from("<table><tr><th></th>");
-    for s in &report.summaries {
-        let _ = write!(out, "<th>{}</th>", esc(&s.name));
+fn glossary() -> String {
+    let mut out = String::from("<dl class=glossary>");
+    for (term, meaning) in GLOSSARY {
+        let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(term), esc(meaning));
+    }
+    out.push_str("</dl>");
+    out
+}
+
+fn header_row(out: &mut String, cols: &[Column]) {
+    out.push_str("<tr><th></th>");
+    for c in cols {
+        let class = if c.is_article() { " class=article" } else { "" };
+        let _ = write!(out, "<th{class}>{}</th>", esc(c.header));
     }
     out.push_str("</tr>");
-    let lat = |l: Option<super::Latency>| {
-        l.map_or("–".into(), |l| {
-            format!("{:.1} / {:.1}", l.median_ms, l.max_ms)
-        })
+}
+
+fn row(out: &mut String, label: &str, cols: &[Column], cells: impl Iterator<Item = String>) {
+    let _ = write!(out, "<tr><td>{}</td>", esc(label));
+    for (c, cell) in cols.iter().zip(cells) {
+        let class = if c.is_article() { " class=article" } else { "" };
+        let _ = write!(out, "<td{class}>{cell}</td>");
+    }
+    out.push_str("</tr>");
+}
+
+/// The figures, one row per figure of the model, one column per strategy
+/// and per article column; then the transitions.
+fn figures_table(report: &ScenarioReport) -> String {
+    let cols = columns(report);
+    let mut out = String::from("<table class=figures>");
+    header_row(&mut out, &cols);
+    for f in FIGURES {
+        row(
+            &mut out,
+            f.label,
+            &cols,
+            cols.iter().map(|c| esc(&c.cell(f).text())),
+        );
+    }
+    row(
+        &mut out,
+        "transitions",
+        &cols,
+        cols.iter().map(|c| {
+            c.transitions()
+                .iter()
+                .map(|t| format!("{} {}→{}", secs(t.at), t.from, t.to))
+                .collect::<Vec<_>>()
+                .join("<br>")
+        }),
+    );
+    out.push_str("</table>");
+    out
+}
+
+/// The per-window outcomes as a table (the same cells as the terminal's).
+fn windows_table(report: &ScenarioReport) -> String {
+    let cols: Vec<Column> = columns(report)
+        .into_iter()
+        .filter(|c| !c.windows().is_empty())
+        .collect();
+    let windows: Vec<Vec<super::Window>> = cols.iter().map(Column::windows).collect();
+    let mut out = String::from("<table class=windows>");
+    header_row(&mut out, &cols);
+    let Some(first) = report.summaries.first() else {
+        return String::new();
     };
-    type Cell = Box<dyn Fn(&Summary) -> String>;
-    let rows: Vec<(&str, Cell)> = vec![
-        (
-            "downstream calls",
-            Box::new(|s| s.downstream_calls.to_string()),
-        ),
-        ("of which failed", Box::new(|s| s.failed_calls.to_string())),
-        ("successes", Box::new(|s| s.successes.to_string())),
-        (
-            "downstream errors",
-            Box::new(|s| s.downstream_errors.to_string()),
-        ),
-        ("fast-fails", Box::new(|s| s.fast_fails.to_string())),
-        (
-            "rejected (queue full)",
-            Box::new(|s| s.queue_rejections.to_string()),
-        ),
-        (
-            "latency during fault, median / max ms",
-            Box::new(move |s| lat(s.latency_fault)),
-        ),
-        (
-            "latency 1 s after, median / max ms",
-            Box::new(move |s| lat(s.latency_after)),
-        ),
-        (
-            "last fault request done, s",
-            Box::new(|s| {
-                s.backlog
-                    .map_or("–".into(), |b| secs(b.last_fault_request_done))
-            }),
-        ),
-        (
-            "arrived before fault end, done after",
-            Box::new(|s| {
-                s.backlog
-                    .map_or("–".into(), |b| b.finished_after_fault.to_string())
-            }),
-        ),
-        ("failed probes", Box::new(|s| s.failed_probes.to_string())),
-        (
-            "recovery lag, s",
-            Box::new(|s| s.recovery_lag.map_or("–".into(), secs)),
-        ),
-        (
-            "transitions",
-            Box::new(|s| {
-                s.transitions
-                    .iter()
-                    .map(|t| format!("{} {}→{}", secs(t.at), t.from, t.to))
-                    .collect::<Vec<_>>()
-                    .join("<br>")
-            }),
-        ),
-    ];
-    for (label, f) in rows {
-        let _ = write!(out, "<tr><td>{label}</td>");
-        for s in &report.summaries {
-            let _ = write!(out, "<td>{}</td>", f(s));
-        }
-        out.push_str("</tr>");
+    for (i, w) in first.windows.iter().enumerate() {
+        row(
+            &mut out,
+            &model::window_label(w, report.scenario.window),
+            &cols,
+            windows
+                .iter()
+                .map(|ws| ws.get(i).map_or(String::new(), model::window_text)),
+        );
     }
     out.push_str("</table>");
     out
@@ -411,7 +393,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:980px}
 h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}h3{font-size:15px;margin:18px 0 4px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}td:first-child{text-align:left}
 .t{font-size:10px;fill:#444}.l{font-size:11px;fill:#222}.s{font-size:9px;fill:#333}.note{color:#666;font-size:12px}
-.legend span{margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+.legend span{margin-right:14px;font-size:12px}th.article,td.article{color:#666;font-style:italic}.glossary dt{font-weight:600;margin-top:6px}.glossary dd{margin-left:16px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
 </style></head><body><h1>fusebox lab report</h1>"#,
     );
     for r in reports {
@@ -420,7 +402,7 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
             out,
             "<h2>{}</h2><p>{} mode; {} requests at {}/s, {} workers, queue {}; healthy latency {}; {}.</p>",
             esc(&sc.name),
-            match r.mode { Mode::Real => "real", Mode::Virtual => "virtual" },
+            r.mode.as_str(),
             sc.request_count(),
             sc.rate,
             sc.workers,
@@ -447,7 +429,10 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
             .map(|(k, s)| format!("{} = {}", k + 1, esc(&s.name)))
             .collect();
         let _ = write!(out, "<p class=note>bars: {}</p>", names.join(", "));
+        out.push_str(&windows_table(r));
     }
+    out.push_str("<h2>glossary</h2>");
+    out.push_str(&glossary());
     out.push_str("</body></html>\n");
     out
 }
@@ -455,31 +440,6 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Scenario;
-
-    #[test]
-    fn page_has_a_chart_per_strategy_and_window_bars() {
-        let sc = Scenario::embedded().remove(0);
-        let runs = sc
-            .strategies
-            .iter()
-            .map(|s| crate::sim::run(&sc, s))
-            .collect();
-        let n = sc.strategies.len();
-        let report = ScenarioReport::new(sc, Mode::Virtual, runs);
-        let html = page(std::slice::from_ref(&report));
-        assert_eq!(html.matches("<svg").count(), n + 1);
-        assert_eq!(html.matches("</svg>").count(), n + 1);
-        // One point per request in each scatter.
-        assert_eq!(html.matches("<circle").count(), n * 150);
-        // The seed breaker's open periods are drawn as bands.
-        assert!(html.contains("<title>open 0.730–"), "open band");
-        assert!(
-            !html.contains("http://")
-                || html.matches("http://").count()
-                    == html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
-        );
-    }
 
     #[test]
     fn nice_axes() {

@@ -1,13 +1,18 @@
-//! Reports: the figures of a run ([`Summary`]), as terminal tables, JSON and HTML.
+//! Reports: the figures of a run ([`Summary`]), one model of rows and
+//! series ([`model`]), rendered as a terminal table, JSON and HTML.
+//!
+//! Imports `engine` and `scenario` (below it).
 
 pub mod article;
 pub mod html;
 pub mod json;
+pub mod model;
+pub mod sweep;
 pub mod table;
 
-use crate::run::{Mode, Outcome, RunResult};
+use crate::engine::{self, Breakers, Mode, Outcome, RunResult, TransitionRecord};
 use crate::scenario::Scenario;
-use crate::strategy::TransitionRecord;
+use article::ArticleFigures;
 use std::time::Duration;
 
 /// Median and maximum latency of a group of requests, in milliseconds.
@@ -28,6 +33,8 @@ pub struct Window {
     pub ok: usize,
     /// Requests that failed at the downstream (error or timeout).
     pub fail: usize,
+    /// Of those, the ones that ended at the client's timeout.
+    pub timeouts: usize,
     /// Requests the guard rejected.
     pub fast_fail: usize,
     /// Requests a full queue rejected.
@@ -144,7 +151,11 @@ impl Summary {
             };
             match r.outcome {
                 Outcome::Ok => w.ok += 1,
-                Outcome::Error | Outcome::Timeout => w.fail += 1,
+                Outcome::Error => w.fail += 1,
+                Outcome::Timeout => {
+                    w.fail += 1;
+                    w.timeouts += 1;
+                }
                 Outcome::FastFail => w.fast_fail += 1,
                 Outcome::Rejected => w.rejected += 1,
             }
@@ -197,7 +208,7 @@ impl Summary {
             failed_probes: run
                 .transitions
                 .iter()
-                .filter(|t| t.from == "half_open" && t.to == "open")
+                .filter(|t| t.is_failed_probe())
                 .count(),
             recovery_lag,
         }
@@ -215,17 +226,63 @@ pub struct ScenarioReport {
     pub runs: Vec<RunResult>,
     /// Their summaries.
     pub summaries: Vec<Summary>,
+    /// The article's published figures for each strategy, where it
+    /// published them (the same experiment and the same strategy).
+    pub article: Vec<Option<ArticleFigures>>,
 }
 
 impl ScenarioReport {
+    /// Runs every strategy of `scenario` in `mode` (fusebox breakers in
+    /// `shared` when given, see [`engine::run`]); `before` is called with
+    /// each strategy's name before its run, `after` after it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::engine::Mode;
+    /// use fusebox_lab::report::{json, table, ScenarioReport};
+    /// use fusebox_lab::scenario::Scenario;
+    ///
+    /// let sc = Scenario::embedded().remove(0);
+    /// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {});
+    /// assert_eq!(report.summaries[1].downstream_calls, 86);
+    /// assert!(table::render_scenario(&report).contains("(article)"));
+    /// assert!(json::text(&[report]).contains("\"downstream_calls\": 86"));
+    /// ```
+    pub fn run(
+        scenario: Scenario,
+        mode: Mode,
+        shared: Option<&Breakers>,
+        mut before: impl FnMut(&str),
+        mut after: impl FnMut(),
+    ) -> Self {
+        let runs = scenario
+            .strategies
+            .iter()
+            .map(|spec| {
+                before(&spec.name);
+                let r = engine::run(&scenario, spec, mode, shared);
+                after();
+                r
+            })
+            .collect();
+        ScenarioReport::new(scenario, mode, runs)
+    }
+
     /// Bundles the runs of `scenario`.
     pub fn new(scenario: Scenario, mode: Mode, runs: Vec<RunResult>) -> Self {
         let summaries = runs.iter().map(|r| Summary::of(&scenario, r)).collect();
+        let article = scenario
+            .strategies
+            .iter()
+            .map(|spec| article::figures(&scenario, spec))
+            .collect();
         ScenarioReport {
             scenario,
             mode,
             runs,
             summaries,
+            article,
         }
     }
 }

@@ -1,8 +1,11 @@
-//! Building a breaker: every setting, its default, and its validation.
+//! THE breaker settings: one type ([`BreakerConfig`]), its file form (serde,
+//! feature `config`), its defaults and the only validation. [`Builder`] is a
+//! front for it that also carries the name, clock and listeners.
 
-use super::event::{Listener, OnTransition, Transition};
+use super::core::Settings;
+use super::listener::{Listener, OnTransition};
 use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
-use super::state::Settings;
+use super::types::Transition;
 use super::CircuitBreaker;
 use crate::clock::{nanos, Clock, MonotonicClock};
 use std::fmt;
@@ -13,10 +16,14 @@ use std::time::Duration;
 const MAX_COUNT_WINDOW: usize = 10_000_000;
 /// Largest number of time-window buckets accepted.
 const MAX_BUCKETS: usize = 100_000;
+/// Largest `min_calls`, `half_open_probes` and `successes_to_close`: beyond
+/// it a breaker could in practice never trip or never close.
+const MAX_COUNT: u32 = 10_000_000;
 
-/// A setting of a breaker that cannot work, found by [`Builder::build`].
+/// A setting of a breaker that cannot work, found by [`Builder::build`] or
+/// [`BreakerConfig::validate`].
 ///
-/// It names the setting and the value given.
+/// It names the setting by its config key and gives the value.
 ///
 /// # Examples
 ///
@@ -44,7 +51,8 @@ impl ConfigError {
         }
     }
 
-    /// The builder method whose value is wrong (e.g. `"open_for"`).
+    /// The config key whose value is wrong (e.g. `"open_for"`,
+    /// `"open_backoff.max"`, `"slow_call_rate"`).
     ///
     /// # Examples
     ///
@@ -70,6 +78,18 @@ impl ConfigError {
     pub fn value(&self) -> &str {
         &self.value
     }
+
+    /// What is wrong, without the key and value (`"must be in (0, 1]"`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = fusebox::CircuitBreaker::builder().half_open_probes(0).build().unwrap_err();
+    /// assert_eq!(err.problem(), "must be at least 1");
+    /// ```
+    pub fn problem(&self) -> &'static str {
+        self.problem
+    }
 }
 
 impl fmt::Display for ConfigError {
@@ -83,6 +103,534 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// The rules one value must follow on its own, whatever the other keys say.
+/// Used by [`BreakerConfig::validate`] and, so that a file's error points at
+/// the value's own line, by the config-file reader as each value is read.
+pub(crate) mod rule {
+    use super::ConfigError;
+    use std::time::Duration;
+
+    pub(crate) fn rate(field: &'static str, r: f64) -> Result<f64, ConfigError> {
+        if r > 0.0 && r <= 1.0 {
+            Ok(r)
+        } else {
+            Err(ConfigError::new(field, r, "must be in (0, 1]"))
+        }
+    }
+
+    pub(crate) fn count(field: &'static str, n: u32) -> Result<u32, ConfigError> {
+        match n {
+            0 => Err(ConfigError::new(field, n, "must be at least 1")),
+            n if n > super::MAX_COUNT => {
+                Err(ConfigError::new(field, n, "must be at most 10000000"))
+            }
+            n => Ok(n),
+        }
+    }
+
+    pub(crate) fn size(field: &'static str, n: usize, max: usize) -> Result<usize, ConfigError> {
+        if n == 0 {
+            Err(ConfigError::new(field, n, "must be at least 1"))
+        } else if n > max {
+            Err(ConfigError::new(
+                field,
+                n,
+                if max == super::MAX_BUCKETS {
+                    "must be at most 100000"
+                } else {
+                    "must be at most 10000000"
+                },
+            ))
+        } else {
+            Ok(n)
+        }
+    }
+
+    pub(crate) fn period(field: &'static str, d: Duration) -> Result<Duration, ConfigError> {
+        if d.is_zero() {
+            Err(ConfigError::new(field, d, "must be above zero"))
+        } else {
+            Ok(d)
+        }
+    }
+
+    pub(crate) fn factor(field: &'static str, f: f64) -> Result<f64, ConfigError> {
+        if f >= 1.0 && f.is_finite() {
+            Ok(f)
+        } else {
+            Err(ConfigError::new(field, f, "must be a finite number >= 1"))
+        }
+    }
+}
+
+/// An open period that grows on repeated trips: `initial`, then times
+/// `factor` after each further trip without a close, up to `max`.
+///
+/// In a config file: `open_backoff = { initial = "1s", factor = 2.0, max = "1m" }`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{Backoff, BreakerConfig};
+/// use std::time::Duration;
+/// let config = BreakerConfig {
+///     open_backoff: Some(Backoff {
+///         initial: Duration::from_secs(1),
+///         factor: 2.0,
+///         max: Duration::from_secs(60),
+///     }),
+///     ..Default::default()
+/// };
+/// assert!(config.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(deny_unknown_fields)
+)]
+pub struct Backoff {
+    /// The first open period.
+    #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str"))]
+    pub initial: Duration,
+    /// Growth per further trip (at least 1).
+    pub factor: f64,
+    /// The longest open period.
+    #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str"))]
+    pub max: Duration,
+}
+
+/// A breaker's settings: every trip, open and half-open setting, each
+/// optional, under the names config files use.
+///
+/// This is the one description of a breaker's settings in fusebox: the
+/// [`Builder`] writes into it, [`CircuitBreaker::reconfigure`] takes it (as a
+/// builder), [`CircuitBreaker::config`] returns it, the registry's files and
+/// the lab's scenarios deserialise into it (feature `config`), and
+/// [`validate`](BreakerConfig::validate) is the only place its values are
+/// checked. An unset field takes the default listed on [`Builder`].
+///
+/// Durations are strings in [`fusebox::duration`](crate::duration)'s
+/// grammar (`"250ms"`, `"1.5s"`, `"1m30s"`).
+///
+/// ```toml
+/// failure_rate = 0.5
+/// time_window = "60s"
+/// buckets = 6
+/// min_calls = 20
+/// slow_call_duration = "2s"
+/// slow_call_rate = 0.8
+/// open_backoff = { initial = "1s", factor = 2.0, max = "5m" }
+/// half_open_probes = 3
+/// successes_to_close = 2
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{BreakerConfig, State};
+/// use std::time::Duration;
+///
+/// let config = BreakerConfig {
+///     consecutive_failures: Some(3),
+///     open_for: Some(Duration::from_secs(10)),
+///     ..Default::default()
+/// };
+/// let breaker = config.builder().name("search").build()?;
+/// assert_eq!(breaker.state(), State::Closed);
+/// assert_eq!(breaker.config().consecutive_failures, Some(3));
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(deny_unknown_fields, default)
+)]
+pub struct BreakerConfig {
+    /// Trip after this many failures in a row.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub consecutive_failures: Option<u32>,
+    /// Trip when failures / calls in the window reach this rate, in `(0, 1]`.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub failure_rate: Option<f64>,
+    /// Rates look at the last N calls; excludes `time_window`.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub count_window: Option<usize>,
+    /// Rates look at the calls of the last T; excludes `count_window`.
+    #[cfg_attr(
+        feature = "config",
+        serde(
+            with = "crate::duration::serde_str::option",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
+    pub time_window: Option<Duration>,
+    /// Buckets of a time window.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub buckets: Option<usize>,
+    /// Calls the window must hold before a rate can trip.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub min_calls: Option<u32>,
+    /// A call at least this long is slow (set together with `slow_call_rate`).
+    #[cfg_attr(
+        feature = "config",
+        serde(
+            with = "crate::duration::serde_str::option",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
+    pub slow_call_duration: Option<Duration>,
+    /// Trip when slow calls / calls in the window reach this rate, in `(0, 1]`.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub slow_call_rate: Option<f64>,
+    /// Fixed open period; excludes `open_backoff`.
+    #[cfg_attr(
+        feature = "config",
+        serde(
+            with = "crate::duration::serde_str::option",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
+    pub open_for: Option<Duration>,
+    /// Growing open period; excludes `open_for`.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub open_backoff: Option<Backoff>,
+    /// Probes admitted at once when half-open.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub half_open_probes: Option<u32>,
+    /// Probe successes that close the breaker.
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub successes_to_close: Option<u32>,
+}
+
+impl BreakerConfig {
+    /// Every key, in the order of the fields (and of config-file docs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::BreakerConfig::KEYS.contains(&"open_for"));
+    /// ```
+    pub const KEYS: [&'static str; 12] = [
+        "consecutive_failures",
+        "failure_rate",
+        "count_window",
+        "time_window",
+        "buckets",
+        "min_calls",
+        "slow_call_duration",
+        "slow_call_rate",
+        "open_for",
+        "open_backoff",
+        "half_open_probes",
+        "successes_to_close",
+    ];
+
+    /// This config laid over `base`, field by field: every field this config
+    /// sets wins, every other field is `base`'s. Keys that exclude each
+    /// other go as a pair: a config that sets either window (`count_window`
+    /// or `time_window`, with `buckets`) takes none of `base`'s window keys,
+    /// and one that sets `open_for` or `open_backoff` none of `base`'s open
+    /// period.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::BreakerConfig;
+    /// use std::time::Duration;
+    ///
+    /// let defaults = BreakerConfig {
+    ///     failure_rate: Some(0.5),
+    ///     time_window: Some(Duration::from_secs(60)),
+    ///     min_calls: Some(20),
+    ///     ..Default::default()
+    /// };
+    /// let db = BreakerConfig { failure_rate: Some(0.3), ..Default::default() };
+    /// let merged = db.merged_over(&defaults);
+    /// assert_eq!(merged.failure_rate, Some(0.3));
+    /// assert_eq!(merged.time_window, Some(Duration::from_secs(60)));
+    /// assert_eq!(merged.min_calls, Some(20));
+    /// ```
+    pub fn merged_over(&self, base: &BreakerConfig) -> BreakerConfig {
+        let own_window =
+            self.count_window.is_some() || self.time_window.is_some() || self.buckets.is_some();
+        let window_src = if own_window { self } else { base };
+        let open_src = if self.open_for.is_some() || self.open_backoff.is_some() {
+            self
+        } else {
+            base
+        };
+        BreakerConfig {
+            consecutive_failures: self.consecutive_failures.or(base.consecutive_failures),
+            failure_rate: self.failure_rate.or(base.failure_rate),
+            count_window: window_src.count_window,
+            time_window: window_src.time_window,
+            buckets: window_src.buckets,
+            min_calls: self.min_calls.or(base.min_calls),
+            slow_call_duration: self.slow_call_duration.or(base.slow_call_duration),
+            slow_call_rate: self.slow_call_rate.or(base.slow_call_rate),
+            open_for: open_src.open_for,
+            open_backoff: open_src.open_backoff,
+            half_open_probes: self.half_open_probes.or(base.half_open_probes),
+            successes_to_close: self.successes_to_close.or(base.successes_to_close),
+        }
+    }
+
+    /// A [`Builder`] with these settings (add a name, clock or listeners).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = fusebox::BreakerConfig { consecutive_failures: Some(2), ..Default::default() };
+    /// let breaker = config.builder().name("db").build()?;
+    /// assert_eq!(breaker.name(), Some("db"));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn builder(&self) -> Builder {
+        CircuitBreaker::builder().config(self.clone())
+    }
+
+    /// Checks every setting, alone and against each other.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first key that cannot work: a zero
+    /// threshold, count or period, a rate outside (0, 1], both a count and a
+    /// time window, a window or `min_calls` with no rate policy to use it,
+    /// `min_calls` above the count window, only one of `slow_call_duration`
+    /// and `slow_call_rate`, both `open_for` and `open_backoff`, a backoff
+    /// factor below 1 or a backoff maximum below its start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let bad = fusebox::BreakerConfig { slow_call_rate: Some(0.5), ..Default::default() };
+    /// assert_eq!(bad.validate().unwrap_err().field(), "slow_call_duration");
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.settings().map(drop)
+    }
+
+    /// This config with every default written out, as
+    /// [`CircuitBreaker::config`] would report it for a breaker built from it.
+    ///
+    /// # Errors
+    ///
+    /// As [`validate`](BreakerConfig::validate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config = fusebox::BreakerConfig { failure_rate: Some(0.5), ..Default::default() };
+    /// let full = config.resolved()?;
+    /// assert_eq!((full.count_window, full.min_calls), (Some(100), Some(10)));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn resolved(&self) -> Result<BreakerConfig, ConfigError> {
+        Ok(BreakerConfig::from_settings(&self.settings()?))
+    }
+
+    /// The settings the state machine runs on, or the first bad key.
+    pub(crate) fn settings(&self) -> Result<Settings, ConfigError> {
+        if let Some(n) = self.consecutive_failures {
+            rule::count("consecutive_failures", n)?;
+        }
+        let failure_rate = self
+            .failure_rate
+            .map(|r| rule::rate("failure_rate", r))
+            .transpose()?;
+        let slow = match (self.slow_call_duration, self.slow_call_rate) {
+            (None, None) => None,
+            (Some(d), Some(r)) => {
+                rule::period("slow_call_duration", d)?;
+                Some((nanos(d), rule::rate("slow_call_rate", r)?))
+            }
+            (Some(d), None) => {
+                return Err(ConfigError::new(
+                    "slow_call_rate",
+                    d,
+                    "slow_call_duration is set but slow_call_rate is missing",
+                ))
+            }
+            (None, Some(r)) => {
+                return Err(ConfigError::new(
+                    "slow_call_duration",
+                    r,
+                    "slow_call_rate is set but slow_call_duration is missing",
+                ))
+            }
+        };
+        let rated = failure_rate.is_some() || slow.is_some();
+        let window = match (self.count_window, self.time_window) {
+            (Some(_), Some(t)) => {
+                return Err(ConfigError::new(
+                    "time_window",
+                    t,
+                    "set either count_window or time_window, not both",
+                ))
+            }
+            (Some(n), None) => Some(WindowSpec::Count(rule::size(
+                "count_window",
+                n,
+                MAX_COUNT_WINDOW,
+            )?)),
+            (None, Some(span)) => {
+                rule::period("time_window", span)?;
+                let buckets = rule::size("buckets", self.buckets.unwrap_or(10), MAX_BUCKETS)?;
+                if nanos(span) < buckets as u64 {
+                    return Err(ConfigError::new(
+                        "buckets",
+                        buckets,
+                        "more buckets than nanoseconds in the time window",
+                    ));
+                }
+                Some(WindowSpec::Time {
+                    span: nanos(span),
+                    buckets,
+                })
+            }
+            (None, None) => rated.then_some(WindowSpec::Count(100)),
+        };
+        if let (Some(b), None) = (self.buckets, self.time_window) {
+            return Err(ConfigError::new(
+                "buckets",
+                b,
+                "only a time_window has buckets",
+            ));
+        }
+        if !rated {
+            let unused = "no failure_rate or slow_call_rate policy uses it";
+            if let Some(n) = self.count_window {
+                return Err(ConfigError::new("count_window", n, unused));
+            }
+            if let Some(d) = self.time_window {
+                return Err(ConfigError::new("time_window", d, unused));
+            }
+            if let Some(m) = self.min_calls {
+                return Err(ConfigError::new("min_calls", m, unused));
+            }
+        }
+        let min_calls = match (self.min_calls, window) {
+            (Some(m), window) => {
+                rule::count("min_calls", m)?;
+                if let Some(WindowSpec::Count(n)) = window {
+                    if m as usize > n {
+                        return Err(ConfigError::new(
+                            "min_calls",
+                            m,
+                            "above the count window's size: the breaker could never trip",
+                        ));
+                    }
+                }
+                u64::from(m)
+            }
+            (None, Some(WindowSpec::Count(n))) => (n as u64).min(10),
+            (None, _) => 10,
+        };
+        let consecutive = match (self.consecutive_failures, rated) {
+            (None, false) => Some(5),
+            (c, _) => c,
+        };
+        let open = match (self.open_for, self.open_backoff) {
+            (Some(_), Some(b)) => {
+                return Err(ConfigError::new(
+                    "open_backoff",
+                    b,
+                    "set either open_for or open_backoff, not both",
+                ))
+            }
+            (Some(d), None) => OpenPeriod::Fixed(nanos(rule::period("open_for", d)?)),
+            (None, None) => OpenPeriod::Fixed(nanos(Duration::from_secs(30))),
+            (
+                None,
+                Some(Backoff {
+                    initial,
+                    factor,
+                    max,
+                }),
+            ) => {
+                rule::period("open_backoff.initial", initial)?;
+                rule::factor("open_backoff.factor", factor)?;
+                if max < initial {
+                    return Err(ConfigError::new(
+                        "open_backoff.max",
+                        max,
+                        "must be at least the initial period",
+                    ));
+                }
+                OpenPeriod::Backoff {
+                    initial: nanos(initial),
+                    factor,
+                    max: nanos(max),
+                }
+            }
+        };
+        let probes = rule::count("half_open_probes", self.half_open_probes.unwrap_or(1))?;
+        let successes = rule::count("successes_to_close", self.successes_to_close.unwrap_or(1))?;
+        Ok(Settings {
+            policy: TripPolicy {
+                consecutive,
+                failure_rate,
+                slow,
+                window,
+                min_calls,
+            },
+            open,
+            probes,
+            successes,
+        })
+    }
+
+    /// The config that describes `settings` with every default written out.
+    pub(crate) fn from_settings(settings: &Settings) -> BreakerConfig {
+        let p = &settings.policy;
+        let d = Duration::from_nanos;
+        let (count_window, time_window, buckets) = match p.window {
+            Some(WindowSpec::Count(n)) => (Some(n), None, None),
+            Some(WindowSpec::Time { span, buckets }) => (None, Some(d(span)), Some(buckets)),
+            None => (None, None, None),
+        };
+        let (open_for, open_backoff) = match settings.open {
+            OpenPeriod::Fixed(n) => (Some(d(n)), None),
+            OpenPeriod::Backoff {
+                initial,
+                factor,
+                max,
+            } => (
+                None,
+                Some(Backoff {
+                    initial: d(initial),
+                    factor,
+                    max: d(max),
+                }),
+            ),
+        };
+        BreakerConfig {
+            consecutive_failures: p.consecutive,
+            failure_rate: p.failure_rate,
+            count_window,
+            time_window,
+            buckets,
+            min_calls: p
+                .window
+                .map(|_| u32::try_from(p.min_calls).unwrap_or(u32::MAX)),
+            slow_call_duration: p.slow.map(|(t, _)| d(t)),
+            slow_call_rate: p.slow.map(|(_, r)| r),
+            open_for,
+            open_backoff,
+            half_open_probes: Some(settings.probes),
+            successes_to_close: Some(settings.successes),
+        }
+    }
+}
+
+impl From<BreakerConfig> for Builder {
+    fn from(config: BreakerConfig) -> Builder {
+        CircuitBreaker::builder().config(config)
+    }
+}
 
 /// Builds a [`CircuitBreaker`]. Start from [`CircuitBreaker::builder`].
 ///
@@ -130,41 +678,17 @@ impl std::error::Error for ConfigError {}
 /// ```
 #[must_use]
 pub struct Builder {
+    pub(crate) config: BreakerConfig,
     name: Option<String>,
-    consecutive: Option<u32>,
-    failure_rate: Option<f64>,
-    count_window: Option<usize>,
-    time_window: Option<Duration>,
-    buckets: Option<usize>,
-    min_calls: Option<u32>,
-    slow: Option<(Duration, f64)>,
-    open: Open,
-    probes: u32,
-    successes: u32,
     clock: Arc<dyn Clock>,
     listeners: Vec<Arc<dyn Listener>>,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Open {
-    Fixed(Duration),
-    Backoff(Duration, f64, Duration),
 }
 
 impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("name", &self.name)
-            .field("consecutive_failures", &self.consecutive)
-            .field("failure_rate", &self.failure_rate)
-            .field("count_window", &self.count_window)
-            .field("time_window", &self.time_window)
-            .field("buckets", &self.buckets)
-            .field("min_calls", &self.min_calls)
-            .field("slow_calls", &self.slow)
-            .field("open", &self.open)
-            .field("half_open_probes", &self.probes)
-            .field("successes_to_close", &self.successes)
+            .field("config", &self.config)
             .field("listeners", &self.listeners.len())
             .finish()
     }
@@ -173,17 +697,8 @@ impl fmt::Debug for Builder {
 impl Default for Builder {
     fn default() -> Self {
         Builder {
+            config: BreakerConfig::default(),
             name: None,
-            consecutive: None,
-            failure_rate: None,
-            count_window: None,
-            time_window: None,
-            buckets: None,
-            min_calls: None,
-            slow: None,
-            open: Open::Fixed(Duration::from_secs(30)),
-            probes: 1,
-            successes: 1,
             clock: Arc::new(MonotonicClock),
             listeners: Vec::new(),
         }
@@ -221,7 +736,7 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn consecutive_failures(mut self, n: u32) -> Self {
-        self.consecutive = Some(n);
+        self.config.consecutive_failures = Some(n);
         self
     }
 
@@ -242,7 +757,7 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn failure_rate(mut self, rate: f64) -> Self {
-        self.failure_rate = Some(rate);
+        self.config.failure_rate = Some(rate);
         self
     }
 
@@ -255,7 +770,7 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn count_window(mut self, n: usize) -> Self {
-        self.count_window = Some(n);
+        self.config.count_window = Some(n);
         self
     }
 
@@ -275,7 +790,7 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn time_window(mut self, span: Duration) -> Self {
-        self.time_window = Some(span);
+        self.config.time_window = Some(span);
         self
     }
 
@@ -294,7 +809,7 @@ impl Builder {
     /// assert_eq!(err.field(), "buckets");
     /// ```
     pub fn buckets(mut self, n: usize) -> Self {
-        self.buckets = Some(n);
+        self.config.buckets = Some(n);
         self
     }
 
@@ -312,13 +827,18 @@ impl Builder {
     /// assert_eq!(err.field(), "min_calls");
     /// ```
     pub fn min_calls(mut self, m: u32) -> Self {
-        self.min_calls = Some(m);
+        self.config.min_calls = Some(m);
         self
     }
 
     /// A call taking at least `threshold` is slow; trips when slow calls /
     /// calls in the window reach `rate`. A slow success still returns its
-    /// value. In half-open, a slow probe counts as a failed probe.
+    /// value. In half-open, slow probes are judged together when
+    /// `successes_to_close` probes have succeeded: if slow ones / successful
+    /// ones reach `rate`, the breaker reopens instead of closing. Each
+    /// half-open period judges only its own probes.
+    ///
+    /// In a config file: `slow_call_duration` and `slow_call_rate`.
     ///
     /// # Examples
     ///
@@ -343,7 +863,8 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn slow_calls(mut self, threshold: Duration, rate: f64) -> Self {
-        self.slow = Some((threshold, rate));
+        self.config.slow_call_duration = Some(threshold);
+        self.config.slow_call_rate = Some(rate);
         self
     }
 
@@ -358,7 +879,8 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn open_for(mut self, period: Duration) -> Self {
-        self.open = Open::Fixed(period);
+        self.config.open_for = Some(period);
+        self.config.open_backoff = None;
         self
     }
 
@@ -376,7 +898,12 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn open_backoff(mut self, initial: Duration, factor: f64, max: Duration) -> Self {
-        self.open = Open::Backoff(initial, factor, max);
+        self.config.open_backoff = Some(Backoff {
+            initial,
+            factor,
+            max,
+        });
+        self.config.open_for = None;
         self
     }
 
@@ -389,7 +916,7 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn half_open_probes(mut self, k: u32) -> Self {
-        self.probes = k;
+        self.config.half_open_probes = Some(k);
         self
     }
 
@@ -403,7 +930,7 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn successes_to_close(mut self, s: u32) -> Self {
-        self.successes = s;
+        self.config.successes_to_close = Some(s);
         self
     }
 
@@ -450,15 +977,41 @@ impl Builder {
         self
     }
 
+    /// Replaces every trip, open and half-open setting with `config`'s
+    /// (name, clock and listeners stay).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{BreakerConfig, CircuitBreaker};
+    /// let config = BreakerConfig { failure_rate: Some(0.5), ..Default::default() };
+    /// let b = CircuitBreaker::builder().name("db").config(config).build()?;
+    /// assert_eq!(b.config().failure_rate, Some(0.5));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn config(mut self, config: BreakerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The settings set so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::CircuitBreaker::builder().half_open_probes(3);
+    /// assert_eq!(b.settings().half_open_probes, Some(3));
+    /// ```
+    pub fn settings(&self) -> &BreakerConfig {
+        &self.config
+    }
+
     /// Checks every setting and builds the breaker.
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] naming the first setting that cannot work: a zero
-    /// threshold, count or period, a rate outside (0, 1], both a count and a
-    /// time window, a window or `min_calls` with no rate policy to use it,
-    /// `min_calls` above the count window, a backoff factor below 1 or a
-    /// backoff maximum below its start.
+    /// A [`ConfigError`] naming the first setting that cannot work (see
+    /// [`BreakerConfig::validate`]).
     ///
     /// # Examples
     ///
@@ -467,207 +1020,12 @@ impl Builder {
     /// assert_eq!(err.field(), "consecutive_failures");
     /// ```
     pub fn build(self) -> Result<CircuitBreaker, ConfigError> {
-        let settings = self.settings()?;
+        let settings = self.config.settings()?;
         Ok(CircuitBreaker::from_parts(
             settings,
             self.clock,
             self.listeners.into_boxed_slice(),
             self.name,
         ))
-    }
-
-    fn settings(&self) -> Result<Settings, ConfigError> {
-        let unit = |field, r: f64| {
-            if r > 0.0 && r <= 1.0 {
-                Ok(r)
-            } else {
-                Err(ConfigError::new(field, r, "must be in (0, 1]"))
-            }
-        };
-        if self.consecutive == Some(0) {
-            return Err(ConfigError::new(
-                "consecutive_failures",
-                0,
-                "must be at least 1",
-            ));
-        }
-        let failure_rate = self
-            .failure_rate
-            .map(|r| unit("failure_rate", r))
-            .transpose()?;
-        let slow = match self.slow {
-            None => None,
-            Some((d, r)) => {
-                if d.is_zero() {
-                    return Err(ConfigError::new(
-                        "slow_calls",
-                        d,
-                        "the threshold must be above zero",
-                    ));
-                }
-                Some((nanos(d), unit("slow_calls", r)?))
-            }
-        };
-        let rated = failure_rate.is_some() || slow.is_some();
-        let window = match (self.count_window, self.time_window) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::new(
-                    "time_window",
-                    self.time_window.unwrap_or_default(),
-                    "set either count_window or time_window, not both",
-                ))
-            }
-            (Some(n), None) => {
-                if n == 0 {
-                    return Err(ConfigError::new(
-                        "count_window",
-                        n,
-                        "must hold at least 1 call",
-                    ));
-                }
-                if n > MAX_COUNT_WINDOW {
-                    return Err(ConfigError::new(
-                        "count_window",
-                        n,
-                        "must be at most 10000000 calls",
-                    ));
-                }
-                Some(WindowSpec::Count(n))
-            }
-            (None, Some(span)) => {
-                let buckets = self.buckets.unwrap_or(10);
-                if span.is_zero() {
-                    return Err(ConfigError::new("time_window", span, "must be above zero"));
-                }
-                if buckets == 0 || buckets > MAX_BUCKETS {
-                    return Err(ConfigError::new(
-                        "buckets",
-                        buckets,
-                        "must be in 1..=100000",
-                    ));
-                }
-                if nanos(span) < buckets as u64 {
-                    return Err(ConfigError::new(
-                        "buckets",
-                        buckets,
-                        "more buckets than nanoseconds in the time window",
-                    ));
-                }
-                Some(WindowSpec::Time {
-                    span: nanos(span),
-                    buckets,
-                })
-            }
-            (None, None) => rated.then_some(WindowSpec::Count(100)),
-        };
-        if self.buckets.is_some() && self.time_window.is_none() {
-            return Err(ConfigError::new(
-                "buckets",
-                self.buckets.unwrap_or_default(),
-                "only a time_window has buckets",
-            ));
-        }
-        if !rated {
-            if let Some(n) = self.count_window {
-                return Err(ConfigError::new(
-                    "count_window",
-                    n,
-                    "no failure_rate or slow_calls policy uses the window",
-                ));
-            }
-            if let Some(d) = self.time_window {
-                return Err(ConfigError::new(
-                    "time_window",
-                    d,
-                    "no failure_rate or slow_calls policy uses the window",
-                ));
-            }
-            if let Some(m) = self.min_calls {
-                return Err(ConfigError::new(
-                    "min_calls",
-                    m,
-                    "no failure_rate or slow_calls policy uses it",
-                ));
-            }
-        }
-        let min_calls = match (self.min_calls, window) {
-            (Some(0), _) => return Err(ConfigError::new("min_calls", 0, "must be at least 1")),
-            (Some(m), Some(WindowSpec::Count(n))) if m as usize > n => {
-                return Err(ConfigError::new(
-                    "min_calls",
-                    m,
-                    "above the count window's size: the breaker could never trip",
-                ))
-            }
-            (Some(m), _) => u64::from(m),
-            (None, Some(WindowSpec::Count(n))) => (n as u64).min(10),
-            (None, _) => 10,
-        };
-        let consecutive = match (self.consecutive, rated) {
-            (None, false) => Some(5),
-            (c, _) => c,
-        };
-        let open = match self.open {
-            Open::Fixed(d) => {
-                if d.is_zero() {
-                    return Err(ConfigError::new("open_for", d, "must be above zero"));
-                }
-                OpenPeriod::Fixed(nanos(d))
-            }
-            Open::Backoff(initial, factor, max) => {
-                if initial.is_zero() {
-                    return Err(ConfigError::new(
-                        "open_backoff.initial",
-                        initial,
-                        "must be above zero",
-                    ));
-                }
-                if !(factor >= 1.0 && factor.is_finite()) {
-                    return Err(ConfigError::new(
-                        "open_backoff.factor",
-                        factor,
-                        "must be a finite number >= 1",
-                    ));
-                }
-                if max < initial {
-                    return Err(ConfigError::new(
-                        "open_backoff.max",
-                        max,
-                        "must be at least the initial period",
-                    ));
-                }
-                OpenPeriod::Backoff {
-                    initial: nanos(initial),
-                    factor,
-                    max: nanos(max),
-                }
-            }
-        };
-        if self.probes == 0 {
-            return Err(ConfigError::new(
-                "half_open_probes",
-                0,
-                "must be at least 1",
-            ));
-        }
-        if self.successes == 0 {
-            return Err(ConfigError::new(
-                "successes_to_close",
-                0,
-                "must be at least 1",
-            ));
-        }
-        Ok(Settings {
-            policy: TripPolicy {
-                consecutive,
-                failure_rate,
-                slow,
-                window,
-                min_calls,
-            },
-            open,
-            probes: self.probes,
-            successes: self.successes,
-        })
     }
 }

@@ -4,20 +4,26 @@
 //! the crate docs for a walk through a breaker's life.
 
 mod config;
-mod event;
+mod core;
+mod listener;
 mod permit;
 mod policy;
-mod state;
+#[cfg(feature = "fleet")]
+mod remote;
+mod types;
 mod window;
 
-pub use config::{Builder, ConfigError};
-pub use event::{CallEvent, Listener, Reason, Transition};
-pub use permit::{Outcome, Permit, Rejected};
-pub use state::State;
+pub use config::{Backoff, BreakerConfig, Builder, ConfigError};
+#[cfg(feature = "fleet")]
+#[allow(unused_imports)] // for the fleet
+pub(crate) use core::{ProbeGate, Tally};
+pub use listener::Listener;
+pub use permit::Permit;
+pub use types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 
-use crate::clock::{nanos, Clock};
+use crate::clock::Clock;
+use core::{Inner, Settings};
 use permit::CallGuard;
-use state::{Core, LazyNow, Nanos, Settings, Ticket, NO_START};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -65,113 +71,6 @@ pub struct CircuitBreaker {
     inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) core: Core,
-    clock: Arc<dyn Clock>,
-    listeners: Box<[Arc<dyn Listener>]>,
-    /// Whether admission must read the clock (slow calls or listeners need
-    /// each call's duration).
-    time_calls: bool,
-    /// Whether a closed-state success may be settled by [`Core::success_is_noop`]
-    /// alone: consecutive policy only, no window, no listener.
-    quiet: bool,
-    name: Option<String>,
-}
-
-impl Inner {
-    fn now(&self) -> Nanos {
-        nanos(self.clock.now())
-    }
-
-    #[inline]
-    fn acquire(&self) -> Result<Ticket, Rejected> {
-        match self.fast_ticket() {
-            Some(ticket) => Ok(ticket),
-            None => self.acquire_slow(),
-        }
-    }
-
-    /// The hot path's admission: a closed breaker with nothing to time.
-    #[inline(always)]
-    fn fast_ticket(&self) -> Option<Ticket> {
-        if self.time_calls {
-            return None;
-        }
-        self.core.admit_fast()
-    }
-
-    #[inline(never)]
-    fn acquire_slow(&self) -> Result<Ticket, Rejected> {
-        let now = self.now();
-        if let Some(rejected) = self.core.reject_fast(now) {
-            return Err(self.rejected(rejected));
-        }
-        let (result, transition) = match self.core.admit_fast() {
-            Some(ticket) => (Ok(ticket), None),
-            None => self.core.admit(now),
-        };
-        self.emit(transition);
-        match result {
-            Ok(mut ticket) => {
-                if self.time_calls {
-                    ticket.start = now;
-                }
-                Ok(ticket)
-            }
-            Err(rejected) => Err(self.rejected(rejected)),
-        }
-    }
-
-    fn rejected(&self, rejected: Rejected) -> Rejected {
-        for l in self.listeners.iter() {
-            l.on_rejected(&rejected);
-        }
-        rejected
-    }
-
-    /// The hot path: a success in a closed period with no failure pending
-    /// changes nothing and tells no one.
-    #[inline(always)]
-    fn settles_silently(&self, ticket: &Ticket, outcome: Outcome) -> bool {
-        self.quiet && outcome == Outcome::Success && self.core.success_is_noop(ticket)
-    }
-
-    #[inline]
-    pub(crate) fn finish(&self, ticket: Ticket, outcome: Outcome) {
-        if !self.settles_silently(&ticket, outcome) {
-            self.finish_slow(ticket, outcome)
-        }
-    }
-
-    #[inline(never)]
-    fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
-        let read = || self.now();
-        let now = LazyNow::new(&read);
-        let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
-        let slow = self.core.settings.policy.is_slow(elapsed);
-        let transition = self.core.record(ticket, outcome, slow, &now);
-        if !self.listeners.is_empty() {
-            let call = CallEvent {
-                outcome,
-                slow,
-                duration: Duration::from_nanos(elapsed.unwrap_or(0)),
-            };
-            for l in self.listeners.iter() {
-                l.on_call(&call);
-            }
-        }
-        self.emit(transition);
-    }
-
-    fn emit(&self, transition: Option<Transition>) {
-        if let Some(t) = transition {
-            for l in self.listeners.iter() {
-                l.on_transition(&t);
-            }
-        }
-    }
-}
-
 impl CircuitBreaker {
     /// Starts building a breaker; see [`Builder`] for settings and defaults.
     ///
@@ -191,19 +90,90 @@ impl CircuitBreaker {
         listeners: Box<[Arc<dyn Listener>]>,
         name: Option<String>,
     ) -> CircuitBreaker {
-        let core = Core::new(settings, nanos(clock.now()));
-        let time_calls = core.settings.policy.slow.is_some() || !listeners.is_empty();
-        let quiet = !time_calls && core.settings.policy.window.is_none();
         CircuitBreaker {
-            inner: Arc::new(Inner {
-                core,
-                clock,
-                listeners,
-                time_calls,
-                quiet,
-                name,
-            }),
+            inner: Arc::new(Inner::new(settings, clock, listeners, name)),
         }
+    }
+
+    /// Changes this breaker's trip, open and half-open settings in place, for
+    /// every clone of it (a registry, a pipeline, a tower layer holding it).
+    ///
+    /// Takes the settings of `settings` (a [`Builder`] or a
+    /// [`BreakerConfig`]); its name, clock and listeners are ignored: those
+    /// of the breaker stay. Rules:
+    ///
+    /// - Closed: the window keeps its counts when its shape (count or time,
+    ///   size, buckets) is unchanged, and starts empty when it changes; the
+    ///   consecutive-failure count is kept. The new thresholds decide from
+    ///   the next verdict on.
+    /// - Open: the open period in progress is finished as it was set; the
+    ///   new settings decide everything after it (half-open probes, closing,
+    ///   the length of the next open period).
+    /// - Half-open: the new probe limit and `successes_to_close` apply from
+    ///   the next admission and verdict.
+    /// - Forced open and disabled stay so.
+    ///
+    /// Takes the breaker's transition lock for a moment; calls in flight are
+    /// never blocked, and one racing the change is decided by either the old
+    /// or the new settings, never a mix.
+    ///
+    /// # Errors
+    ///
+    /// A [`ConfigError`] naming the first bad setting; the breaker keeps its
+    /// settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, State};
+    ///
+    /// let breaker = CircuitBreaker::builder().consecutive_failures(5).build()?;
+    /// let held_by_a_pipeline = breaker.clone();
+    /// breaker.reconfigure(CircuitBreaker::builder().consecutive_failures(2))?;
+    /// for _ in 0..2 {
+    ///     let _ = held_by_a_pipeline.call(|| Err::<(), _>("down"));
+    /// }
+    /// assert_eq!(breaker.state(), State::Open);
+    /// assert_eq!(held_by_a_pipeline.config().consecutive_failures, Some(2));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, settings: impl Into<Builder>) -> Result<(), ConfigError> {
+        let settings = settings.into().config.settings()?;
+        self.inner.reconfigure(settings);
+        Ok(())
+    }
+
+    /// The settings in force, every default written out (so that
+    /// `config().builder()` builds a breaker that behaves the same).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let breaker = fusebox::CircuitBreaker::builder().build()?;
+    /// let config = breaker.config();
+    /// assert_eq!(config.consecutive_failures, Some(5));
+    /// assert_eq!(config.open_for, Some(Duration::from_secs(30)));
+    /// assert_eq!(config.half_open_probes, Some(1));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn config(&self) -> BreakerConfig {
+        BreakerConfig::from_settings(&self.inner.core.live().settings)
+    }
+
+    /// Whether `self` and `other` are handles of the same breaker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let a = fusebox::CircuitBreaker::builder().build()?;
+    /// let b = fusebox::CircuitBreaker::builder().build()?;
+    /// assert!(a.same_as(&a.clone()));
+    /// assert!(!a.same_as(&b));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn same_as(&self, other: &CircuitBreaker) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
     }
 
     /// Asks to make one call. On `Ok`, make the call and give the
@@ -496,7 +466,7 @@ impl CircuitBreaker {
     }
 
     fn manual(&self, to: State) {
-        let t = self.inner.core.set(to, self.inner.now());
+        let t = self.inner.core.set(to, self.inner.now(), Reason::Manual);
         self.inner.emit(t);
     }
 
@@ -526,6 +496,12 @@ impl CircuitBreaker {
     /// ```
     pub fn clock(&self) -> &dyn Clock {
         &*self.inner.clock
+    }
+
+    /// The breaker's state machine, for the rest of the crate.
+    #[allow(dead_code)] // used by some feature combinations only
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
     }
 
     /// Half-open probes admitted and not yet finished.
@@ -579,8 +555,8 @@ pub struct Snapshot {
     pub rejected: u64,
     /// Time since the last transition (or since the breaker was built).
     pub since_transition: Duration,
-    /// Transitions since the breaker was built (wrapping).
-    pub generation: u32,
+    /// Transitions since the breaker was built.
+    pub generation: u64,
 }
 
 /// Why a guarded call did not return its value.

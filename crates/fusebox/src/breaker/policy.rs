@@ -1,6 +1,6 @@
 //! When to trip, and for how long to stay open: pure decisions on numbers.
 
-use super::event::Reason;
+use super::types::Reason;
 use super::window::Totals;
 
 /// Which window a rate policy looks at.

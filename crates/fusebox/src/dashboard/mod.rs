@@ -62,7 +62,7 @@ mod model;
 
 pub use controls::{Controls, MIN_TOKEN_LEN};
 
-use crate::metrics::{rate_thresholds, Metrics};
+use crate::metrics::{Metrics, Thresholds};
 use crate::registry::Fusebox;
 use crate::sync::{lock, Mutex};
 use crate::{Clock, MonotonicClock};
@@ -186,9 +186,14 @@ impl Inner {
         let bulkheads = self.fusebox.bulkhead_snapshot();
         let frame = {
             let mut board = lock(&self.board);
-            Arc::new(board.sample(now, breakers, bulkheads, |name| Extra {
-                calls: self.metrics.as_ref().and_then(|m| m.call_counts(name)),
-                thresholds: rate_thresholds(&self.fusebox.config(name)),
+            Arc::new(board.sample(now, breakers, bulkheads, |name| {
+                Extra {
+                    calls: self.metrics.as_ref().and_then(|m| m.call_counts(name)),
+                    thresholds: self
+                        .fusebox
+                        .get(name)
+                        .map_or_else(Thresholds::default, |b| Thresholds::of(&b)),
+                }
             }))
         };
         *lock(&self.last_frame) = Some(frame.clone());

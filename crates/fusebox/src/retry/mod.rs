@@ -58,7 +58,7 @@ pub use budget::{BudgetBuilder, RetryBudget};
 pub use sleep::TokioSleep;
 pub use sleep::{AsyncSleep, ManualSleep, Sleep, ThreadSleep};
 
-use crate::fallback::{Cause, PolicyError};
+use crate::cause::{Cause, PolicyError};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;

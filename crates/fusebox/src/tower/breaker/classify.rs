@@ -1,4 +1,4 @@
-use crate::fallback::PolicyError;
+use crate::cause::PolicyError;
 use crate::Outcome;
 use std::any::Any;
 

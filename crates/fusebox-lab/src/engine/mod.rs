@@ -1,18 +1,17 @@
-//! What one run of one strategy produces, in either mode.
+//! The request rules, written once (`rules`), and two drivers: a
+//! discrete-event simulation in virtual time (`virtual_time`) and real OS
+//! threads with real sleeps (`real`). Both produce a [`RunResult`].
+//!
+//! Imports `guard` and `scenario` (below it).
 
-use crate::downstream::CallResult;
-use crate::scenario::Scenario;
-use crate::strategy::{StrategySpec, TransitionRecord};
+mod real;
+mod rules;
+mod virtual_time;
+
+pub use crate::guard::{Breakers, Mode, TransitionRecord};
+
+use crate::scenario::{CallResult, Scenario, StrategySpec};
 use std::time::Duration;
-
-/// Real threads and sleeps, or a deterministic simulation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
-    /// Real OS threads, real sleeps, a monotonic clock.
-    Real,
-    /// Discrete-event simulation in virtual time (deterministic, fast).
-    Virtual,
-}
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,6 +67,18 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// A request that arrived at `arrival` and nothing else happened to yet
+    /// (it stays `Rejected` unless a worker takes it).
+    pub fn arrived(arrival: Duration) -> Self {
+        RequestRecord {
+            arrival,
+            start: None,
+            end: arrival,
+            outcome: Outcome::Rejected,
+            attempts: 0,
+        }
+    }
+
     /// End minus scheduled arrival.
     pub fn latency(&self) -> Duration {
         self.end.saturating_sub(self.arrival)
@@ -103,9 +114,32 @@ pub struct RunResult {
 }
 
 /// Runs one strategy of `scenario` in `mode`.
-pub fn run(scenario: &Scenario, spec: &StrategySpec, mode: Mode) -> RunResult {
+///
+/// A fusebox breaker is built in a registry of the run's own, or, in real
+/// mode, in `shared` when given (where `run --serve` exports it), under the
+/// name `SCENARIO/STRATEGY`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::engine::{self, Mode, Outcome};
+/// use fusebox_lab::scenario::Scenario;
+///
+/// let sc = &Scenario::embedded()[0];
+/// let article = &sc.strategies[1]; // the article's breaker
+/// let run = engine::run(sc, article, Mode::Virtual, None);
+/// let fast_fails = run.requests.iter().filter(|r| r.outcome == Outcome::FastFail).count();
+/// assert_eq!((run.calls.len(), fast_fails), (86, 64));
+/// ```
+pub fn run(
+    scenario: &Scenario,
+    spec: &StrategySpec,
+    mode: Mode,
+    shared: Option<&Breakers>,
+) -> RunResult {
+    let name = format!("{}/{}", scenario.name, spec.name);
     match mode {
-        Mode::Virtual => crate::sim::run(scenario, spec),
-        Mode::Real => crate::real::run(scenario, spec),
+        Mode::Virtual => virtual_time::run(scenario, spec, &name),
+        Mode::Real => real::run(scenario, spec, shared, &name),
     }
 }

@@ -32,52 +32,9 @@
 //!   admission decision and for the verdict to be recorded. Transitions come
 //!   from `on_state_transition`.
 
-use crate::run::Mode;
-use crate::scenario::Scenario;
-use crate::strategy::{Guard, LabClock, StrategyKind};
+use super::{Guard, LabClock, Mode};
+use crate::scenario::{Peer, PeerConfig, Scenario, StrategyKind};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// A peer crate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Peer {
-    /// `kind = "failsafe"`.
-    Failsafe,
-    /// `kind = "recloser"`.
-    Recloser,
-    /// `kind = "tower-resilience"`.
-    TowerResilience,
-}
-
-impl Peer {
-    /// Every peer.
-    pub const ALL: [Peer; 3] = [Peer::Failsafe, Peer::Recloser, Peer::TowerResilience];
-
-    /// The `kind` string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Peer::Failsafe => "failsafe",
-            Peer::Recloser => "recloser",
-            Peer::TowerResilience => "tower-resilience",
-        }
-    }
-
-    /// The peer whose `kind` string is `kind`.
-    pub fn parse(kind: &str) -> Option<Peer> {
-        Peer::ALL.into_iter().find(|p| p.as_str() == kind)
-    }
-}
-
-/// Parameters of a peer strategy: the article's two.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PeerConfig {
-    /// Which crate.
-    pub peer: Peer,
-    /// `failures`: consecutive failures that open the breaker.
-    pub failures: u32,
-    /// `open_for`: how long it stays open.
-    pub open_for: Duration,
-}
 
 /// Why `strategy` (a peer) cannot run in this build or in virtual time.
 pub fn unavailable(strategy: &str, peer: Peer) -> String {
@@ -118,8 +75,8 @@ pub fn build(config: PeerConfig, clock: &LabClock) -> Option<Arc<dyn Guard>> {
 
 #[cfg(not(feature = "peers"))]
 mod imp {
-    use super::PeerConfig;
-    use crate::strategy::{Guard, LabClock};
+    use crate::guard::{Guard, LabClock};
+    use crate::scenario::PeerConfig;
     use std::sync::Arc;
 
     pub(super) fn build(_: PeerConfig, _: &LabClock) -> Option<Arc<dyn Guard>> {
@@ -129,28 +86,23 @@ mod imp {
 
 #[cfg(feature = "peers")]
 mod imp {
-    use super::PeerConfig;
-    use crate::downstream::CallResult;
-    use crate::strategy::{Admission, Guard, LabClock, Ticket, TransitionRecord};
+    use crate::guard::{Admission, Guard, LabClock, Ticket, TransitionRecord};
+    use crate::scenario::{CallResult, PeerConfig};
+    use crate::sync::lock;
     use fusebox::Clock;
     use std::future::Future;
     use std::pin::Pin;
-    use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+    use std::sync::{mpsc, Arc, Mutex};
     use std::task::{Context, Poll, Wake, Waker};
     use std::time::Duration;
 
     pub(super) fn build(config: PeerConfig, clock: &LabClock) -> Option<Arc<dyn Guard>> {
         let log = Arc::new(Log::new(clock.clone()));
         Some(match config.peer {
-            super::Peer::Failsafe => Arc::new(FailsafeGuard::new(config, log)),
-            super::Peer::Recloser => Arc::new(RecloserGuard::new(config, log)),
-            super::Peer::TowerResilience => Arc::new(TowerGuard::new(config, log)),
+            crate::scenario::Peer::Failsafe => Arc::new(FailsafeGuard::new(config, log)),
+            crate::scenario::Peer::Recloser => Arc::new(RecloserGuard::new(config, log)),
+            crate::scenario::Peer::TowerResilience => Arc::new(TowerGuard::new(config, log)),
         })
-    }
-
-    fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        // Every critical section here is a few assignments; poison is ignored.
-        m.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The transition log of one guard, timed by the run's clock.
@@ -485,10 +437,10 @@ mod imp {
 mod tests {
     use super::*;
     #[cfg(feature = "peers")]
-    use crate::downstream::CallResult;
+    use crate::guard::{Admission, Guard};
     #[cfg(feature = "peers")]
-    use crate::strategy::{Admission, Guard};
-    use std::time::Instant;
+    use crate::scenario::CallResult;
+    use std::time::{Duration, Instant};
 
     fn real() -> LabClock {
         LabClock::Real {

@@ -5,98 +5,15 @@
 //! on the closed-state success path; they write everything the new state needs
 //! and then publish the word with a release store.
 
-use super::event::{Reason, Transition};
-use super::permit::{Outcome, Rejected};
+use super::listener::Listener;
 use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
+use super::types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
-use crate::sync::{lock, AtomicU64, Mutex, Ordering, Striped};
+use crate::clock::{nanos, Clock};
+use crate::sync::{lock, AtomicU64, AtomicU8, Mutex, Ordering, Striped, Swap, SwapGuard};
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-/// Where a breaker is.
-///
-/// # Examples
-///
-/// ```
-/// use fusebox::{CircuitBreaker, State};
-/// let breaker = CircuitBreaker::builder().build()?;
-/// assert_eq!(breaker.state(), State::Closed);
-/// assert_eq!(State::HalfOpen.to_string(), "half_open");
-/// # Ok::<(), fusebox::ConfigError>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum State {
-    /// Calls go through; outcomes are counted.
-    Closed,
-    /// Calls are rejected until the open period is over.
-    Open,
-    /// A limited number of probe calls go through; their outcomes decide.
-    HalfOpen,
-    /// Rejects everything until [`reset`](crate::CircuitBreaker::reset).
-    ForcedOpen,
-    /// Admits everything, counts nothing, never trips.
-    Disabled,
-}
-
-impl State {
-    /// Every state, in a fixed order (for metrics).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(fusebox::State::ALL.len(), 5);
-    /// ```
-    pub const ALL: [State; 5] = [
-        State::Closed,
-        State::Open,
-        State::HalfOpen,
-        State::ForcedOpen,
-        State::Disabled,
-    ];
-
-    /// The state's name in lower snake case, as in metrics and reports.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(fusebox::State::ForcedOpen.as_str(), "forced_open");
-    /// ```
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            State::Closed => "closed",
-            State::Open => "open",
-            State::HalfOpen => "half_open",
-            State::ForcedOpen => "forced_open",
-            State::Disabled => "disabled",
-        }
-    }
-
-    fn tag(self) -> u64 {
-        match self {
-            State::Closed => 0,
-            State::Open => 1,
-            State::HalfOpen => 2,
-            State::ForcedOpen => 3,
-            State::Disabled => 4,
-        }
-    }
-
-    fn from_tag(tag: u64) -> State {
-        match tag {
-            0 => State::Closed,
-            1 => State::Open,
-            2 => State::HalfOpen,
-            3 => State::ForcedOpen,
-            _ => State::Disabled,
-        }
-    }
-}
-
-impl fmt::Display for State {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Nanoseconds on the breaker's clock.
 pub(crate) type Nanos = u64;
@@ -132,16 +49,18 @@ impl<'a> LazyNow<'a> {
     }
 }
 
-/// State word: generation in the high 32 bits, state tag in the low 8.
+/// State word: generation in the high 56 bits, state tag in the low 8. At a
+/// billion transitions a second the generation would wrap after more than
+/// two years, so a stale permit can never see its own generation again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Word(u64);
 
 impl Word {
-    fn new(generation: u32, state: State) -> Word {
-        Word((u64::from(generation) << 32) | state.tag())
+    fn new(generation: u64, state: State) -> Word {
+        Word((generation << 8) | state.tag())
     }
-    fn generation(self) -> u32 {
-        (self.0 >> 32) as u32
+    fn generation(self) -> u64 {
+        self.0 >> 8
     }
     fn state(self) -> State {
         State::from_tag(self.0 & 0xff)
@@ -151,7 +70,7 @@ impl Word {
 /// What a permit remembers about its admission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticket {
-    pub(crate) generation: u32,
+    pub(crate) generation: u64,
     pub(crate) kind: Kind,
     /// Admission time, when something needs the call's duration; `NO_START`
     /// otherwise (a sentinel rather than an `Option` keeps the ticket in two
@@ -190,11 +109,28 @@ pub(crate) struct Settings {
     pub(crate) successes: u32,
 }
 
+/// The settings in force and the window they use, replaced whole by a
+/// reconfigure. A verdict reads one `Live` and decides by it alone.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub(crate) settings: Settings,
+    window: Option<Arc<Window>>,
+}
+
+fn new_window(spec: WindowSpec) -> Window {
+    match spec {
+        WindowSpec::Count(n) => Window::Count(CountWindow::new(n)),
+        WindowSpec::Time { span, buckets } => {
+            Window::Time(Box::new(TimeWindow::new(span, buckets)))
+        }
+    }
+}
+
 /// The figures behind a [`Snapshot`](crate::Snapshot).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Figures {
     pub(crate) state: State,
-    pub(crate) generation: u32,
+    pub(crate) generation: u64,
     pub(crate) totals: Totals,
     pub(crate) consecutive: u32,
     pub(crate) rejected: u64,
@@ -205,10 +141,9 @@ pub(crate) struct Core {
     word: AtomicU64,
     /// When the current open period ends (meaningful while Open).
     open_until: AtomicU64,
-    /// Consecutive failures, tagged with the generation they belong to:
-    /// generation in the high 32 bits, count in the low 32.
+    /// Consecutive failures, tagged with the generation they belong to: the
+    /// generation's low 40 bits above a 24-bit count (see [`tagged`]).
     consecutive: AtomicU64,
-    window: Option<Window>,
     rejected: Striped,
     last_transition: AtomicU64,
     /// Closed-state verdicts between their generation check and the end of
@@ -217,7 +152,41 @@ pub(crate) struct Core {
     /// writes are totally ordered and no SeqCst reasoning is needed.
     recorders: Striped,
     slow: Mutex<Slow>,
-    pub(crate) settings: Settings,
+    /// Replaced only under `slow`'s lock.
+    live: Swap<Live>,
+    /// Who decides half-open admissions (see [`ProbeGate`]).
+    gate: AtomicU8,
+    /// Cumulative closed-state verdicts, once something asked for them.
+    tally: OnceLock<Box<TallyCells>>,
+}
+
+/// Who may admit half-open probes. A fleet hands the decision to the one
+/// replica holding its probe lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)] // set only by the fleet
+pub(crate) enum ProbeGate {
+    /// This breaker decides alone (the default, and a disconnected fleet).
+    Local,
+    /// Another replica probes: reject half-open admissions.
+    Deny,
+    /// This replica holds the lease: admit probes as usual.
+    Allow,
+}
+
+/// Closed-state verdicts since the tally was enabled, striped per thread.
+#[derive(Debug)]
+struct TallyCells {
+    calls: Striped,
+    failures: Striped,
+    slow: Striped,
+}
+
+/// Cumulative closed-state verdicts of one breaker (see [`Core::tally`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    pub(crate) calls: u64,
+    pub(crate) failures: u64,
+    pub(crate) slow: u64,
 }
 
 impl fmt::Debug for Core {
@@ -230,29 +199,71 @@ impl fmt::Debug for Core {
     }
 }
 
-fn tagged(generation: u32, count: u32) -> u64 {
-    (u64::from(generation) << 32) | u64::from(count)
+/// Bits of the consecutive-failure count in [`Core::consecutive`]; the count
+/// saturates there, far above any threshold the config accepts (10 000 000).
+const COUNT_BITS: u32 = 24;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+
+/// A consecutive-failure count tagged with (the low 40 bits of) its
+/// generation. A verdict checks its full generation against the state word
+/// before it touches the count, so the tag only has to tell apart the
+/// generations that can pass between those two loads.
+fn tagged(generation: u64, count: u64) -> u64 {
+    (generation << COUNT_BITS) | count.min(COUNT_MASK)
+}
+
+fn tag_of(word: u64) -> u64 {
+    word >> COUNT_BITS
+}
+
+/// `generation` as [`tagged`] keeps it.
+fn tag(generation: u64) -> u64 {
+    tag_of(tagged(generation, 0))
 }
 
 impl Core {
     pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
-        let window = settings.policy.window.map(|spec| match spec {
-            WindowSpec::Count(n) => Window::Count(CountWindow::new(n)),
-            WindowSpec::Time { span, buckets } => {
-                Window::Time(Box::new(TimeWindow::new(span, buckets)))
-            }
-        });
+        let window = settings
+            .policy
+            .window
+            .map(|spec| Arc::new(new_window(spec)));
         Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
             open_until: AtomicU64::new(0),
             consecutive: AtomicU64::new(tagged(0, 0)),
-            window,
             rejected: Striped::new(),
             last_transition: AtomicU64::new(now),
             recorders: Striped::new(),
             slow: Mutex::new(Slow::default()),
-            settings,
+            live: Swap::new(Live { settings, window }),
+            gate: AtomicU8::new(ProbeGate::Local as u8),
+            tally: OnceLock::new(),
         }
+    }
+
+    /// The settings in force (and their window).
+    #[inline]
+    pub(crate) fn live(&self) -> SwapGuard<Live> {
+        self.live.load()
+    }
+
+    /// Puts `settings` in force for everything decided from now on. The
+    /// window and its counts are kept if its shape is unchanged; otherwise
+    /// the new shape starts empty. The state, the open period in progress and
+    /// the consecutive count are untouched. Returns the settings replaced.
+    pub(crate) fn reconfigure(&self, settings: Settings) -> Settings {
+        let _slow = lock(&self.slow);
+        let old = self.live.load();
+        let window = if old.settings.policy.window == settings.policy.window {
+            old.window.clone()
+        } else {
+            settings
+                .policy
+                .window
+                .map(|spec| Arc::new(new_window(spec)))
+        };
+        self.live.store(Arc::new(Live { settings, window }));
+        old.settings
     }
 
     #[inline(always)]
@@ -333,7 +344,9 @@ impl Core {
                 Err(self.reject(State::Open, Some(until.saturating_sub(now))))
             }
             State::HalfOpen => {
-                if slow.probes_in_flight < self.settings.probes {
+                // Relaxed: a fleet's decision, re-read on every admission.
+                let denied = self.gate.load(Ordering::Relaxed) == ProbeGate::Deny as u8;
+                if !denied && slow.probes_in_flight < self.live.load().settings.probes {
                     slow.probes_in_flight += 1;
                     Ok(ticket(Kind::Probe))
                 } else {
@@ -350,8 +363,10 @@ impl Core {
         let w = self.load();
         // Relaxed: open_until is only written under the lock we hold.
         if w.state() == State::Open && now >= self.open_until.load(Ordering::Relaxed) {
+            // A new half-open period judges only its own probes.
             slow.probes_in_flight = 0;
             slow.probe_successes = 0;
+            slow.probe_slow = 0;
             let t = self.publish(w, State::HalfOpen, now, Reason::CooldownElapsed);
             return (self.load(), Some(t));
         }
@@ -361,13 +376,12 @@ impl Core {
     /// Under the lock: moves to `to` with a new generation. Everything the new
     /// state reads must be written before this is called.
     fn publish(&self, from: Word, to: State, now: Nanos, reason: Reason) -> Transition {
-        let generation = from.generation().wrapping_add(1);
-        self.publish_as(generation, from.state(), to, now, reason)
+        self.publish_as(from.generation() + 1, from.state(), to, now, reason)
     }
 
     fn publish_as(
         &self,
-        generation: u32,
+        generation: u64,
         from: State,
         to: State,
         now: Nanos,
@@ -392,7 +406,7 @@ impl Core {
 
     /// Under the lock: opens for the period the trip count calls for.
     fn open(&self, slow: &mut Slow, from: Word, now: Nanos, reason: Reason) -> Transition {
-        let period = self.settings.open.after(slow.trips);
+        let period = self.live.load().settings.open.after(slow.trips);
         slow.trips = slow.trips.saturating_add(1);
         // Relaxed: published by the Release store of the word in `publish`.
         self.open_until
@@ -403,8 +417,9 @@ impl Core {
     /// Under the lock: closes with empty counters.
     fn close(&self, slow: &mut Slow, from: Word, now: Nanos, reason: Reason) -> Transition {
         *slow = Slow::default();
-        let generation = from.generation().wrapping_add(1);
-        let Some(window) = &self.window else {
+        let generation = from.generation() + 1;
+        let live = self.live.load();
+        let Some(window) = &live.window else {
             return self.publish_as(generation, from.state(), State::Closed, now, reason);
         };
         // Seal, drain, empty, publish, unseal. A verdict that announced itself
@@ -445,6 +460,7 @@ impl Core {
     /// time window, a transition).
     pub(crate) fn record(
         &self,
+        live: &Live,
         ticket: Ticket,
         outcome: Outcome,
         slow_call: bool,
@@ -452,14 +468,15 @@ impl Core {
     ) -> Option<Transition> {
         match ticket.kind {
             Kind::Bypass => None,
-            Kind::Normal => self.record_closed(ticket.generation, outcome, slow_call, now),
+            Kind::Normal => self.record_closed(live, ticket.generation, outcome, slow_call, now),
             Kind::Probe => self.record_probe(ticket.generation, outcome, slow_call, now),
         }
     }
 
     fn record_closed(
         &self,
-        generation: u32,
+        live: &Live,
+        generation: u64,
         outcome: Outcome,
         slow_call: bool,
         now: &LazyNow<'_>,
@@ -469,19 +486,36 @@ impl Core {
             Outcome::Failure => true,
             Outcome::Success => false,
         };
-        let policy = &self.settings.policy;
+        if let Some(t) = self.tally.get() {
+            // Relaxed: statistics, read by a fleet's periodic sync.
+            t.calls.mine().fetch_add(1, Ordering::Relaxed);
+            if failed {
+                t.failures.mine().fetch_add(1, Ordering::Relaxed);
+            }
+            if slow_call {
+                t.slow.mine().fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let policy = &live.settings.policy;
         let mut trip = None;
         if let Some(n) = policy.consecutive {
+            if failed && self.load().generation() != generation {
+                return None; // stale: this permit's closed period is over
+            }
             // Relaxed throughout: the counter is tagged with its generation, so
             // a stale verdict cannot touch a newer count; a trip it suggests
             // is re-validated under the lock.
             let mut cur = self.consecutive.load(Ordering::Relaxed);
             loop {
-                if (cur >> 32) as u32 != generation {
+                if tag_of(cur) != tag(generation) {
                     return None; // stale: this permit's closed period is over
                 }
-                let count = cur as u32;
-                let next = if failed { count.saturating_add(1) } else { 0 };
+                let count = cur & COUNT_MASK;
+                let next = if failed {
+                    (count + 1).min(COUNT_MASK)
+                } else {
+                    0
+                };
                 if next == count {
                     break; // a success with nothing to reset: no write at all
                 }
@@ -492,8 +526,8 @@ impl Core {
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => {
-                        if next >= n {
-                            trip = Some(Reason::ConsecutiveFailures { count: next });
+                        if next >= u64::from(n) {
+                            trip = Some(Reason::ConsecutiveFailures { count: next as u32 });
                         }
                         break;
                     }
@@ -501,7 +535,7 @@ impl Core {
                 }
             }
         }
-        if let Some(window) = &self.window {
+        if let Some(window) = &live.window {
             // A plain success over a plain success changes nothing but the
             // ring position: no write, no generation check needed.
             let Some(claim) = window.claim(failed, slow_call) else {
@@ -539,30 +573,41 @@ impl Core {
     /// in the closed period `generation`.
     fn trip_checked(
         &self,
-        generation: u32,
+        generation: u64,
         trip: Option<Reason>,
         now: &LazyNow<'_>,
     ) -> Option<Transition> {
-        let policy = &self.settings.policy;
         let mut reason = trip?;
         let mut slow = lock(&self.slow);
         let w = self.load();
         if w.generation() != generation || w.state() != State::Closed {
             return None; // someone else already moved the breaker on
         }
-        if let (Reason::FailureRate { .. } | Reason::SlowCallRate { .. }, Some(window)) =
-            (reason, &self.window)
-        {
-            // The totals were read one counter at a time while others
-            // recorded; decide again on a fresh reading.
-            reason = policy.rate_trip(&window.totals(now.get()))?;
+        // Under the lock the settings cannot change: decide by those in force.
+        let live = self.live.load();
+        let policy = &live.settings.policy;
+        match reason {
+            Reason::FailureRate { .. } | Reason::SlowCallRate { .. } => {
+                // The totals were read one counter at a time while others
+                // recorded (perhaps into a window since replaced); decide
+                // again on a fresh reading of the window in force.
+                let window = live.window.as_ref()?;
+                reason = policy.rate_trip(&window.totals(now.get()))?;
+            }
+            // A reconfigure may have raised or removed the threshold.
+            Reason::ConsecutiveFailures { count }
+                if policy.consecutive.is_none_or(|n| count < n) =>
+            {
+                return None;
+            }
+            _ => {}
         }
         Some(self.open(&mut slow, w, now.get(), reason))
     }
 
     fn record_probe(
         &self,
-        generation: u32,
+        generation: u64,
         outcome: Outcome,
         slow_call: bool,
         now: &LazyNow<'_>,
@@ -579,13 +624,14 @@ impl Core {
             Outcome::Success => {
                 slow.probe_successes += 1;
                 slow.probe_slow += u32::from(slow_call);
-                if slow.probe_successes < self.settings.successes {
+                let live = self.live.load();
+                if slow.probe_successes < live.settings.successes {
                     return None;
                 }
                 // Enough successes: slow ones are judged by the slow-call rate
                 // over this half-open period's successes.
                 let successes = slow.probe_successes;
-                if let Some((_, limit)) = self.settings.policy.slow {
+                if let Some((_, limit)) = live.settings.policy.slow {
                     let rate = f64::from(slow.probe_slow) / f64::from(successes);
                     if rate >= limit {
                         let reason = Reason::SlowCallRate { rate };
@@ -616,7 +662,7 @@ impl Core {
 
     /// Manual control: moves to `to` (ForcedOpen, Disabled or Closed) with a
     /// new generation. Returns a transition only when the state changed.
-    pub(crate) fn set(&self, to: State, now: Nanos) -> Option<Transition> {
+    pub(crate) fn set(&self, to: State, now: Nanos, reason: Reason) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let w = self.load();
         let t = if to == State::Closed {
@@ -624,12 +670,101 @@ impl Core {
             for cell in self.rejected.all() {
                 cell.store(0, Ordering::Relaxed);
             }
-            self.close(&mut slow, w, now, Reason::Manual)
+            self.close(&mut slow, w, now, reason)
         } else {
             *slow = Slow::default();
-            self.publish(w, to, now, Reason::Manual)
+            self.publish(w, to, now, reason)
         };
         (t.from != t.to).then_some(t)
+    }
+
+    /// Opens from Closed or HalfOpen until `now + remaining` (a trip decided
+    /// elsewhere); extends an open period that would end sooner; leaves
+    /// ForcedOpen and Disabled alone.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn trip_remote(&self, now: Nanos, remaining: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        let until = now.saturating_add(remaining);
+        match w.state() {
+            State::Closed | State::HalfOpen => {
+                slow.probes_in_flight = 0;
+                // Relaxed: published by the Release store of the word.
+                self.open_until.store(until, Ordering::Relaxed);
+                Some(self.publish(w, State::Open, now, Reason::Remote))
+            }
+            State::Open => {
+                // Relaxed: written only under the lock we hold.
+                if until > self.open_until.load(Ordering::Relaxed) {
+                    self.open_until.store(until, Ordering::Relaxed);
+                }
+                None
+            }
+            State::ForcedOpen | State::Disabled => None,
+        }
+    }
+
+    /// Open or HalfOpen -> Closed: a probe elsewhere closed the fleet's breaker.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn close_remote(&self, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        matches!(w.state(), State::Open | State::HalfOpen)
+            .then(|| self.close(&mut slow, w, now, Reason::Remote))
+    }
+
+    /// Time left in the open period, if Open.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn open_remaining(&self, now: Nanos) -> Option<Nanos> {
+        let w = self.load();
+        // Relaxed: ordered after the Acquire load of the word.
+        (w.state() == State::Open)
+            .then(|| self.open_until.load(Ordering::Relaxed).saturating_sub(now))
+    }
+
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn set_probe_gate(&self, gate: ProbeGate) {
+        // Relaxed: see `admit`.
+        self.gate.store(gate as u8, Ordering::Relaxed);
+    }
+
+    /// Starts counting closed-state verdicts (idempotent).
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn enable_tally(&self) {
+        self.tally.get_or_init(|| {
+            Box::new(TallyCells {
+                calls: Striped::new(),
+                failures: Striped::new(),
+                slow: Striped::new(),
+            })
+        });
+    }
+
+    /// Closed-state verdicts counted since [`Core::enable_tally`].
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn tally(&self) -> Tally {
+        self.tally
+            .get()
+            .map(|t| Tally {
+                // Relaxed: statistics.
+                calls: t.calls.sum(Ordering::Relaxed),
+                failures: t.failures.sum(Ordering::Relaxed),
+                slow: t.slow.sum(Ordering::Relaxed),
+            })
+            .unwrap_or_default()
+    }
+
+    /// Trips a closed breaker if totals counted elsewhere (a fleet's window)
+    /// call for it by this breaker's own rate policy.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn judge_totals(&self, totals: Totals, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        if w.state() != State::Closed {
+            return None;
+        }
+        let reason = self.live.load().settings.policy.rate_trip(&totals)?;
+        Some(self.open(&mut slow, w, now, reason))
     }
 
     /// The figures at `now`, without moving the state (call [`Core::state`]
@@ -638,14 +773,16 @@ impl Core {
         let w = self.load();
         let state = w.state();
         let totals = self
+            .live
+            .load()
             .window
             .as_ref()
             .map(|win| win.totals(now))
             .unwrap_or_default();
         // Relaxed here and below: statistics for a snapshot.
         let c = self.consecutive.load(Ordering::Relaxed);
-        let consecutive = if (c >> 32) as u32 == w.generation() && state == State::Closed {
-            c as u32
+        let consecutive = if tag_of(c) == tag(w.generation()) && state == State::Closed {
+            (c & COUNT_MASK) as u32
         } else {
             0
         };
@@ -662,5 +799,192 @@ impl Core {
     /// Probes admitted and not yet finished (for tests and models).
     pub(crate) fn probes_in_flight(&self) -> u32 {
         lock(&self.slow).probes_in_flight
+    }
+}
+
+/// Bit of [`Inner::mode`]: admission must read the clock (slow calls or
+/// listeners need each call's duration).
+const TIME_CALLS: u8 = 1;
+/// Bit of [`Inner::mode`]: a closed-state success may be settled by
+/// [`Core::success_is_noop`] alone (consecutive policy only, no window, no
+/// listener).
+const QUIET: u8 = 2;
+
+/// What every handle of one breaker shares: the state machine, the clock,
+/// the listeners and the name.
+pub(crate) struct Inner {
+    pub(crate) core: Core,
+    pub(crate) clock: Arc<dyn Clock>,
+    listeners: Box<[Arc<dyn Listener>]>,
+    /// [`TIME_CALLS`] and [`QUIET`], derived from the settings in force and
+    /// rewritten by a reconfigure.
+    mode: AtomicU8,
+    /// A listener set at runtime (a fleet's), told of transitions only.
+    hook: Swap<Option<Arc<dyn Listener>>>,
+    pub(crate) name: Option<String>,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inner")
+            .field("name", &self.name)
+            .field("core", &self.core)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    pub(crate) fn new(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        listeners: Box<[Arc<dyn Listener>]>,
+        name: Option<String>,
+    ) -> Inner {
+        let core = Core::new(settings, nanos(clock.now()));
+        let inner = Inner {
+            core,
+            clock,
+            listeners,
+            mode: AtomicU8::new(0),
+            hook: Swap::new(None),
+            name,
+        };
+        inner.set_mode(&settings);
+        inner
+    }
+
+    fn set_mode(&self, settings: &Settings) {
+        let time_calls = settings.policy.slow.is_some() || !self.listeners.is_empty();
+        let quiet =
+            !time_calls && settings.policy.window.is_none() && self.core.tally.get().is_none();
+        let mode = if time_calls { TIME_CALLS } else { 0 } | if quiet { QUIET } else { 0 };
+        // Relaxed: a hint for the hot path. A call that reads the old mode
+        // is timed (or settled) by the old settings, as if it had finished
+        // just before the reconfigure.
+        self.mode.store(mode, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    fn mode(&self) -> u8 {
+        // Relaxed: see `set_mode`.
+        self.mode.load(Ordering::Relaxed)
+    }
+
+    /// Puts `settings` in force (see [`Core::reconfigure`]).
+    pub(crate) fn reconfigure(&self, settings: Settings) {
+        self.core.reconfigure(settings);
+        self.set_mode(&settings);
+    }
+
+    /// Starts the tally (see [`Core::enable_tally`]); every verdict then
+    /// takes the counted path.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn enable_tally(&self) {
+        self.core.enable_tally();
+        self.set_mode(&self.core.live().settings);
+    }
+
+    /// Sets (or clears) the one listener slot that can change at runtime;
+    /// it hears transitions only.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn set_hook(&self, hook: Option<Arc<dyn Listener>>) {
+        self.hook.store(Arc::new(hook));
+    }
+
+    pub(crate) fn now(&self) -> Nanos {
+        nanos(self.clock.now())
+    }
+
+    #[inline]
+    pub(crate) fn acquire(&self) -> Result<Ticket, Rejected> {
+        match self.fast_ticket() {
+            Some(ticket) => Ok(ticket),
+            None => self.acquire_slow(),
+        }
+    }
+
+    /// The hot path's admission: a closed breaker with nothing to time.
+    #[inline(always)]
+    pub(crate) fn fast_ticket(&self) -> Option<Ticket> {
+        if self.mode() & TIME_CALLS != 0 {
+            return None;
+        }
+        self.core.admit_fast()
+    }
+
+    #[inline(never)]
+    pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
+        let now = self.now();
+        if let Some(rejected) = self.core.reject_fast(now) {
+            return Err(self.rejected(rejected));
+        }
+        let (result, transition) = match self.core.admit_fast() {
+            Some(ticket) => (Ok(ticket), None),
+            None => self.core.admit(now),
+        };
+        self.emit(transition);
+        match result {
+            Ok(mut ticket) => {
+                if self.mode() & TIME_CALLS != 0 {
+                    ticket.start = now;
+                }
+                Ok(ticket)
+            }
+            Err(rejected) => Err(self.rejected(rejected)),
+        }
+    }
+
+    fn rejected(&self, rejected: Rejected) -> Rejected {
+        for l in self.listeners.iter() {
+            l.on_rejected(&rejected);
+        }
+        rejected
+    }
+
+    /// The hot path: a success in a closed period with no failure pending
+    /// changes nothing and tells no one.
+    #[inline(always)]
+    pub(crate) fn settles_silently(&self, ticket: &Ticket, outcome: Outcome) -> bool {
+        self.mode() & QUIET != 0 && outcome == Outcome::Success && self.core.success_is_noop(ticket)
+    }
+
+    #[inline]
+    pub(crate) fn finish(&self, ticket: Ticket, outcome: Outcome) {
+        if !self.settles_silently(&ticket, outcome) {
+            self.finish_slow(ticket, outcome)
+        }
+    }
+
+    #[inline(never)]
+    fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+        let read = || self.now();
+        let now = LazyNow::new(&read);
+        let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
+        let live = self.core.live();
+        let slow = live.settings.policy.is_slow(elapsed);
+        let transition = self.core.record(&live, ticket, outcome, slow, &now);
+        drop(live);
+        if !self.listeners.is_empty() {
+            let call = CallEvent {
+                outcome,
+                slow,
+                duration: Duration::from_nanos(elapsed.unwrap_or(0)),
+            };
+            for l in self.listeners.iter() {
+                l.on_call(&call);
+            }
+        }
+        self.emit(transition);
+    }
+
+    pub(crate) fn emit(&self, transition: Option<Transition>) {
+        if let Some(t) = transition {
+            for l in self.listeners.iter() {
+                l.on_transition(&t);
+            }
+            if let Some(hook) = &**self.hook.load() {
+                hook.on_transition(&t);
+            }
+        }
     }
 }

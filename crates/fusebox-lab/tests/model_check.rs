@@ -1,14 +1,15 @@
 //! Checks of the virtual mode: the article's published numbers, and agreement
 //! with an independent model of the same rules on generated scenarios.
 
-use crate::downstream::{Downstream, Fault, FaultOutcome};
-use crate::report::{article, Summary};
-use crate::run::{Outcome, RequestRecord};
-use crate::scenario::{Client, Scenario};
-use crate::sim;
-use crate::strategy::{
-    self, Admission, FuseboxConfig, FuseboxPolicy, LabClock, SeedConfig, StrategyKind,
-    StrategySpec, Ticket,
+#![allow(missing_docs)]
+
+use fusebox_lab::engine::{self, Mode, Outcome, RequestRecord, RunResult, TransitionRecord};
+use fusebox_lab::guard::{self, Admission, Breakers, LabClock, Ticket};
+use fusebox_lab::report::{article, Summary};
+use fusebox_lab::scenario::fusebox::BreakerConfig;
+use fusebox_lab::scenario::{
+    CallResult, Client, Downstream, Fault, FaultOutcome, Scenario, SeedConfig, StrategyKind,
+    StrategySpec,
 };
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -18,13 +19,18 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The virtual-time run of `spec`.
+fn sim(sc: &Scenario, spec: &StrategySpec) -> RunResult {
+    engine::run(sc, spec, Mode::Virtual, None)
+}
+
 fn summary(sc: &Scenario, kind: &str) -> Summary {
     let spec = sc
         .strategies
         .iter()
         .find(|s| s.kind.as_str() == kind)
         .unwrap_or_else(|| panic!("{} has a {kind} strategy", sc.name));
-    Summary::of(sc, &sim::run(sc, spec))
+    Summary::of(sc, &sim(sc, spec))
 }
 
 fn windows(s: &Summary) -> Vec<(usize, usize, usize)> {
@@ -64,7 +70,7 @@ fn seed000_50rps_seed_breaker_matches_the_article_exactly() {
         assert!(got.0.abs_diff(want.0) <= 1_000, "{got:?} vs {want:?}");
         assert_eq!((got.1, got.2), (want.1, want.2));
     }
-    let a = article::figures("seed000-50rps", "seed").unwrap();
+    let a = article::published("seed000-50rps", "seed").unwrap();
     assert_eq!(windows(&s), a.windows);
     // The article's headline: recovery seen 0.54 s after the downstream recovered.
     assert_eq!(s.recovery_lag, Some(ms(540)));
@@ -74,7 +80,7 @@ fn seed000_50rps_seed_breaker_matches_the_article_exactly() {
 fn seed000_50rps_without_breaker_matches_the_article() {
     let sc = &Scenario::embedded()[0];
     let s = summary(sc, "none");
-    let a = article::figures("seed000-50rps", "none").unwrap();
+    let a = article::published("seed000-50rps", "none").unwrap();
     assert_eq!(
         (
             s.downstream_calls,
@@ -98,7 +104,7 @@ fn seed000_100rps_is_within_three_calls_of_the_article() {
     let sc = &Scenario::embedded()[1];
     for kind in ["none", "seed"] {
         let s = summary(sc, kind);
-        let a = article::figures("seed000-100rps", kind).unwrap();
+        let a = article::published("seed000-100rps", kind).unwrap();
         let got = [
             s.downstream_calls,
             s.successes,
@@ -137,8 +143,8 @@ fn seed000_100rps_is_within_three_calls_of_the_article() {
 fn virtual_mode_is_deterministic() {
     let sc = &Scenario::embedded()[1];
     for spec in &sc.strategies {
-        let a = sim::run(sc, spec);
-        let b = sim::run(sc, spec);
+        let a = sim(sc, spec);
+        let b = sim(sc, spec);
         assert_eq!(a.requests, b.requests);
         assert_eq!(a.transitions, b.transitions);
     }
@@ -154,31 +160,31 @@ fn virtual_mode_is_deterministic() {
 fn per_request_model(
     sc: &Scenario,
     spec: &StrategySpec,
-) -> (Vec<RequestRecord>, Vec<strategy::TransitionRecord>) {
+) -> (Vec<RequestRecord>, Vec<TransitionRecord>) {
     assert_eq!(sc.client.retries, 0, "the per-request model has no retries");
     let clock = fusebox::ManualClock::new();
-    let guard = strategy::build(spec, &LabClock::Virtual(clock.clone()));
+    let lab_clock = LabClock::Virtual(clock.clone());
+    let guard = guard::build(spec, &lab_clock, &Breakers::for_run(&lab_clock), "model");
     let n = sc.request_count() as usize;
     let mut free = vec![Duration::ZERO; sc.workers];
     // (end, start order) -> (ticket, result); tickets kept aside by index.
     let mut pending: BinaryHeap<Reverse<(Duration, u64, usize)>> = BinaryHeap::new();
-    let mut tickets: Vec<Option<(Box<dyn Ticket>, crate::downstream::CallResult)>> = Vec::new();
+    let mut tickets: Vec<Option<(Box<dyn Ticket>, CallResult)>> = Vec::new();
     let mut out: Vec<RequestRecord> = Vec::with_capacity(n);
     let mut seq = 0;
-    let settle =
-        |upto: Option<Duration>,
-         pending: &mut BinaryHeap<Reverse<(Duration, u64, usize)>>,
-         tickets: &mut Vec<Option<(Box<dyn Ticket>, crate::downstream::CallResult)>>| {
-            while let Some(Reverse((end, _, k))) = pending.peek().copied() {
-                if upto.is_some_and(|u| end > u) {
-                    break;
-                }
-                pending.pop();
-                let (ticket, result) = tickets[k].take().expect("each verdict once");
-                clock.set(end);
-                ticket.finish(end, result);
+    let settle = |upto: Option<Duration>,
+                  pending: &mut BinaryHeap<Reverse<(Duration, u64, usize)>>,
+                  tickets: &mut Vec<Option<(Box<dyn Ticket>, CallResult)>>| {
+        while let Some(Reverse((end, _, k))) = pending.peek().copied() {
+            if upto.is_some_and(|u| end > u) {
+                break;
             }
-        };
+            pending.pop();
+            let (ticket, result) = tickets[k].take().expect("each verdict once");
+            clock.set(end);
+            ticket.finish(end, result);
+        }
+    };
     for i in 0..n {
         let t = Duration::from_nanos(sc.arrival_ns(i as u64));
         if sc.queue > 0 {
@@ -258,45 +264,32 @@ impl Lcg {
     }
 }
 
-fn fusebox_config(g: &mut Lcg) -> FuseboxConfig {
-    let (policy, min_calls) = match g.next(3) {
-        0 => (
-            FuseboxPolicy::Consecutive {
-                failures: 1 + g.next(8) as u32,
-            },
-            None,
-        ),
+fn fusebox_config(g: &mut Lcg) -> BreakerConfig {
+    let mut c = BreakerConfig::default();
+    match g.next(3) {
+        0 => c.consecutive_failures = Some(1 + g.next(8) as u32),
         1 => {
             let window_calls = 2 + g.next(20) as usize;
             let min = 1 + g.next(window_calls as u64) as u32;
-            (
-                FuseboxPolicy::RateCount {
-                    rate: g.pick(&[0.2, 0.5, 0.8]),
-                    window_calls,
-                },
-                Some(min),
-            )
+            c.failure_rate = Some(g.pick(&[0.2, 0.5, 0.8]));
+            c.count_window = Some(window_calls);
+            c.min_calls = Some(min);
         }
-        _ => (
-            FuseboxPolicy::RateTime {
-                rate: g.pick(&[0.2, 0.5, 0.8]),
-                window_time: ms(100 * (1 + g.next(10))),
-            },
-            Some(1 + g.next(5) as u32),
-        ),
-    };
-    FuseboxConfig {
-        policy,
-        open_for: ms(50 + g.next(750)),
-        probes: 1 + g.next(3) as u32,
-        successes: 1 + g.next(3) as u32,
-        min_calls,
+        _ => {
+            c.failure_rate = Some(g.pick(&[0.2, 0.5, 0.8]));
+            c.time_window = Some(ms(100 * (1 + g.next(10))));
+            c.min_calls = Some(1 + g.next(5) as u32);
+        }
     }
+    c.open_for = Some(ms(50 + g.next(750)));
+    c.half_open_probes = Some(1 + g.next(3) as u32);
+    c.successes_to_close = Some(1 + g.next(3) as u32);
+    c
 }
 
 /// Scenarios on a 1 ms grid with a fault or two, some hanging behind a client
 /// timeout, some with a bounded queue; a `none`, a `seed` and a `fusebox` strategy each.
-pub(crate) fn generated(seed: u64, count: usize) -> Vec<Scenario> {
+fn generated(seed: u64, count: usize) -> Vec<Scenario> {
     let mut g = Lcg(seed);
     (0..count)
         .map(|k| {
@@ -371,7 +364,7 @@ fn event_simulation_matches_the_per_request_model() {
     let mut compared = 0;
     for sc in &scenarios {
         for spec in &sc.strategies {
-            let sim = sim::run(sc, spec);
+            let sim = sim(sc, spec);
             let (requests, transitions) = per_request_model(sc, spec);
             assert_eq!(
                 sim.requests.len(),
@@ -397,7 +390,7 @@ fn generated_scenarios_exercise_every_rule() {
     let mut seen = std::collections::HashSet::new();
     for sc in generated(7, 40) {
         for spec in &sc.strategies {
-            let r = sim::run(&sc, spec);
+            let r = sim(&sc, spec);
             for q in &r.requests {
                 seen.insert(q.outcome.as_str());
                 if q.start.is_some_and(|s| s > q.arrival) {
@@ -466,8 +459,8 @@ fn shipped(name: &str) -> Scenario {
 fn retries_multiply_load_unless_a_breaker_fast_fails_them() {
     let sc = shipped("retries");
     assert_eq!(sc.client.retries, 2);
-    let none = sim::run(&sc, &sc.strategies[0]);
-    let seed = sim::run(&sc, &sc.strategies[1]);
+    let none = sim(&sc, &sc.strategies[0]);
+    let seed = sim(&sc, &sc.strategies[1]);
     for r in [&none, &seed] {
         let attempts: u32 = r.requests.iter().map(|q| q.attempts).sum();
         assert_eq!(attempts as usize, r.calls.len());
@@ -505,7 +498,7 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
     let sc = shipped("rate-vs-consecutive");
     let first_open = |name: &str| {
         let spec = sc.strategies.iter().find(|s| s.name == name).unwrap();
-        sim::run(&sc, spec).transitions.first().map(|t| t.at)
+        sim(&sc, spec).transitions.first().map(|t| t.at)
     };
     let flapping_ends = ms(1500);
     assert!(first_open("consecutive").unwrap() > flapping_ends);

@@ -1,26 +1,19 @@
 //! Virtual mode: the scenario as a deterministic discrete-event simulation.
 //!
-//! The event model (the same rules as real mode, without the jitter):
-//! - request `i` arrives at `i / rate`; it joins one FIFO queue, or is
-//!   rejected if the queue is bounded and would hold more than `queue`
-//!   requests after the idle workers took theirs;
-//! - `workers` identical workers take requests FIFO; the guard is consulted
-//!   when a worker starts a request (as in the article); a fast-fail ends the
-//!   request at once and frees the worker;
-//! - a downstream call's result and duration are decided by its start time;
-//!   after a failed call the same worker retries at once while retries remain
-//!   (a retry is a new start, consulting the guard again; a retry the guard
-//!   rejects ends the request with the failure it already had);
+//! The rules are [`super::rules`], as in real mode, without the jitter.
+//! Request `i` arrives at `i / rate`; `workers` identical workers take
+//! requests FIFO; a fast-fail frees the worker at once; a retry starts at
+//! the failed call's end.
 //! - at equal times: completions (in the order their calls started), then
 //!   arrivals, then starts (retries first, then idle workers in index order).
 //!
 //! Before every admission and verdict the run's [`fusebox::ManualClock`] is set
 //! to the event time, so fusebox sees exactly the simulated time.
 
-use crate::downstream::CallResult;
-use crate::run::{CallRecord, Outcome, RequestRecord, RunResult};
-use crate::scenario::Scenario;
-use crate::strategy::{self, Admission, LabClock, StrategySpec, Ticket};
+use super::rules::{end_attempt, queue_admits, start_attempt};
+use super::{CallRecord, RequestRecord, RunResult};
+use crate::guard::{self, Breakers, LabClock, Ticket};
+use crate::scenario::{CallResult, Scenario, StrategySpec};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -41,22 +34,15 @@ enum Worker {
 }
 
 /// Runs one strategy of `scenario` in virtual time.
-pub fn run(scenario: &Scenario, spec: &StrategySpec) -> RunResult {
+pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunResult {
     let manual = fusebox::ManualClock::new();
     let clock = LabClock::Virtual(manual.clone());
-    let guard = strategy::build(spec, &clock);
+    let guard = guard::build(spec, &clock, &Breakers::for_run(&clock), name);
     let n = scenario.request_count() as usize;
     let arrival = |i: usize| Duration::from_nanos(scenario.arrival_ns(i as u64));
 
-    let mut requests: Vec<RequestRecord> = (0..n)
-        .map(|i| RequestRecord {
-            arrival: arrival(i),
-            start: None,
-            end: arrival(i),
-            outcome: Outcome::Rejected,
-            attempts: 0,
-        })
-        .collect();
+    let mut requests: Vec<RequestRecord> =
+        (0..n).map(|i| RequestRecord::arrived(arrival(i))).collect();
     let mut calls: Vec<CallRecord> = Vec::new();
     let mut workers: Vec<Worker> = (0..scenario.workers).map(|_| Worker::Idle).collect();
     let mut queue: VecDeque<usize> = VecDeque::new();
@@ -93,11 +79,7 @@ pub fn run(scenario: &Scenario, spec: &StrategySpec) -> RunResult {
             let Worker::Busy(b) = std::mem::replace(&mut workers[w], Worker::Idle) else {
                 unreachable!("selected busy workers above")
             };
-            b.ticket.finish(t, b.result);
-            let r = &mut requests[b.request];
-            r.end = t;
-            r.outcome = Outcome::of(b.result);
-            if !b.result.is_ok() && r.attempts <= scenario.client.retries {
+            if end_attempt(scenario, b.ticket, &mut requests[b.request], t, b.result) {
                 workers[w] = Worker::Retry(b.request);
             }
         }
@@ -105,48 +87,35 @@ pub fn run(scenario: &Scenario, spec: &StrategySpec) -> RunResult {
         // 2. Arrivals at t.
         while next_arrival < n && arrival(next_arrival) == t {
             let idle = workers.iter().filter(|w| matches!(w, Worker::Idle)).count();
-            let waiting_after_starts = queue.len().saturating_sub(idle);
-            if scenario.queue == 0 || waiting_after_starts < scenario.queue {
+            if queue_admits(scenario, queue.len(), idle) {
                 queue.push_back(next_arrival);
             } // else: stays Rejected, end = arrival.
             next_arrival += 1;
         }
 
         // 3. Starts: retries first, then idle workers take queued requests.
-        let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| {
-            let r = &mut requests[request];
-            if r.start.is_none() {
-                r.start = Some(t);
-            }
-            match guard.admit(t) {
-                Admission::FastFail => {
-                    r.end = t;
-                    // A retry rejected by the guard leaves the request with
-                    // the failure it already had: only a request that never
-                    // reached the downstream counts as a fast-fail.
-                    if r.attempts == 0 {
-                        r.outcome = Outcome::FastFail;
-                    }
-                    workers[w] = Worker::Idle;
-                }
-                Admission::Call(ticket) => {
-                    let plan = scenario.downstream.plan(t, scenario.client.timeout);
-                    r.attempts += 1;
-                    seq += 1;
-                    calls.push(CallRecord {
-                        request,
-                        start: t,
-                        end: t + plan.duration,
-                        result: plan.result,
-                    });
-                    workers[w] = Worker::Busy(Busy {
-                        request,
-                        seq,
-                        end: t + plan.duration,
-                        result: plan.result,
-                        ticket,
-                    });
-                }
+        let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| match start_attempt(
+            scenario,
+            guard.as_ref(),
+            &mut requests[request],
+            t,
+        ) {
+            None => workers[w] = Worker::Idle,
+            Some((ticket, plan)) => {
+                seq += 1;
+                calls.push(CallRecord {
+                    request,
+                    start: t,
+                    end: t + plan.duration,
+                    result: plan.result,
+                });
+                workers[w] = Worker::Busy(Busy {
+                    request,
+                    seq,
+                    end: t + plan.duration,
+                    result: plan.result,
+                    ticket,
+                });
             }
         };
         for w in 0..workers.len() {

@@ -1,0 +1,113 @@
+//! `fusebox-lab run`: every strategy of every scenario, reported.
+
+use super::serve::{self, Exported, Server};
+use super::{progress, CliError, RunArgs};
+use crate::engine::Mode;
+use crate::guard::peers;
+use crate::report::{self, ScenarioReport};
+use crate::scenario::{format_duration, Scenario};
+use indicatif::ProgressBar;
+use std::io::Write;
+
+/// Runs every strategy of every scenario; returns the reports in order.
+fn run_all(
+    scenarios: Vec<Scenario>,
+    mode: Mode,
+    exported: Option<&Exported>,
+    pb: &ProgressBar,
+) -> Vec<ScenarioReport> {
+    scenarios
+        .into_iter()
+        .map(|sc| {
+            let name = sc.name.clone();
+            ScenarioReport::run(
+                sc,
+                mode,
+                exported.map(|e| &e.breakers),
+                |strategy| pb.set_message(format!("{name} / {strategy}")),
+                || {
+                    pb.inc(1);
+                    if let Some(e) = exported {
+                        e.progress.tick();
+                    }
+                },
+            )
+        })
+        .collect()
+}
+
+pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
+    let mode = args.clock.unwrap_or(Mode::Real);
+    if args.serve.is_some() && mode != Mode::Real {
+        return Err(CliError::BadInput(
+            "--serve needs a real-mode run (--clock real)".into(),
+        ));
+    }
+    let scenarios = if args.scenarios.is_empty() {
+        Scenario::embedded()
+    } else {
+        args.scenarios
+            .iter()
+            .map(|p| Scenario::load(p).map_err(|e| CliError::BadInput(e.to_string())))
+            .collect::<Result<_, _>>()?
+    };
+    for sc in &scenarios {
+        peers::check(sc, mode).map_err(CliError::BadInput)?;
+    }
+    let total: usize = scenarios
+        .iter()
+        .map(|s: &Scenario| s.strategies.len())
+        .sum();
+    // Serving starts before the first run, so a scraper sees all of it.
+    let served = match args.serve {
+        Some(addr) => {
+            let exported = Exported::new();
+            exported.progress.plan(total);
+            // More routes over the same registry nest here, one line each,
+            // e.g. `.nest("/dashboard", dashboard(exported.breakers.registry().clone()))`.
+            let routes = serve::router(exported.clone());
+            let server = Server::start(addr, routes)
+                .map_err(|e| CliError::Io(format!("cannot serve on {addr}: {e}")))?;
+            eprintln!("serving metrics on http://{}/metrics", server.local_addr());
+            Some((exported, server))
+        }
+        None => None,
+    };
+    let pb = progress(total as u64, args.quiet, "running");
+    let reports = run_all(scenarios, mode, served.as_ref().map(|s| &s.0), &pb);
+    pb.finish_and_clear();
+    for r in &reports {
+        println!("{}", report::table::render_scenario(r));
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, report::json::text(&reports))
+            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, report::html::page(&reports))
+            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some((_, server)) = served {
+        let _ = std::io::stdout().flush();
+        let addr = server.local_addr();
+        match args.linger {
+            Some(d) => {
+                eprintln!(
+                    "runs done; serving http://{addr}/metrics for {} more",
+                    format_duration(d)
+                );
+                std::thread::sleep(d);
+                server.stop();
+            }
+            None => {
+                eprintln!("runs done; serving http://{addr}/metrics until interrupted (Ctrl-C)");
+                server
+                    .wait()
+                    .map_err(|e| CliError::Io(format!("serving on {addr}: {e}")))?;
+            }
+        }
+    }
+    Ok(())
+}

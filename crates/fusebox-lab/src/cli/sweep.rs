@@ -1,0 +1,57 @@
+//! `fusebox-lab sweep`: one scenario, one parameter varied over a range
+//! (see [`crate::scenario::sweep`]), each value run and summarised.
+
+use super::{progress, CliError};
+use crate::engine::{self, Mode};
+use crate::guard::peers;
+use crate::report::sweep::{render, Row};
+use crate::report::Summary;
+use crate::scenario::sweep::{apply, Sweep};
+use crate::scenario::Scenario;
+use std::path::Path;
+
+/// Runs the sweep; `tick` is called after each run.
+pub fn run(
+    scenario: &Scenario,
+    sweep: &Sweep,
+    mode: Mode,
+    mut tick: impl FnMut(),
+) -> Result<Vec<Row>, String> {
+    // Validate every value before running anything.
+    let scenarios: Vec<Scenario> = sweep
+        .values
+        .iter()
+        .map(|v| apply(scenario, &sweep.name, *v))
+        .collect::<Result<_, _>>()?;
+    Ok(sweep
+        .values
+        .iter()
+        .zip(scenarios)
+        .map(|(v, sc)| {
+            let sums = sc
+                .strategies
+                .iter()
+                .map(|spec| {
+                    let r = engine::run(&sc, spec, mode, None);
+                    tick();
+                    Summary::of(&sc, &r)
+                })
+                .collect();
+            (*v, sums)
+        })
+        .collect())
+}
+
+/// The `sweep` subcommand.
+pub(super) fn cmd_sweep(path: &Path, param: &str, mode: Mode, quiet: bool) -> Result<(), CliError> {
+    let scenario = Scenario::load(path).map_err(|e| CliError::BadInput(e.to_string()))?;
+    peers::check(&scenario, mode).map_err(CliError::BadInput)?;
+    let sweep = Sweep::parse(param).map_err(CliError::BadInput)?;
+    let total = (sweep.values.len() * scenario.strategies.len()) as u64;
+    let pb = progress(total, quiet, &format!("sweep {}", sweep.name));
+    let rows = run(&scenario, &sweep, mode, || pb.inc(1))
+        .map_err(|e| CliError::BadInput(format!("{}: --param {param}: {e}", path.display())))?;
+    pb.finish_and_clear();
+    print!("{}", render(&scenario, &sweep, &rows));
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! `kind = "fusebox"`: a [`fusebox::CircuitBreaker`] built by a fusebox
+//! registry ([`Fusebox`]) from the scenario's [`BreakerConfig`].
+//!
+//! This is the one place where a scenario's fusebox strategy becomes a
+//! breaker: [`Breakers::guard`] installs the config under the run's name
+//! and asks the registry for the breaker, so it is built exactly as a
+//! service's breakers are, and every observer of the registry (the metrics
+//! of `run --serve`) sees it.
+
+use super::{Admission, Guard, LabClock, Ticket, TransitionRecord};
+use crate::scenario::fusebox::BreakerConfig;
+use crate::scenario::CallResult;
+use crate::sync::lock;
+use fusebox::registry::{Fusebox, FuseboxBuilder, Observer, Tags};
+use fusebox::Builder;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Log = Arc<Mutex<Vec<TransitionRecord>>>;
+
+/// Transition logs waiting for the breaker of their name to be built.
+#[derive(Default)]
+struct Logs {
+    /// name -> (log, offset of the run's time zero on the registry's clock).
+    /// An entry lives from [`Breakers::guard`] to the build right after it.
+    pending: Mutex<HashMap<String, (Log, Duration)>>,
+}
+
+/// The registry observer that hooks each run's transition log onto its breaker.
+struct LogObserver(Arc<Logs>);
+
+impl Observer for LogObserver {
+    fn instrument(&self, name: &str, _tags: &Tags, builder: Builder) -> Builder {
+        let Some((log, offset)) = lock(&self.0.pending).remove(name) else {
+            return builder;
+        };
+        builder.on_transition(move |t: &fusebox::Transition| {
+            lock(&log).push(TransitionRecord {
+                at: t.at.saturating_sub(offset),
+                from: t.from.as_str(),
+                to: t.to.as_str(),
+            });
+        })
+    }
+}
+
+/// Where the lab's fusebox breakers live: a fusebox registry, either one per
+/// run on the run's clock ([`Breakers::for_run`]) or one shared by every run
+/// of the process on real time ([`Breakers::shared`], for `run --serve`).
+#[derive(Clone)]
+pub struct Breakers {
+    registry: Fusebox,
+    logs: Arc<Logs>,
+    /// The registry clock's zero, when the registry is shared by real-time runs.
+    origin: Option<Instant>,
+}
+
+impl fmt::Debug for Breakers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Breakers")
+            .field("names", &self.registry.names())
+            .field("shared", &self.origin.is_some())
+            .finish()
+    }
+}
+
+impl Breakers {
+    fn new(clock: LabClock, observe: impl FnOnce(FuseboxBuilder) -> FuseboxBuilder) -> Self {
+        let logs = Arc::new(Logs::default());
+        let builder = Fusebox::builder()
+            .clock(clock.clone())
+            .observer(LogObserver(Arc::clone(&logs)));
+        let registry = observe(builder)
+            .build()
+            .expect("the default registry config is valid");
+        let origin = match clock {
+            LabClock::Real { origin } => Some(origin),
+            LabClock::Virtual(_) => None,
+        };
+        Breakers {
+            registry,
+            logs,
+            origin,
+        }
+    }
+
+    /// A registry for one run, on the run's own clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::guard::{self, Admission, Breakers, LabClock};
+    /// use fusebox_lab::scenario::Scenario;
+    ///
+    /// let sc = &Scenario::embedded()[0];
+    /// let clock = LabClock::Virtual(fusebox::ManualClock::new());
+    /// let breakers = Breakers::for_run(&clock);
+    /// let g = guard::build(&sc.strategies[2], &clock, &breakers, "seed000-50rps/fusebox");
+    /// assert!(matches!(g.admit(std::time::Duration::ZERO), Admission::Call(_)));
+    /// assert_eq!(breakers.registry().names(), ["seed000-50rps/fusebox"]);
+    /// ```
+    pub fn for_run(clock: &LabClock) -> Self {
+        let mut b = Breakers::new(clock.clone(), |b| b);
+        b.origin = None;
+        b
+    }
+
+    /// One registry for every real-time run of the process, on real time
+    /// from now; `observe` adds its observers (e.g.
+    /// `|b| b.observer(metrics)`).
+    pub fn shared(observe: impl FnOnce(FuseboxBuilder) -> FuseboxBuilder) -> Self {
+        Breakers::new(
+            LabClock::Real {
+                origin: Instant::now(),
+            },
+            observe,
+        )
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Fusebox {
+        &self.registry
+    }
+
+    /// The guard of one run: the breaker `name` built from `config`. A name
+    /// already taken (the same scenario run twice) gets `#2`, `#3`, ...: each
+    /// run starts with a fresh breaker.
+    pub(super) fn guard(
+        &self,
+        name: &str,
+        config: &BreakerConfig,
+        clock: &LabClock,
+    ) -> FuseboxGuard {
+        let mut unique = name.to_string();
+        let mut k = 1;
+        while self.registry.get(&unique).is_some() {
+            k += 1;
+            unique = format!("{name}#{k}");
+        }
+        // The registry's clock reads real time since its own zero; a run's
+        // transitions are reported since the run's zero.
+        let offset = match (self.origin, clock) {
+            (Some(zero), LabClock::Real { origin }) => origin.saturating_duration_since(zero),
+            _ => Duration::ZERO,
+        };
+        let log = Log::default();
+        lock(&self.logs.pending).insert(unique.clone(), (Arc::clone(&log), offset));
+        // Validated when the scenario was loaded or a sweep set one of its keys.
+        self.registry
+            .reconfigure(&unique, config.clone())
+            .expect("fusebox configuration checked when loaded or swept");
+        let breaker = self.registry.breaker(&unique);
+        FuseboxGuard { breaker, log }
+    }
+}
+
+/// `kind = "fusebox"`: a registry's breaker; its transitions are collected by
+/// a listener the registry's [`LogObserver`] put on it.
+#[derive(Debug)]
+pub struct FuseboxGuard {
+    breaker: fusebox::CircuitBreaker,
+    log: Log,
+}
+
+impl Ticket for fusebox::Permit {
+    fn finish(self: Box<Self>, _now: Duration, result: CallResult) {
+        if result.is_ok() {
+            self.success()
+        } else {
+            self.failure()
+        }
+    }
+}
+
+impl Guard for FuseboxGuard {
+    fn admit(&self, _now: Duration) -> Admission {
+        // The breaker reads the run's clock itself (set by the simulation in
+        // virtual mode), which is the same time as `now`.
+        match self.breaker.try_acquire() {
+            Ok(permit) => Admission::Call(Box::new(permit)),
+            Err(_) => Admission::FastFail,
+        }
+    }
+
+    fn transitions(&self) -> Vec<TransitionRecord> {
+        lock(&self.log).clone()
+    }
+}

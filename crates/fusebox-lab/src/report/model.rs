@@ -1,0 +1,388 @@
+//! The one report model: every figure (its label, its JSON key, how it is
+//! read from a [`Summary`] and from the article), every column, every series
+//! and every colour, defined once here. The terminal table, the JSON and the
+//! HTML page render this model; none of them lists rows of its own.
+
+use super::article::ArticleFigures;
+use super::{secs, ScenarioReport, Summary, Window};
+use crate::engine::{Outcome, TransitionRecord};
+use serde_json::Value;
+use std::time::Duration;
+
+/// One value of a figure, with how it is written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell {
+    /// A count.
+    Count(usize),
+    /// A time, in seconds with millisecond precision.
+    Secs(Duration),
+    /// A latency in milliseconds, one decimal.
+    Ms(f64),
+    /// A published number with the precision it was published with.
+    Published(f64, usize),
+    /// No such value in this run (e.g. no fault, so no fault latency).
+    Missing,
+    /// Not published by the article.
+    Blank,
+}
+
+impl Cell {
+    /// As shown in the table and the page.
+    pub fn text(self) -> String {
+        match self {
+            Cell::Count(n) => n.to_string(),
+            Cell::Secs(d) => secs(d),
+            Cell::Ms(x) => format!("{x:.1}"),
+            Cell::Published(x, decimals) => format!("{x:.decimals$}"),
+            Cell::Missing => "-".into(),
+            Cell::Blank => String::new(),
+        }
+    }
+
+    /// As written in the JSON (`null` when missing).
+    pub fn json(self) -> Value {
+        match self {
+            Cell::Count(n) => Value::from(n),
+            Cell::Secs(d) => Value::from(d.as_secs_f64()),
+            Cell::Ms(x) | Cell::Published(x, _) => Value::from(x),
+            Cell::Missing | Cell::Blank => Value::Null,
+        }
+    }
+}
+
+/// One figure: a row of the table and the page, a key of the JSON.
+#[derive(Debug)]
+pub struct Figure {
+    /// Row label.
+    pub label: &'static str,
+    /// Where it goes in each strategy's JSON object (`a.b` nests), if it
+    /// is there: the JSON's keys are kept as they were when it was first
+    /// published, so `lost after recovery` (derived from the requests) is not.
+    pub json: Option<&'static str>,
+    /// Our value.
+    pub ours: fn(&Summary) -> Cell,
+    /// The article's value.
+    pub article: fn(&ArticleFigures) -> Cell,
+}
+
+fn opt<T>(v: Option<T>, f: impl Fn(T) -> Cell) -> Cell {
+    v.map_or(Cell::Missing, f)
+}
+
+fn blank(_: &ArticleFigures) -> Cell {
+    Cell::Blank
+}
+
+/// Every figure of a strategy's run, in display order.
+pub const FIGURES: &[Figure] = &[
+    Figure {
+        label: "downstream calls",
+        json: Some("downstream_calls"),
+        ours: |s| Cell::Count(s.downstream_calls),
+        article: |a| Cell::Count(a.downstream_calls),
+    },
+    Figure {
+        label: "  of which failed",
+        json: Some("downstream_call_failures"),
+        ours: |s| Cell::Count(s.failed_calls),
+        // No retries in the article: one failed call per failed request.
+        article: |a| Cell::Count(a.downstream_errors),
+    },
+    Figure {
+        label: "successes",
+        json: Some("successes"),
+        ours: |s| Cell::Count(s.successes),
+        article: |a| Cell::Count(a.successes),
+    },
+    Figure {
+        label: "downstream errors",
+        json: Some("downstream_errors"),
+        ours: |s| Cell::Count(s.downstream_errors),
+        article: |a| Cell::Count(a.downstream_errors),
+    },
+    Figure {
+        label: "  of which timeouts",
+        json: Some("timeouts"),
+        ours: |s| Cell::Count(s.timeouts),
+        article: blank,
+    },
+    Figure {
+        label: "fast-fails",
+        json: Some("fast_fails"),
+        ours: |s| Cell::Count(s.fast_fails),
+        article: |a| Cell::Count(a.fast_fails),
+    },
+    Figure {
+        label: "rejected (queue full)",
+        json: Some("queue_rejections"),
+        ours: |s| Cell::Count(s.queue_rejections),
+        article: blank,
+    },
+    Figure {
+        label: "latency during fault: median ms",
+        json: Some("latency_fault_ms.median"),
+        ours: |s| opt(s.latency_fault, |l| Cell::Ms(l.median_ms)),
+        article: |a| Cell::Ms(a.latency_fault_ms.0),
+    },
+    Figure {
+        label: "latency during fault: max ms",
+        json: Some("latency_fault_ms.max"),
+        ours: |s| opt(s.latency_fault, |l| Cell::Ms(l.max_ms)),
+        article: |a| Cell::Ms(a.latency_fault_ms.1),
+    },
+    Figure {
+        label: "latency 1 s after: median ms",
+        json: Some("latency_after_ms.median"),
+        ours: |s| opt(s.latency_after, |l| Cell::Ms(l.median_ms)),
+        article: |a| Cell::Ms(a.latency_after_ms.0),
+    },
+    Figure {
+        label: "latency 1 s after: max ms",
+        json: Some("latency_after_ms.max"),
+        ours: |s| opt(s.latency_after, |l| Cell::Ms(l.max_ms)),
+        article: |a| Cell::Ms(a.latency_after_ms.1),
+    },
+    Figure {
+        label: "all done at s",
+        json: Some("all_done_s"),
+        ours: |s| Cell::Secs(s.all_done),
+        article: |a| Cell::Published(a.all_done_s, 2),
+    },
+    Figure {
+        label: "last fault request done at s",
+        json: Some("backlog.last_fault_request_done_s"),
+        ours: |s| opt(s.backlog, |b| Cell::Secs(b.last_fault_request_done)),
+        article: |a| a.backlog.map_or(Cell::Blank, |b| Cell::Published(b.0, 2)),
+    },
+    Figure {
+        label: "arrived before fault end, done after",
+        json: Some("backlog.finished_after_fault"),
+        ours: |s| opt(s.backlog, |b| Cell::Count(b.finished_after_fault)),
+        article: |a| a.backlog.map_or(Cell::Blank, |b| Cell::Count(b.1)),
+    },
+    Figure {
+        label: "downstream calls during the fault",
+        json: Some("calls_during_fault"),
+        ours: |s| Cell::Count(s.calls_during_fault),
+        article: blank,
+    },
+    Figure {
+        label: "requests lost after recovery",
+        json: None,
+        ours: |s| Cell::Count(s.lost_after_recovery),
+        article: blank,
+    },
+    Figure {
+        label: "failed probes",
+        json: Some("failed_probes"),
+        ours: |s| Cell::Count(s.failed_probes),
+        article: |a| {
+            if a.transitions.is_empty() {
+                Cell::Blank
+            } else {
+                Cell::Count(a.transitions.iter().filter(|t| t.is_failed_probe()).count())
+            }
+        },
+    },
+    Figure {
+        label: "recovery lag s",
+        json: Some("recovery_lag_s"),
+        ours: |s| opt(s.recovery_lag, Cell::Secs),
+        article: |a| {
+            a.recovery_lag_s
+                .map_or(Cell::Blank, |x| Cell::Published(x, 2))
+        },
+    },
+];
+
+/// The backlog count, which the article counted differently (see the table's note).
+pub const BACKLOG: &Figure = &FIGURES[13];
+
+/// The figures `sweep` prints per strategy, in its order.
+pub const SWEEP_FIGURES: [&Figure; 4] = [&FIGURES[14], &FIGURES[15], &FIGURES[16], &FIGURES[17]];
+
+/// Short explanations of the figures that need one (shown on the page).
+pub const GLOSSARY: &[(&str, &str)] = &[
+    (
+        "recovery lag",
+        "from the fault's end to the start of the first successful downstream call after it: how long the guard kept a recovered downstream away",
+    ),
+    (
+        "lost after recovery",
+        "requests arriving after the fault's end that did not succeed (fast-failed, or failed by a probe into a still-failing downstream)",
+    ),
+    (
+        "failed probes",
+        "half-open probes that failed and sent the breaker back to open",
+    ),
+    (
+        "fast-fail",
+        "a request the guard rejected before it reached the downstream",
+    ),
+    (
+        "arrived before fault end, done after",
+        "the backlog: requests that arrived before the fault's end and finished after it",
+    ),
+];
+
+/// Where a column's values come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Source<'a> {
+    /// A strategy's run.
+    Ours(&'a Summary),
+    /// The article's figures for the strategy before it.
+    Article(&'a ArticleFigures),
+}
+
+/// One column of the figures: a strategy, or the article beside it.
+#[derive(Debug, Clone, Copy)]
+pub struct Column<'a> {
+    /// Header.
+    pub header: &'a str,
+    /// Index of the strategy (the article's column shares its strategy's).
+    pub strategy: usize,
+    /// Values.
+    pub source: Source<'a>,
+}
+
+impl Column<'_> {
+    /// This column's value of `figure`.
+    pub fn cell(&self, figure: &Figure) -> Cell {
+        match self.source {
+            Source::Ours(s) => (figure.ours)(s),
+            Source::Article(a) => (figure.article)(a),
+        }
+    }
+
+    /// This column's transitions.
+    pub fn transitions(&self) -> &[TransitionRecord] {
+        match self.source {
+            Source::Ours(s) => &s.transitions,
+            Source::Article(a) => a.transitions,
+        }
+    }
+
+    /// This column's windows (empty if not published).
+    pub fn windows(&self) -> Vec<Window> {
+        match self.source {
+            Source::Ours(s) => s.windows.clone(),
+            Source::Article(a) => a
+                .windows
+                .iter()
+                .map(|&(ok, fail, fast_fail)| Window {
+                    ok,
+                    fail,
+                    fast_fail,
+                    ..Window::default()
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether this is the article's column.
+    pub fn is_article(&self) -> bool {
+        matches!(self.source, Source::Article(_))
+    }
+}
+
+/// Header of the article's column.
+pub const ARTICLE: &str = "(article)";
+
+/// The columns of a scenario's report: each strategy, followed by the
+/// article's figures for it where the article published them.
+pub fn columns(report: &ScenarioReport) -> Vec<Column<'_>> {
+    let mut out = Vec::new();
+    for (i, (s, a)) in report.summaries.iter().zip(&report.article).enumerate() {
+        out.push(Column {
+            header: &s.name,
+            strategy: i,
+            source: Source::Ours(s),
+        });
+        if let Some(a) = a {
+            out.push(Column {
+                header: ARTICLE,
+                strategy: i,
+                source: Source::Article(a),
+            });
+        }
+    }
+    out
+}
+
+/// A window's outcomes as text: `ok 25 fail 12 ff 13` (`-` when empty).
+pub fn window_text(w: &Window) -> String {
+    let parts: Vec<String> = [
+        (w.ok, "ok"),
+        (w.fail, "fail"),
+        (w.fast_fail, "ff"),
+        (w.rejected, "rej"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, name)| format!("{name} {n}"))
+    .collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// The label of a window: `0.500-1.000 s`.
+pub fn window_label(w: &Window, width: Duration) -> String {
+    format!("{}-{} s", secs(w.from), secs(w.from + width))
+}
+
+/// How a request ended, as the page names and colours it: one colour per
+/// outcome everywhere (points, bars, legend).
+pub const OUTCOMES: [(Outcome, &str, &str); 5] = [
+    (Outcome::Ok, "success", "#2e9d4a"),
+    (Outcome::Error, "error", "#d62728"),
+    (Outcome::Timeout, "timeout", "#8c1a6a"),
+    (Outcome::FastFail, "fast-fail", "#1f77b4"),
+    (Outcome::Rejected, "rejected (queue full)", "#ff9f1c"),
+];
+
+/// The colour of an outcome.
+pub fn colour(o: Outcome) -> &'static str {
+    OUTCOMES
+        .iter()
+        .find(|(x, _, _)| *x == o)
+        .map_or("#000", |(_, _, c)| c)
+}
+
+/// The name of an outcome on the page.
+pub fn outcome_label(o: Outcome) -> &'static str {
+    OUTCOMES
+        .iter()
+        .find(|(x, _, _)| *x == o)
+        .map_or("", |(_, l, _)| l)
+}
+
+/// A window's requests by outcome, in [`OUTCOMES`] order (failures split
+/// into errors and timeouts).
+pub fn window_outcomes(w: &Window) -> [(Outcome, usize); 5] {
+    [
+        (Outcome::Ok, w.ok),
+        (Outcome::Error, w.fail - w.timeouts),
+        (Outcome::Timeout, w.timeouts),
+        (Outcome::FastFail, w.fast_fail),
+        (Outcome::Rejected, w.rejected),
+    ]
+}
+
+/// Background of a breaker state on the page (none for closed).
+pub fn state_fill(state: &str) -> Option<&'static str> {
+    match state {
+        "open" | "forced_open" => Some(STATE_OPEN),
+        "half_open" => Some(STATE_HALF_OPEN),
+        _ => None,
+    }
+}
+
+/// Background of an open breaker.
+pub const STATE_OPEN: &str = "#fbd5d5";
+/// Background of a half-open breaker.
+pub const STATE_HALF_OPEN: &str = "#fff1b8";
+/// The downstream's fault bar.
+pub const FAULT: &str = "#555";

@@ -1,0 +1,170 @@
+//! The TOML layout of a scenario file, and its validation into a [`Scenario`].
+
+use super::duration::Dur;
+use super::error::{int_in, Ctx, ScenarioError};
+use super::strategy::RawStrategy;
+use super::{
+    Client, Downstream, Fault, FaultOutcome, Problem, Scenario, StrategySpec, MAX_QUEUE,
+    MAX_RETRIES, MAX_WORKERS,
+};
+use serde::Deserialize;
+use std::ops::Range;
+use std::time::Duration;
+use toml::Spanned;
+
+/// Parses and validates scenario text; `file` is only used in errors.
+pub(super) fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx { file, text };
+    let raw: RawScenario = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
+    raw.validate(&ctx)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Spanned<String>,
+    duration: Spanned<Dur>,
+    rate: Spanned<f64>,
+    workers: Spanned<i64>,
+    queue: Option<Spanned<i64>>,
+    window: Option<Spanned<Dur>>,
+    downstream: RawDownstream,
+    client: Option<RawClient>,
+    strategy: Vec<Spanned<RawStrategy>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDownstream {
+    latency: Spanned<Dur>,
+    #[serde(default)]
+    faults: Vec<Spanned<RawFault>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    from: Spanned<Dur>,
+    until: Spanned<Dur>,
+    latency: Spanned<Dur>,
+    outcome: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClient {
+    timeout: Option<Spanned<Dur>>,
+    retries: Option<Spanned<i64>>,
+}
+
+impl RawScenario {
+    /// Where the value a [`Problem`] is about was written.
+    fn span_of(&self, p: &Problem) -> Range<usize> {
+        let fault = |i: Option<usize>| {
+            i.and_then(|i| self.downstream.faults.get(i))
+                .map(|f| f.get_ref())
+        };
+        let client = self.client.as_ref();
+        let span = match p.key {
+            "rate" => Some(self.rate.span()),
+            "workers" => Some(self.workers.span()),
+            "queue" => self.queue.as_ref().map(|q| q.span()),
+            "window" => self.window.as_ref().map(|w| w.span()),
+            "client.timeout" => match fault(p.index) {
+                // A hanging fault without a timeout: point at the fault.
+                Some(f) => Some(f.outcome.span()),
+                None => client.and_then(|c| c.timeout.as_ref()).map(|t| t.span()),
+            },
+            "client.retries" => client.and_then(|c| c.retries.as_ref()).map(|r| r.span()),
+            "downstream.latency" => Some(self.downstream.latency.span()),
+            "downstream.faults.from" => fault(p.index).map(|f| f.from.span()),
+            "downstream.faults.until" => fault(p.index).map(|f| f.until.span()),
+            "downstream.faults.latency" => fault(p.index).map(|f| f.latency.span()),
+            _ => None,
+        };
+        span.unwrap_or_else(|| self.duration.span())
+    }
+
+    fn validate(self, ctx: &Ctx<'_>) -> Result<Scenario, ScenarioError> {
+        let name = self.name.get_ref().trim().to_string();
+        if name.is_empty() {
+            return Err(ctx.err(self.name.span(), "name", "must not be empty"));
+        }
+        let workers = int_in(ctx, &self.workers, "workers", 1, MAX_WORKERS as i64)? as usize;
+        let queue = match &self.queue {
+            Some(q) => int_in(ctx, q, "queue", 0, MAX_QUEUE as i64)? as usize,
+            None => 0,
+        };
+        let client = match &self.client {
+            None => Client::default(),
+            Some(c) => Client {
+                timeout: c.timeout.as_ref().map(|t| t.get_ref().0),
+                retries: match &c.retries {
+                    Some(r) => int_in(ctx, r, "client.retries", 0, i64::from(MAX_RETRIES))? as u32,
+                    None => 0,
+                },
+            },
+        };
+        let mut faults = Vec::new();
+        for f in &self.downstream.faults {
+            let r = f.get_ref();
+            let outcome = match r.outcome.get_ref().as_str() {
+                "error" => FaultOutcome::Error,
+                "hang" => FaultOutcome::Hang,
+                other => {
+                    return Err(ctx.err(
+                        r.outcome.span(),
+                        "downstream.faults.outcome",
+                        format!("{other:?} is not one of \"error\", \"hang\""),
+                    ))
+                }
+            };
+            faults.push(Fault {
+                from: r.from.get_ref().0,
+                until: r.until.get_ref().0,
+                latency: r.latency.get_ref().0,
+                outcome,
+            });
+        }
+        let mut scenario = Scenario {
+            name,
+            duration: self.duration.get_ref().0,
+            rate: *self.rate.get_ref(),
+            workers,
+            queue,
+            window: self
+                .window
+                .as_ref()
+                .map_or(Duration::from_millis(500), |w| w.get_ref().0),
+            downstream: Downstream {
+                latency: self.downstream.latency.get_ref().0,
+                faults,
+            },
+            client,
+            strategies: Vec::new(),
+        };
+        if let Err(p) = scenario.check() {
+            return Err(ctx.err(self.span_of(&p), p.key, p.message));
+        }
+        if self.strategy.is_empty() {
+            return Err(ScenarioError {
+                file: ctx.file.to_string(),
+                line: None,
+                key: Some("strategy".into()),
+                message: "at least one [[strategy]] is required".into(),
+            });
+        }
+        for s in &self.strategy {
+            let spec: StrategySpec = s.get_ref().validate(ctx, s.span())?;
+            if scenario.strategies.iter().any(|o| o.name == spec.name) {
+                return Err(ctx.err(
+                    s.span(),
+                    "strategy.name",
+                    format!("{:?} is used by two strategies", spec.name),
+                ));
+            }
+            scenario.strategies.push(spec);
+        }
+        Ok(scenario)
+    }
+}

@@ -1,0 +1,344 @@
+//! Scenario files (TOML) -> a validated [`Scenario`].
+//!
+//! The bottom layer of the lab: it imports nothing else from the crate.
+//! Every key is checked: unknown keys, missing keys and bad values are errors
+//! that name the file, the line and the key ([`ScenarioError`]); the values'
+//! limits are checked once, in [`Scenario::check`], for files and sweeps alike.
+//! Durations are strings such as `"150ms"`, `"1.5s"`, `"2s"` ([`duration`]).
+
+pub mod downstream;
+pub mod duration;
+mod error;
+mod file;
+pub mod fusebox;
+mod param;
+pub mod strategy;
+pub mod sweep;
+
+pub use downstream::{CallPlan, CallResult, Downstream, Fault, FaultOutcome};
+pub use duration::{format_duration, parse_duration};
+pub use error::ScenarioError;
+pub use param::ParamValue;
+pub use strategy::{Peer, PeerConfig, SeedConfig, StrategyKind, StrategySpec};
+
+use std::path::Path;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The scenarios compiled into the binary: `(file name, TOML text)`.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    (
+        "seed000-50rps.toml",
+        include_str!("../../scenarios/seed000-50rps.toml"),
+    ),
+    (
+        "seed000-100rps.toml",
+        include_str!("../../scenarios/seed000-100rps.toml"),
+    ),
+];
+
+/// Largest number of arrivals one scenario may produce (keeps memory bounded).
+pub const MAX_REQUESTS: u64 = 2_000_000;
+/// Highest arrival rate, in requests per second.
+pub const MAX_RATE: f64 = 1e6;
+/// Longest duration any key may hold (a day).
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// Largest worker pool.
+pub const MAX_WORKERS: usize = 4096;
+/// Largest bounded queue.
+pub const MAX_QUEUE: usize = 100_000_000;
+/// Most retries per request.
+pub const MAX_RETRIES: u32 = 100;
+/// Most report windows per run.
+pub const MAX_WINDOWS: u128 = 100_000;
+
+/// A validated experiment: arrivals, worker pool, downstream, client, strategies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// `name`.
+    pub name: String,
+    /// `duration`: arrivals stop here.
+    pub duration: Duration,
+    /// `rate`: request `i` arrives at `i / rate` seconds.
+    pub rate: f64,
+    /// `workers`: size of the worker pool.
+    pub workers: usize,
+    /// `queue`: at most this many waiting requests; 0 = unbounded.
+    pub queue: usize,
+    /// `window`: width of the report's outcome windows.
+    pub window: Duration,
+    /// `[downstream]`.
+    pub downstream: Downstream,
+    /// `[client]`.
+    pub client: Client,
+    /// `[[strategy]]`, in file order.
+    pub strategies: Vec<StrategySpec>,
+}
+
+/// The client side of each call: `[client]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Client {
+    /// A call running longer than this fails as a timeout.
+    pub timeout: Option<Duration>,
+    /// Extra attempts after a downstream failure (never after a fast-fail).
+    pub retries: u32,
+}
+
+impl Scenario {
+    /// Arrival time of request `i`, in nanoseconds from the start.
+    pub fn arrival_ns(&self, i: u64) -> u64 {
+        (i as f64 * 1e9 / self.rate).round() as u64
+    }
+
+    /// Number of requests: every `i` with `arrival(i) < duration`.
+    pub fn request_count(&self) -> u64 {
+        let d = self.duration.as_nanos() as u64;
+        let mut n = (self.duration.as_secs_f64() * self.rate).floor() as u64;
+        // Fix up float rounding at the boundary.
+        while n > 0 && self.arrival_ns(n - 1) >= d {
+            n -= 1;
+        }
+        while self.arrival_ns(n) < d {
+            n += 1;
+        }
+        n
+    }
+
+    /// The fault period: from the earliest fault start to the latest fault end.
+    pub fn fault_span(&self) -> Option<(Duration, Duration)> {
+        let from = self.downstream.faults.iter().map(|f| f.from).min()?;
+        let until = self.downstream.faults.iter().map(|f| f.until).max()?;
+        Some((from, until))
+    }
+
+    /// Loads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            line: None,
+            key: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Scenario::parse(&file, &text)
+    }
+
+    /// Parses and validates scenario text; `file` is only used in errors.
+    ///
+    /// # Errors
+    ///
+    /// The first bad key, with the file, its line and the limit it broke.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+    ///
+    /// let sc = Scenario::parse("seed000-50rps.toml", EMBEDDED[0].1)?;
+    /// assert_eq!((sc.request_count(), sc.strategies.len()), (150, 3));
+    ///
+    /// let bad = EMBEDDED[0].1.replace("duration = \"3s\"", "duration = \"-3s\"");
+    /// let err = Scenario::parse("mine.toml", &bad).unwrap_err();
+    /// assert_eq!((err.line, err.key.as_deref()), (Some(5), Some("duration")));
+    /// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+    /// ```
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        file::parse(file, text)
+    }
+
+    /// The embedded default scenarios, parsed.
+    pub fn embedded() -> Vec<Scenario> {
+        embedded().to_vec()
+    }
+
+    /// Whether this scenario is `other` with another name: the same
+    /// arrivals, pool, downstream, client and report windows (strategies
+    /// are not compared).
+    pub fn same_setup(&self, other: &Scenario) -> bool {
+        (
+            self.duration,
+            self.rate,
+            self.workers,
+            self.queue,
+            self.window,
+            &self.downstream,
+            self.client,
+        ) == (
+            other.duration,
+            other.rate,
+            other.workers,
+            other.queue,
+            other.window,
+            &other.downstream,
+            other.client,
+        )
+    }
+
+    /// Checks every value against the lab's limits and the other values.
+    /// Scenario files and `sweep` values go through this one check.
+    pub fn check(&self) -> Result<(), Problem> {
+        let fail = |key: &'static str, index: Option<usize>, message: String| {
+            Err(Problem {
+                key,
+                index,
+                message,
+            })
+        };
+        if !(self.rate.is_finite() && self.rate > 0.0 && self.rate <= MAX_RATE) {
+            return fail(
+                "rate",
+                None,
+                format!(
+                    "{} must be > 0 and at most {MAX_RATE} (requests per second)",
+                    self.rate
+                ),
+            );
+        }
+        if self.duration.is_zero() || self.duration > MAX_DURATION {
+            return fail(
+                "duration",
+                None,
+                format!(
+                    "{} must be > 0 and at most a day (24h)",
+                    format_duration(self.duration)
+                ),
+            );
+        }
+        if self.duration.as_secs_f64() * self.rate > MAX_REQUESTS as f64 {
+            return fail(
+                "rate",
+                None,
+                format!(
+                    "rate x duration = {} x {} gives more than {MAX_REQUESTS} requests",
+                    self.rate,
+                    format_duration(self.duration)
+                ),
+            );
+        }
+        if !(1..=MAX_WORKERS).contains(&self.workers) {
+            return fail(
+                "workers",
+                None,
+                format!("{} is out of range (1..={MAX_WORKERS})", self.workers),
+            );
+        }
+        if self.queue > MAX_QUEUE {
+            return fail(
+                "queue",
+                None,
+                format!("{} is out of range (0..={MAX_QUEUE})", self.queue),
+            );
+        }
+        if self.window.is_zero() {
+            return fail("window", None, "must be > 0".into());
+        }
+        if self.duration.as_nanos() / self.window.as_nanos() > MAX_WINDOWS {
+            return fail(
+                "window",
+                None,
+                format!("too small for the duration (more than {MAX_WINDOWS} windows)"),
+            );
+        }
+        if let Some(t) = self.client.timeout {
+            if t.is_zero() {
+                return fail("client.timeout", None, "must be > 0".into());
+            }
+        }
+        if self.client.retries > MAX_RETRIES {
+            return fail(
+                "client.retries",
+                None,
+                format!(
+                    "{} is out of range (0..={MAX_RETRIES})",
+                    self.client.retries
+                ),
+            );
+        }
+        let run = format_duration(self.duration);
+        if self.downstream.latency > self.duration {
+            return fail(
+                "downstream.latency",
+                None,
+                format!(
+                    "{} is longer than the run (duration = {run})",
+                    format_duration(self.downstream.latency)
+                ),
+            );
+        }
+        for (i, f) in self.downstream.faults.iter().enumerate() {
+            if f.outcome == FaultOutcome::Hang && self.client.timeout.is_none() {
+                return fail(
+                    "client.timeout",
+                    Some(i),
+                    "a fault with outcome = \"hang\" needs [client] timeout".into(),
+                );
+            }
+            if f.from >= self.duration {
+                return fail(
+                    "downstream.faults.from",
+                    Some(i),
+                    format!(
+                        "{} is outside the run: faults must start before duration = {run}",
+                        format_duration(f.from)
+                    ),
+                );
+            }
+            if f.until <= f.from {
+                return fail(
+                    "downstream.faults.until",
+                    Some(i),
+                    format!(
+                        "{} must be after from = {}",
+                        format_duration(f.until),
+                        format_duration(f.from)
+                    ),
+                );
+            }
+            if f.until > self.duration {
+                return fail(
+                    "downstream.faults.until",
+                    Some(i),
+                    format!(
+                        "{} is outside the run: faults must end by duration = {run}",
+                        format_duration(f.until)
+                    ),
+                );
+            }
+            if f.latency > self.duration {
+                return fail(
+                    "downstream.faults.latency",
+                    Some(i),
+                    format!(
+                        "{} is longer than the run (duration = {run})",
+                        format_duration(f.latency)
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The embedded scenarios, parsed once.
+fn embedded() -> &'static [Scenario] {
+    static PARSED: OnceLock<Vec<Scenario>> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        EMBEDDED
+            .iter()
+            .map(|(file, text)| {
+                Scenario::parse(file, text).expect("embedded scenarios are valid (tested)")
+            })
+            .collect()
+    })
+}
+
+/// A value outside its limits, found by [`Scenario::check`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The key (dotted path), as in scenario files.
+    pub key: &'static str,
+    /// Which `[[downstream.faults]]` entry, for a fault's key.
+    pub index: Option<usize>,
+    /// What is wrong, with the limit.
+    pub message: String,
+}

@@ -1,0 +1,296 @@
+//! One `[[strategy]]` table -> a [`StrategySpec`]: what guards the call,
+//! as data (the `guard` layer builds it).
+//!
+//! Every kind takes the library's key names: `kind = "fusebox"` any key of
+//! [`::fusebox::BreakerConfig`] (read and validated by the library, see
+//! [`super::fusebox`]); `seed` and the peers the two the article's breaker
+//! has, `consecutive_failures` and `open_for`.
+
+use super::duration::parse_value;
+use super::error::{Ctx, ScenarioError};
+use super::fusebox::{self, BreakerConfig, Key};
+use super::param::ParamValue;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::time::Duration;
+use toml::Spanned;
+
+/// One `[[strategy]]`: a name for the report and what it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrategySpec {
+    /// `name`, shown in the report.
+    pub name: String,
+    /// `kind` and its parameters.
+    pub kind: StrategyKind,
+}
+
+/// Every kind of strategy the lab can run. Parsed from a `[[strategy]]`
+/// table, swept in [`StrategyKind::set_param`] and built in `guard::build`:
+/// adding a kind means one variant here and one arm in each.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StrategyKind {
+    /// `kind = "none"`: every call goes to the downstream.
+    None,
+    /// `kind = "seed"`: seed 000's breaker, ported faithfully.
+    Seed(SeedConfig),
+    /// `kind = "fusebox"`: [`::fusebox::CircuitBreaker`], from the library's config.
+    Fusebox(BreakerConfig),
+    /// `kind = "failsafe" | "recloser" | "tower-resilience"`: a peer crate
+    /// (runs only with the cargo feature `peers`, in real mode).
+    Peer(PeerConfig),
+}
+
+impl StrategyKind {
+    /// The `kind` string of this strategy.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StrategyKind::None => "none",
+            StrategyKind::Seed(_) => "seed",
+            StrategyKind::Fusebox(_) => "fusebox",
+            StrategyKind::Peer(c) => c.peer.as_str(),
+        }
+    }
+}
+
+impl StrategyKind {
+    /// Sets the strategy key `name` (the library's key names, as in scenario
+    /// files) for a sweep. `Ok(false)`: this strategy has no such key.
+    pub fn set_param(&mut self, name: &str, value: ParamValue) -> Result<bool, String> {
+        let (failures, open_for) = match (self, name) {
+            (StrategyKind::Seed(c), "consecutive_failures") => {
+                c.failures = value.count(name, 1)?;
+                (c.failures, c.open_for)
+            }
+            (StrategyKind::Seed(c), "open_for") => {
+                c.open_for = value.duration(name)?;
+                (c.failures, c.open_for)
+            }
+            (StrategyKind::Peer(c), "consecutive_failures") => {
+                c.failures = value.count(name, 1)?;
+                (c.failures, c.open_for)
+            }
+            (StrategyKind::Peer(c), "open_for") => {
+                c.open_for = value.duration(name)?;
+                (c.failures, c.open_for)
+            }
+            (StrategyKind::Fusebox(c), _) => return fusebox::set_param(c, name, value),
+            _ => return Ok(false),
+        };
+        check_article(failures, open_for).map_err(|e| e.to_string())?;
+        Ok(true)
+    }
+}
+
+/// Parameters of the `seed` strategy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeedConfig {
+    /// `consecutive_failures`: failures in a row that open the breaker.
+    pub failures: u32,
+    /// `open_for`: how long it stays open before one probe is let through.
+    pub open_for: Duration,
+}
+
+/// The keys of one `[[strategy]]` table, each with where it was written.
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub(super) struct RawStrategy(BTreeMap<String, Spanned<toml::Value>>);
+
+fn string<'a>(
+    ctx: &Ctx<'_>,
+    table: &Range<usize>,
+    key: &str,
+    v: Option<&'a Spanned<toml::Value>>,
+) -> Result<&'a str, ScenarioError> {
+    let v = v.ok_or_else(|| {
+        ctx.err(
+            table.clone(),
+            &format!("strategy.{key}"),
+            format!("missing: every [[strategy]] needs `{key}`"),
+        )
+    })?;
+    v.get_ref()
+        .as_str()
+        .ok_or_else(|| ctx.err(v.span(), &format!("strategy.{key}"), "must be a string"))
+}
+
+/// The article's breaker's two settings, checked by the library's one
+/// validation (an `open_for` of zero, say, is refused as it is for fusebox).
+fn check_article(failures: u32, open_for: Duration) -> Result<(), ::fusebox::ConfigError> {
+    ::fusebox::BreakerConfig {
+        consecutive_failures: Some(failures),
+        open_for: Some(open_for),
+        ..Default::default()
+    }
+    .validate()
+}
+
+/// The two keys of the article's breaker (`seed` and the peers).
+fn article_keys(
+    ctx: &Ctx<'_>,
+    table: &Range<usize>,
+    kind: &str,
+    keys: &[Key<'_>],
+) -> Result<(u32, Duration), ScenarioError> {
+    let get = |key: &str| {
+        keys.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                ctx.err(
+                    table.clone(),
+                    &format!("strategy.{key}"),
+                    format!("missing: kind = \"{kind}\" needs `{key}`"),
+                )
+            })
+    };
+    let f = get("consecutive_failures")?;
+    let failures = match f.get_ref().as_integer() {
+        Some(n) if (1..=1_000_000).contains(&n) => n as u32,
+        _ => {
+            return Err(ctx.err(
+                f.span(),
+                "strategy.consecutive_failures",
+                format!("{} is not a whole number in 1..=1000000", f.get_ref()),
+            ))
+        }
+    };
+    let o = get("open_for")?;
+    let open_for = o
+        .get_ref()
+        .as_str()
+        .ok_or_else(|| "must be a duration such as \"500ms\"".to_string())
+        .and_then(parse_value)
+        .map_err(|e| ctx.err(o.span(), "strategy.open_for", e))?;
+    check_article(failures, open_for).map_err(|e| {
+        let span = if e.field() == "open_for" {
+            o.span()
+        } else {
+            f.span()
+        };
+        ctx.err(
+            span,
+            &format!("strategy.{}", e.field()),
+            format!("{} {}", e.value(), e.problem()),
+        )
+    })?;
+    Ok((failures, open_for))
+}
+
+impl RawStrategy {
+    /// Checks the keys against the kind and builds the spec.
+    pub(super) fn validate(
+        &self,
+        ctx: &Ctx<'_>,
+        table: Range<usize>,
+    ) -> Result<StrategySpec, ScenarioError> {
+        let name = string(ctx, &table, "name", self.0.get("name"))?.trim();
+        if name.is_empty() {
+            let span = self.0.get("name").map_or(table.clone(), |v| v.span());
+            return Err(ctx.err(span, "strategy.name", "must not be empty"));
+        }
+        let kind_str = string(ctx, &table, "kind", self.0.get("kind"))?;
+        let keys: Vec<Key<'_>> = self
+            .0
+            .iter()
+            .filter(|(k, _)| *k != "name" && *k != "kind")
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        let article: &[&str] = &["consecutive_failures", "open_for"];
+        let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
+            "none" => (&[], StrategyKind::None),
+            "seed" => {
+                let (failures, open_for) = article_keys(ctx, &table, kind_str, &keys)?;
+                (
+                    article,
+                    StrategyKind::Seed(SeedConfig { failures, open_for }),
+                )
+            }
+            // The library checks its own keys, and names any it does not know.
+            "fusebox" => (
+                &::fusebox::BreakerConfig::KEYS,
+                StrategyKind::Fusebox(fusebox::parse(ctx, &table, &keys)?),
+            ),
+            peer if Peer::parse(peer).is_some() => {
+                let (failures, open_for) = article_keys(ctx, &table, kind_str, &keys)?;
+                (
+                    article,
+                    StrategyKind::Peer(PeerConfig {
+                        peer: Peer::parse(peer).expect("matched above"),
+                        failures,
+                        open_for,
+                    }),
+                )
+            }
+            other => {
+                let span = self.0.get("kind").map_or(table.clone(), |v| v.span());
+                return Err(ctx.err(
+                    span,
+                    "strategy.kind",
+                    format!("{other:?} is not one of \"none\", \"seed\", \"fusebox\", \"failsafe\", \"recloser\", \"tower-resilience\""),
+                ));
+            }
+        };
+        for (key, v) in &keys {
+            if !allowed.contains(key) {
+                return Err(ctx.err(
+                    v.span(),
+                    &format!("strategy.{key}"),
+                    format!(
+                        "does not apply to kind = \"{kind_str}\" (its keys: {})",
+                        if allowed.is_empty() {
+                            "none".to_string()
+                        } else {
+                            allowed.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+        Ok(StrategySpec {
+            name: name.to_string(),
+            kind,
+        })
+    }
+}
+
+/// A peer crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// `kind = "failsafe"`.
+    Failsafe,
+    /// `kind = "recloser"`.
+    Recloser,
+    /// `kind = "tower-resilience"`.
+    TowerResilience,
+}
+
+impl Peer {
+    /// Every peer.
+    pub const ALL: [Peer; 3] = [Peer::Failsafe, Peer::Recloser, Peer::TowerResilience];
+
+    /// The `kind` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Peer::Failsafe => "failsafe",
+            Peer::Recloser => "recloser",
+            Peer::TowerResilience => "tower-resilience",
+        }
+    }
+
+    /// The peer whose `kind` string is `kind`.
+    pub fn parse(kind: &str) -> Option<Peer> {
+        Peer::ALL.into_iter().find(|p| p.as_str() == kind)
+    }
+}
+
+/// Parameters of a peer strategy: the article's two.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PeerConfig {
+    /// Which crate.
+    pub peer: Peer,
+    /// `consecutive_failures`: failures in a row that open the breaker.
+    pub failures: u32,
+    /// `open_for`: how long it stays open.
+    pub open_for: Duration,
+}

@@ -1,0 +1,197 @@
+//! One report model, three renderings: the terminal table, the JSON and the
+//! HTML page of one run carry the same figures; the article's figures appear
+//! beside the article's experiment only, whatever its name.
+
+use fusebox_lab::engine::Mode;
+use fusebox_lab::report::model::{columns, Cell, Source, FIGURES, GLOSSARY, OUTCOMES};
+use fusebox_lab::report::{html, json, table, ScenarioReport};
+use fusebox_lab::scenario::{Scenario, EMBEDDED};
+use serde_json::Value;
+
+fn report(sc: Scenario) -> ScenarioReport {
+    ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
+}
+
+fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
+    path.split('.').fold(v, |v, k| match v {
+        Value::Null => v,
+        _ => &v[k],
+    })
+}
+
+/// The cells of the page's row `label` (the text between `<td>`s).
+fn html_row(page: &str, label: &str) -> Vec<String> {
+    let start = page
+        .find(&format!("<tr><td>{label}</td>"))
+        .unwrap_or_else(|| panic!("no row {label:?} on the page"));
+    let row = &page[start..start + page[start..].find("</tr>").unwrap()];
+    row.split("<td")
+        .skip(2)
+        .map(|c| {
+            let c = &c[c.find('>').unwrap() + 1..];
+            c[..c.find("</td>").unwrap()].to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn table_json_and_html_carry_the_same_figures() {
+    // Timeouts, a bounded queue's rejections and the article's columns in one run each.
+    for file in ["seed000-50rps", "hang-timeout"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(format!("{file}.toml"));
+        let r = report(Scenario::load(&path).unwrap());
+        let text = table::render_scenario(&r);
+        let doc = json::document(std::slice::from_ref(&r));
+        let page = html::page(std::slice::from_ref(&r));
+        let cols = columns(&r);
+        for f in FIGURES {
+            let cells: Vec<String> = cols.iter().map(|c| c.cell(f).text()).collect();
+            // The page: exactly these cells, in column order.
+            assert_eq!(html_row(&page, f.label), cells, "{file}: {}", f.label);
+            // The table: the row with this label shows them, in order.
+            let line = text
+                .lines()
+                .find(|l| {
+                    l.trim_start().starts_with(f.label.trim_start()) && l.len() > f.label.len()
+                })
+                .unwrap_or_else(|| panic!("{file}: no table row {:?}", f.label));
+            let mut rest = &line[f.label.len() + 2..];
+            for c in cells.iter().filter(|c| !c.is_empty()) {
+                let k = rest
+                    .find(c.as_str())
+                    .unwrap_or_else(|| panic!("{file}: {:?} lacks {c:?}: {line}", f.label));
+                rest = &rest[k + c.len()..];
+            }
+            // The JSON: each strategy's value, as the cell shows it.
+            let Some(path) = f.json else { continue };
+            for (i, c) in cols.iter().enumerate() {
+                let Source::Ours(s) = c.source else { continue };
+                let v = at(&doc["strategies"][c.strategy], path);
+                assert_eq!(doc["strategies"][c.strategy]["name"], s.name.as_str());
+                let shown = match (c.cell(f), v) {
+                    (Cell::Count(_), Value::Number(n)) => n.to_string(),
+                    (Cell::Secs(_), Value::Number(n)) => format!("{:.3}", n.as_f64().unwrap()),
+                    (Cell::Ms(_), Value::Number(n)) => format!("{:.1}", n.as_f64().unwrap()),
+                    (Cell::Missing, Value::Null) => "-".into(),
+                    other => panic!("{file}: {} of {}: {other:?}", f.label, s.name),
+                };
+                assert_eq!(shown, cells[i], "{file}: {} of {}", f.label, s.name);
+            }
+        }
+        // The transitions, in all three.
+        for (k, s) in r.summaries.iter().enumerate() {
+            let js = doc["strategies"][k]["transitions"].as_array().unwrap();
+            assert_eq!(js.len(), s.transitions.len());
+            for t in &s.transitions {
+                let at = format!("{:.3}", t.at.as_secs_f64());
+                assert!(text.contains(&at) && page.contains(&format!("{at} {}→{}", t.from, t.to)));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_page_has_the_article_beside_the_lab_a_legend_and_a_glossary() {
+    let r = report(Scenario::embedded().remove(0));
+    let page = html::page(std::slice::from_ref(&r));
+    let n = r.scenario.strategies.len();
+    // A scatter per strategy and the window bars.
+    assert_eq!(page.matches("<svg").count(), n + 1);
+    assert_eq!(page.matches("<circle").count(), n * 150);
+    assert!(page.contains("<title>open 0.730–"), "open band");
+    // The article's columns: as in the terminal, beside `none` and `seed`.
+    assert_eq!(
+        page.matches("<th class=article>(article)</th>").count(),
+        2 * 2
+    );
+    assert_eq!(html_row(&page, "downstream calls")[3], "86");
+    for (_, label, colour) in OUTCOMES {
+        assert!(page.contains(&format!(r#"<i style="background:{colour}"></i>{label}"#)));
+    }
+    for (term, _) in GLOSSARY {
+        assert!(page.contains(&format!("<dt>{term}</dt>")), "{term}");
+    }
+    // One colour per outcome everywhere: every fill on the page is a legend colour or a band.
+    for (_, _, colour) in OUTCOMES {
+        assert!(
+            page.contains(&format!(r#"fill="{colour}""#))
+                || colour == "#ff9f1c"
+                || colour == "#8c1a6a"
+        );
+    }
+    assert!(
+        !page.contains("http://")
+            || page.matches("http://").count()
+                == page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
+}
+
+#[test]
+fn timeouts_have_the_timeout_colour_in_points_and_bars() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/hang-timeout.toml");
+    let page = html::page(&[report(Scenario::load(&path).unwrap())]);
+    let timeout = OUTCOMES.iter().find(|o| o.1 == "timeout").unwrap().2;
+    assert!(
+        page.contains(&format!(r#"r="2.2" fill="{timeout}""#)),
+        "points"
+    );
+    assert!(
+        page.contains(&format!(r#"fill="{timeout}"><title>no breaker: "#)),
+        "bars"
+    );
+}
+
+#[test]
+fn the_article_is_shown_for_its_experiment_by_value_not_by_name() {
+    let [(_, text50), _] = EMBEDDED else { panic!() };
+    let article_cols = |sc: Scenario| {
+        columns(&report(sc))
+            .iter()
+            .filter(|c| c.is_article())
+            .count()
+    };
+    let same = Scenario::parse("x.toml", text50).unwrap();
+    assert_eq!(article_cols(same), 2);
+    // Renamed, same values: still the article's experiment.
+    let renamed = text50.replace("name = \"seed000-50rps\"", "name = \"mine\"");
+    assert_eq!(
+        article_cols(Scenario::parse("x.toml", &renamed).unwrap()),
+        2
+    );
+    // Same name, another value: not the article's experiment any more.
+    let edited = text50.replace("workers = 8", "workers = 4");
+    assert_eq!(article_cols(Scenario::parse("x.toml", &edited).unwrap()), 0);
+    // The article's breaker with another threshold: no article column beside it.
+    let seed = text50.replacen(
+        "consecutive_failures = 5\nopen_for = \"500ms\"",
+        "consecutive_failures = 3\nopen_for = \"500ms\"",
+        1,
+    );
+    assert_ne!(seed, *text50);
+    assert_eq!(article_cols(Scenario::parse("x.toml", &seed).unwrap()), 1);
+}
+
+#[test]
+fn json_has_every_figure_key_and_the_requests() {
+    let r = report(Scenario::embedded().remove(0));
+    let doc = json::document(std::slice::from_ref(&r));
+    let strategies = doc["strategies"].as_array().unwrap();
+    assert_eq!(strategies.len(), 3);
+    for s in strategies {
+        for f in FIGURES {
+            if let Some(path) = f.json {
+                assert!(s.get(path.split('.').next().unwrap()).is_some(), "{path}");
+            }
+        }
+        assert_eq!(s["requests"].as_array().unwrap().len(), 150);
+    }
+    assert_eq!(strategies[1]["downstream_calls"], 86);
+    assert_eq!(strategies[1]["transitions"][0]["at_s"], 0.73);
+    let two: Vec<_> = Scenario::embedded().into_iter().map(report).collect();
+    assert_eq!(
+        json::document(&two)["scenarios"].as_array().unwrap().len(),
+        2
+    );
+}

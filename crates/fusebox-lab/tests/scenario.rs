@@ -1,0 +1,350 @@
+//! Scenario files: what loads, and every bad input an error naming the
+//! file, the line and the key, with the limit.
+
+use fusebox_lab::scenario::{Scenario, ScenarioError, EMBEDDED};
+use std::path::Path;
+use std::time::Duration;
+
+#[test]
+fn embedded_scenarios_load() {
+    let all = Scenario::embedded();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].name, "seed000-50rps");
+    assert_eq!(all[0].request_count(), 150);
+    assert_eq!(all[1].name, "seed000-100rps");
+    assert_eq!(all[1].request_count(), 300);
+    assert_eq!(
+        all[0].fault_span(),
+        Some((Duration::from_millis(500), Duration::from_millis(1500)))
+    );
+}
+
+#[test]
+fn shipped_scenario_files_load() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 6, "found {n} scenario files");
+}
+
+fn base() -> String {
+    EMBEDDED[0].1.to_string()
+}
+
+fn error_of(text: &str) -> ScenarioError {
+    Scenario::parse("x.toml", text).unwrap_err()
+}
+
+#[test]
+fn unknown_key_names_file_line_and_key() {
+    let text = base().replace("workers = 8", "workers = 8\nwrokers = 3");
+    let line = text.lines().position(|l| l.starts_with("wrokers")).unwrap() + 1;
+    let e = error_of(&text);
+    assert_eq!(e.file, "x.toml");
+    assert_eq!(e.line, Some(line));
+    assert_eq!(e.key.as_deref(), Some("wrokers"));
+    assert!(e
+        .to_string()
+        .starts_with(&format!("x.toml:{line}: key `wrokers`")));
+}
+
+#[test]
+fn missing_key_is_named() {
+    let text: String = base()
+        .lines()
+        .filter(|l| !l.starts_with("rate"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("rate"), "{e}");
+}
+
+#[test]
+fn bad_values_are_named_with_line() {
+    let cases = [
+        ("rate = 50.0", "rate = -1.0", "rate"),
+        ("workers = 8", "workers = 0", "workers"),
+        ("duration = \"3s\"", "duration = \"3 parsecs\"", "duration"),
+        (
+            "outcome = \"error\"",
+            "outcome = \"boom\"",
+            "downstream.faults.outcome",
+        ),
+        (
+            "outcome = \"error\"",
+            "outcome = \"hang\"",
+            "client.timeout",
+        ),
+        (
+            "until = \"1500ms\"",
+            "until = \"100ms\"",
+            "downstream.faults.until",
+        ),
+        ("kind = \"seed\"", "kind = \"nope\"", "strategy.kind"),
+        (
+            "consecutive_failures = 5",
+            "consecutive_failures = 0",
+            "strategy.consecutive_failures",
+        ),
+        ("window = \"500ms\"", "window = \"0s\"", "window"),
+        ("rate = 50.0", "rate = \"fast\"", "rate"),
+    ];
+    for (from, to, key) in cases {
+        let text = base().replacen(from, to, 1);
+        assert_ne!(text, base(), "{from}");
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(to))
+            .unwrap()
+            + 1;
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{to}: {e}");
+        assert_eq!(e.line, Some(line), "{to}: {e}");
+    }
+}
+
+/// The fusebox strategy takes the library's keys, and the library's checks.
+#[test]
+fn fusebox_keys_are_the_librarys_and_checked_by_it() {
+    // The fusebox strategy of the embedded scenario (the third).
+    let fusebox_at = |text: &str| text.match_indices("kind = \"fusebox\"").next().unwrap().0;
+    let with = |keys: &str| {
+        let b = base();
+        let at = fusebox_at(&b);
+        let end = b[at..].find("half_open_probes = 1").unwrap() + at + "half_open_probes = 1".len();
+        format!("{}kind = \"fusebox\"\n{keys}{}", &b[..at], &b[end..])
+    };
+    let cases = [
+        // The lab's old keys are not the library's.
+        (
+            "policy = \"consecutive\"",
+            "strategy.policy",
+            "unknown field",
+        ),
+        ("probes = 1", "strategy.probes", "unknown field"),
+        (
+            "half_open_probes = 0",
+            "strategy.half_open_probes",
+            "half_open_probes",
+        ),
+        ("failure_rate = 1.5", "strategy.failure_rate", "(0, 1]"),
+        ("open_for = \"30h\"", "strategy.open_for", "24h"),
+        (
+            "failure_rate = 0.5\ncount_window = 20\nmin_calls = 21",
+            "strategy.min_calls",
+            "min_calls",
+        ),
+        (
+            "failure_rate = 0.5\ncount_window = 20\ntime_window = \"1s\"",
+            "strategy.time_window",
+            "not both",
+        ),
+        ("open_for = 5", "strategy.open_for", ""),
+    ];
+    for (keys, key, says) in cases {
+        let text = with(keys);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{keys}: {e}");
+        assert!(e.message.contains(says), "{keys}: {e}");
+        let bad = keys
+            .lines()
+            .find(|l| l.starts_with(&key["strategy.".len()..]))
+            .unwrap();
+        let line = text.lines().position(|l| l == bad).unwrap() + 1;
+        assert_eq!(e.line, Some(line), "{keys}: {e}");
+    }
+    let ok = with("failure_rate = 0.5\ntime_window = \"1s\"\nmin_calls = 5\nopen_for = \"1m30s\"");
+    let s = Scenario::parse("x", &ok).unwrap();
+    let fusebox_lab::scenario::StrategyKind::Fusebox(c) = &s.strategies[2].kind else {
+        panic!("{:?}", s.strategies[2]);
+    };
+    assert_eq!(c.time_window, Some(Duration::from_secs(1)));
+    assert_eq!(c.open_for, Some(Duration::from_secs(90)));
+    assert_eq!(c.min_calls, Some(5));
+}
+
+#[test]
+fn key_of_another_kind_is_rejected() {
+    let text = base().replacen(
+        "kind = \"none\"",
+        "kind = \"none\"\nconsecutive_failures = 3",
+        1,
+    );
+    let e = error_of(&text);
+    assert_eq!(
+        e.key.as_deref(),
+        Some("strategy.consecutive_failures"),
+        "{e}"
+    );
+    assert!(e.message.contains("none"), "{e}");
+}
+
+#[test]
+fn arrivals_follow_the_rate() {
+    let s = Scenario::parse("x", &base()).unwrap();
+    assert_eq!(s.arrival_ns(0), 0);
+    assert_eq!(s.arrival_ns(1), 20_000_000);
+    assert_eq!(s.arrival_ns(149), 2_980_000_000);
+    let odd = base().replace("rate = 50.0", "rate = 30.0");
+    let s = Scenario::parse("x", &odd).unwrap();
+    // 3 s at 30/s: 0, 1/30, ..., 89/30 < 3.
+    assert_eq!(s.request_count(), 90);
+}
+
+/// Each bad value of the lab issue: the key, the line of the value, and the
+/// limit in the message.
+#[test]
+fn values_outside_the_limits_name_key_line_and_limit() {
+    let cases = [
+        // A fault outside a 3 s run.
+        (
+            "from = \"500ms\"\nuntil = \"1500ms\"",
+            "from = \"100s\"\nuntil = \"200s\"",
+            "from = \"100s\"",
+            "downstream.faults.from",
+            "duration = 3s",
+        ),
+        // A fault that ends after the run.
+        (
+            "until = \"1500ms\"",
+            "until = \"4s\"",
+            "until = \"4s\"",
+            "downstream.faults.until",
+            "duration = 3s",
+        ),
+        // A duration beyond a day.
+        (
+            "duration = \"3s\"",
+            "duration = \"25h\"",
+            "duration = \"25h\"",
+            "duration",
+            "24h",
+        ),
+        // A latency of 18446744073 s.
+        (
+            "latency = \"5ms\"",
+            "latency = \"18446744073s\"",
+            "latency = \"18446744073s\"",
+            "latency",
+            "24h",
+        ),
+        // A latency longer than the run.
+        (
+            "latency = \"5ms\"",
+            "latency = \"1h\"",
+            "latency = \"1h\"",
+            "downstream.latency",
+            "duration = 3s",
+        ),
+        (
+            "latency = \"150ms\"",
+            "latency = \"10s\"",
+            "latency = \"10s\"",
+            "downstream.faults.latency",
+            "duration = 3s",
+        ),
+        // A rate above the documented limit.
+        ("rate = 50.0", "rate = 2e6", "rate = 2e6", "rate", "1000000"),
+        (
+            "rate = 50.0",
+            "rate = 900000.0",
+            "rate = 900000.0",
+            "rate",
+            "2000000 requests",
+        ),
+        // A negative duration: not "unknown unit".
+        (
+            "duration = \"3s\"",
+            "duration = \"-3s\"",
+            "duration = \"-3s\"",
+            "duration",
+            "negative",
+        ),
+    ];
+    for (from, to, line_start, key, limit) in cases {
+        let text = base().replacen(from, to, 1);
+        assert_ne!(text, base(), "{from}");
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(line_start))
+            .unwrap()
+            + 1;
+        let e = error_of(&text);
+        assert_eq!(e.file, "x.toml");
+        assert_eq!(e.key.as_deref(), Some(key), "{to}: {e}");
+        assert_eq!(e.line, Some(line), "{to}: {e}");
+        assert!(e.message.contains(limit), "{to}: {e}");
+        assert!(!e.message.contains("unknown unit"), "{to}: {e}");
+    }
+}
+
+fn lab() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+}
+
+/// The binary: a bad scenario file or `--param` is exit code 2, with one
+/// line naming the file, the line and the key.
+#[test]
+fn bad_input_is_exit_2_naming_file_line_and_key() {
+    let dir = std::env::temp_dir().join(format!("fusebox-lab-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "duration = \"3s\"",
+            "duration = \"-3s\"",
+            ":5: key `duration`: ",
+        ),
+        (
+            "from = \"500ms\"",
+            "from = \"100s\"",
+            ":14: key `downstream.faults.from`: ",
+        ),
+        ("rate = 50.0", "rate = 2e6", ":6: key `rate`: "),
+    ];
+    for (k, (from, to, want)) in cases.into_iter().enumerate() {
+        let path = dir.join(format!("bad{k}.toml"));
+        std::fs::write(&path, base().replacen(from, to, 1)).unwrap();
+        let out = lab()
+            .args(["run", "--clock", "virtual", "-q"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{to}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{}{want}", path.display())),
+            "{to}: {stderr}"
+        );
+    }
+    // A swept rate above the limit names the rate's limit, not another one.
+    let path = dir.join("ok.toml");
+    std::fs::write(&path, base()).unwrap();
+    let out = lab()
+        .args(["sweep", "-q"])
+        .arg(&path)
+        .args(["--param", "rate=10..1e9:1e8"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+    assert!(stderr.contains("key `rate`"), "{stderr}");
+    assert!(stderr.contains("at most 1000000"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_articles_breaker_is_checked_by_the_librarys_validation() {
+    // Before, `seed` and the peers accepted an open period of zero.
+    let text = base().replacen("open_for = \"500ms\"", "open_for = \"0s\"", 1);
+    assert_ne!(text, base(), "the seed strategy sets open_for = \"500ms\"");
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.open_for"), "{e}");
+    assert!(e.message.contains("must be above zero"), "{e}");
+}

@@ -1,0 +1,496 @@
+//! What a registry is built from: defaults, named breakers and bulkheads,
+//! and per-dependency entries, merged field by field.
+
+use super::error::InvalidConfig;
+use crate::observe::Tags;
+use crate::retry::{Exponential, FullJitter, Retry, RetryBudget};
+use crate::{BreakerConfig, Bulkhead};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// A named breaker's table: its settings (the keys of [`BreakerConfig`])
+/// and its tags.
+///
+/// In a file the two sit side by side:
+///
+/// ```toml
+/// [breakers.payments]
+/// failure_rate = 0.5
+/// time_window = "60s"
+/// tags = { service = "payments" }
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::registry::BreakerEntry;
+/// use fusebox::BreakerConfig;
+/// let entry = BreakerEntry::from(BreakerConfig { consecutive_failures: Some(3), ..Default::default() });
+/// assert!(entry.tags.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BreakerEntry {
+    /// The breaker's settings; unset keys inherit `[defaults.breaker]`.
+    pub settings: BreakerConfig,
+    /// Tags, e.g. `tags = { service = "payments" }`; laid over the defaults' tags.
+    pub tags: Tags,
+}
+
+impl From<BreakerConfig> for BreakerEntry {
+    fn from(settings: BreakerConfig) -> Self {
+        BreakerEntry {
+            settings,
+            tags: Tags::new(),
+        }
+    }
+}
+
+impl BreakerEntry {
+    /// This entry laid over `base`: settings field by field
+    /// ([`BreakerConfig::merged_over`]), tags key by key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::BreakerEntry;
+    /// use fusebox::BreakerConfig;
+    /// let mut base = BreakerEntry::from(BreakerConfig { min_calls: Some(20), ..Default::default() });
+    /// base.tags.insert("team".into(), "checkout".into());
+    /// let own = BreakerEntry::from(BreakerConfig { failure_rate: Some(0.3), ..Default::default() });
+    /// let merged = own.merged_over(&base);
+    /// assert_eq!((merged.settings.failure_rate, merged.settings.min_calls), (Some(0.3), Some(20)));
+    /// assert_eq!(merged.tags["team"], "checkout");
+    /// ```
+    pub fn merged_over(&self, base: &BreakerEntry) -> BreakerEntry {
+        BreakerEntry {
+            settings: self.settings.merged_over(&base.settings),
+            tags: overlay(&base.tags, &self.tags),
+        }
+    }
+}
+
+fn overlay(base: &Tags, own: &Tags) -> Tags {
+    let mut tags = base.clone();
+    tags.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+    tags
+}
+
+/// How one bulkhead is built; unset fields come from the default bulkhead
+/// config, then from [`DEFAULT_MAX_CONCURRENT`] and no waiting.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::registry::{BulkheadConfig, Fusebox, FuseboxConfig};
+/// let mut config = FuseboxConfig::default();
+/// config.bulkheads.insert("reviews".into(), BulkheadConfig {
+///     max_concurrent: Some(2),
+///     ..Default::default()
+/// });
+/// let fusebox = Fusebox::from_config(config)?;
+/// assert_eq!(fusebox.bulkhead("reviews").limit(), 2);
+/// assert_eq!(fusebox.bulkhead("other").limit(), fusebox::registry::DEFAULT_MAX_CONCURRENT);
+/// # Ok::<(), fusebox::registry::InvalidConfig>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Deserialize),
+    serde(deny_unknown_fields, default)
+)]
+pub struct BulkheadConfig {
+    /// Calls allowed at once (0 refuses every call).
+    pub max_concurrent: Option<usize>,
+    /// How long a blocking or async acquire may wait for a slot (unset or
+    /// zero: never waits).
+    #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str::option"))]
+    pub max_wait: Option<Duration>,
+    /// Tags, as for breakers.
+    pub tags: Tags,
+}
+
+/// The limit of a bulkhead whose config sets none (Resilience4j's default).
+pub const DEFAULT_MAX_CONCURRENT: usize = 25;
+
+impl BulkheadConfig {
+    /// This config with unset fields taken from `defaults`; tags are the
+    /// defaults' tags overlaid with this config's.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::BulkheadConfig;
+    /// let defaults = BulkheadConfig { max_concurrent: Some(8), ..Default::default() };
+    /// let own = BulkheadConfig::default();
+    /// assert_eq!(own.merged_over(&defaults).max_concurrent, Some(8));
+    /// ```
+    pub fn merged_over(&self, defaults: &BulkheadConfig) -> BulkheadConfig {
+        BulkheadConfig {
+            max_concurrent: self.max_concurrent.or(defaults.max_concurrent),
+            max_wait: self.max_wait.or(defaults.max_wait),
+            tags: overlay(&defaults.tags, &self.tags),
+        }
+    }
+
+    /// Builds a bulkhead named `name` from this config.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::BulkheadConfig;
+    /// let b = BulkheadConfig::default().build("db");
+    /// assert_eq!(b.limit(), fusebox::registry::DEFAULT_MAX_CONCURRENT);
+    /// assert_eq!(b.name(), Some("db"));
+    /// ```
+    pub fn build(&self, name: &str) -> Bulkhead {
+        Bulkhead::builder(self.limit())
+            .name(name)
+            .max_wait(self.max_wait.unwrap_or_default())
+            .build()
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT)
+    }
+
+    /// Applies this config to a running bulkhead, in place.
+    pub(crate) fn apply(&self, bulkhead: &Bulkhead) {
+        bulkhead.resize(self.limit());
+        bulkhead.set_max_wait(self.max_wait.unwrap_or_default());
+    }
+}
+
+/// Retries of one dependency: attempts, exponential backoff with full jitter,
+/// and a retry budget shared by every pipeline of that dependency.
+///
+/// ```toml
+/// [dependencies.inventory.retry]
+/// max_attempts = 3
+/// initial_backoff = "50ms"
+/// max_backoff = "1s"
+/// budget_ratio = 0.2
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::registry::RetryConfig;
+/// let retry = RetryConfig { max_attempts: Some(3), ..Default::default() }.build()?;
+/// assert_eq!(retry.max_attempts(), 3);
+/// # Ok::<(), fusebox::registry::InvalidConfig>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Deserialize),
+    serde(deny_unknown_fields, default)
+)]
+pub struct RetryConfig {
+    /// Attempts in all, the first included (default 3).
+    pub max_attempts: Option<u32>,
+    /// The first backoff before jitter (default 100ms).
+    #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str::option"))]
+    pub initial_backoff: Option<Duration>,
+    /// Growth of the backoff per attempt (default 2).
+    pub backoff_factor: Option<f64>,
+    /// The longest backoff (default 10s).
+    #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str::option"))]
+    pub max_backoff: Option<Duration>,
+    /// Retries allowed per call, on average, through a [`RetryBudget`]
+    /// (unset: no budget).
+    pub budget_ratio: Option<f64>,
+    /// Retries the budget always allows per second (default 10, with a ratio).
+    pub budget_min_per_second: Option<u32>,
+    /// Whether a call refused by a breaker or bulkhead is retried (default
+    /// false).
+    pub retry_rejections: Option<bool>,
+}
+
+impl RetryConfig {
+    /// The [`Retry`] this config describes.
+    ///
+    /// # Errors
+    ///
+    /// The first bad key (`max_attempts` of 0, a factor below 1, a budget
+    /// ratio outside its range, ...).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::RetryConfig;
+    /// let err = RetryConfig { backoff_factor: Some(0.5), ..Default::default() }.build().unwrap_err();
+    /// assert_eq!(err.key(), "backoff_factor");
+    /// ```
+    pub fn build(&self) -> Result<Retry, InvalidConfig> {
+        let err =
+            |key: &str, e: crate::retry::RetryConfigError| InvalidConfig::new(key, e.to_string());
+        let initial = self.initial_backoff.unwrap_or(Duration::from_millis(100));
+        let max = self.max_backoff.unwrap_or(Duration::from_secs(10));
+        if max < initial {
+            return Err(InvalidConfig::new(
+                "max_backoff",
+                "must be at least initial_backoff",
+            ));
+        }
+        let backoff = Exponential::new(initial, self.backoff_factor.unwrap_or(2.0), max)
+            .map_err(|e| err("backoff_factor", e))?;
+        let mut b = Retry::builder()
+            .max_attempts(self.max_attempts.unwrap_or(3))
+            .backoff(FullJitter::new(backoff))
+            .retry_rejections(self.retry_rejections.unwrap_or(false));
+        if let Some(ratio) = self.budget_ratio {
+            let mut budget = RetryBudget::builder().ratio(ratio);
+            if let Some(n) = self.budget_min_per_second {
+                budget = budget.min_per_second(n);
+            }
+            b = b.budget(budget.build().map_err(|e| {
+                let key = if e.field() == "ratio" {
+                    "budget_ratio"
+                } else {
+                    "budget_min_per_second"
+                };
+                err(key, e)
+            })?);
+        }
+        b.build().map_err(|e| err(e.field(), e))
+    }
+}
+
+/// How a service treats one dependency: its breaker, bulkhead, timeout and
+/// retries in one table. The breaker and bulkhead are registered under the
+/// dependency's name, and [`Fusebox::pipeline`](super::Fusebox::pipeline)
+/// puts them all together.
+///
+/// ```toml
+/// [dependencies.inventory]
+/// timeout = "300ms"
+/// tags = { service = "inventory" }
+/// breaker = { failure_rate = 0.5, count_window = 20 }
+/// bulkhead = { max_concurrent = 10 }
+/// retry = { max_attempts = 3, budget_ratio = 0.2 }
+/// ```
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::registry::{DependencyConfig, Fusebox, FuseboxConfig};
+/// use std::time::Duration;
+/// let mut config = FuseboxConfig::default();
+/// config.dependencies.insert("inventory".into(), DependencyConfig {
+///     timeout: Some(Duration::from_millis(300)),
+///     ..Default::default()
+/// });
+/// let fusebox = Fusebox::from_config(config)?;
+/// assert_eq!(fusebox.names(), ["inventory"]);
+/// # Ok::<(), fusebox::registry::InvalidConfig>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Deserialize),
+    serde(deny_unknown_fields, default)
+)]
+pub struct DependencyConfig {
+    /// The breaker's settings; unset keys inherit `[defaults.breaker]`.
+    pub breaker: BreakerConfig,
+    /// A bulkhead, if the dependency has one (unset keys inherit
+    /// `[defaults.bulkhead]`).
+    pub bulkhead: Option<BulkheadConfig>,
+    /// The deadline of one attempt (async pipelines).
+    #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str::option"))]
+    pub timeout: Option<Duration>,
+    /// Retries, if any.
+    pub retry: Option<RetryConfig>,
+    /// Tags of the dependency's breaker and bulkhead.
+    pub tags: Tags,
+}
+
+/// The configs a registry is built from.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::registry::{BreakerEntry, FuseboxConfig};
+/// use fusebox::BreakerConfig;
+/// use std::time::Duration;
+///
+/// let mut config = FuseboxConfig::default();
+/// config.defaults.breaker.settings.open_for = Some(Duration::from_secs(10));
+/// config.breakers.insert("search".into(), BreakerEntry::from(BreakerConfig {
+///     consecutive_failures: Some(3),
+///     ..Default::default()
+/// }));
+/// assert_eq!(config.breaker_config("search").settings.open_for, Some(Duration::from_secs(10)));
+/// assert_eq!(config.breaker_config("other").settings.consecutive_failures, None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Deserialize),
+    serde(deny_unknown_fields, default)
+)]
+pub struct FuseboxConfig {
+    /// What names without their own table get, and what named tables inherit.
+    pub defaults: Defaults,
+    /// Named breakers (`[breakers.NAME]`).
+    pub breakers: BTreeMap<String, BreakerEntry>,
+    /// Named bulkheads (`[bulkheads.NAME]`).
+    pub bulkheads: BTreeMap<String, BulkheadConfig>,
+    /// Dependencies (`[dependencies.NAME]`): breaker, bulkhead, timeout and
+    /// retry of one dependency in one table.
+    pub dependencies: BTreeMap<String, DependencyConfig>,
+}
+
+/// The `[defaults]` table.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::registry::Defaults;
+/// assert!(Defaults::default().breaker.settings.open_for.is_none());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Deserialize),
+    serde(deny_unknown_fields, default)
+)]
+pub struct Defaults {
+    /// `[defaults.breaker]`.
+    pub breaker: BreakerEntry,
+    /// `[defaults.bulkhead]`.
+    pub bulkhead: BulkheadConfig,
+}
+
+impl FuseboxConfig {
+    /// The effective table of breaker `name`: its own (or its dependency's)
+    /// laid over the defaults field by field, or the defaults.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::FuseboxConfig;
+    /// let config = FuseboxConfig::default();
+    /// assert_eq!(config.breaker_config("any"), config.defaults.breaker);
+    /// ```
+    pub fn breaker_config(&self, name: &str) -> BreakerEntry {
+        match self.own_breaker(name) {
+            Some(own) => own.merged_over(&self.defaults.breaker),
+            None => self.defaults.breaker.clone(),
+        }
+    }
+
+    /// The breaker table `name` sets itself, if any.
+    fn own_breaker(&self, name: &str) -> Option<BreakerEntry> {
+        if let Some(dep) = self.dependencies.get(name) {
+            return Some(BreakerEntry {
+                settings: dep.breaker.clone(),
+                tags: dep.tags.clone(),
+            });
+        }
+        self.breakers.get(name).cloned()
+    }
+
+    /// The effective config of the bulkhead `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::FuseboxConfig;
+    /// let mut config = FuseboxConfig::default();
+    /// config.defaults.bulkhead.max_concurrent = Some(4);
+    /// assert_eq!(config.bulkhead_config("any").max_concurrent, Some(4));
+    /// ```
+    pub fn bulkhead_config(&self, name: &str) -> BulkheadConfig {
+        let own = match self.dependencies.get(name) {
+            Some(dep) => dep.bulkhead.clone().map(|mut b| {
+                b.tags = overlay(&dep.tags, &b.tags);
+                b
+            }),
+            None => self.bulkheads.get(name).cloned(),
+        };
+        match own {
+            Some(own) => own.merged_over(&self.defaults.bulkhead),
+            None => self.defaults.bulkhead.clone(),
+        }
+    }
+
+    /// Names with a breaker table of their own (breakers and dependencies).
+    pub(crate) fn breaker_names(&self) -> impl Iterator<Item = &String> {
+        self.breakers.keys().chain(self.dependencies.keys())
+    }
+
+    /// Names with a bulkhead table of their own.
+    pub(crate) fn bulkhead_names(&self) -> impl Iterator<Item = &String> {
+        self.bulkheads.keys().chain(
+            self.dependencies
+                .iter()
+                .filter(|(_, d)| d.bulkhead.is_some())
+                .map(|(name, _)| name),
+        )
+    }
+
+    /// Checks the defaults and every named table.
+    ///
+    /// # Errors
+    ///
+    /// The first bad key, as a full path (`breakers.payments.failure_rate`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::{BreakerEntry, FuseboxConfig};
+    /// use fusebox::BreakerConfig;
+    /// let mut config = FuseboxConfig::default();
+    /// config.breakers.insert("db".into(), BreakerEntry::from(BreakerConfig {
+    ///     slow_call_rate: Some(0.5),
+    ///     ..Default::default()
+    /// }));
+    /// let err = config.validate().unwrap_err();
+    /// assert_eq!(err.key(), "breakers.db.slow_call_duration");
+    /// ```
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        self.defaults
+            .breaker
+            .settings
+            .validate()
+            .map_err(|e| InvalidConfig::from(e).under("defaults.breaker"))?;
+        for name in self.breakers.keys() {
+            if self.dependencies.contains_key(name) {
+                return Err(InvalidConfig::new(
+                    format!("breakers.{name}"),
+                    format!("`{name}` is also a dependency: configure its breaker in [dependencies.{name}.breaker]"),
+                ));
+            }
+            self.breaker_config(name)
+                .settings
+                .validate()
+                .map_err(|e| InvalidConfig::from(e).under(&format!("breakers.{name}")))?;
+        }
+        for (name, dep) in &self.dependencies {
+            let prefix = format!("dependencies.{name}");
+            if self.bulkheads.contains_key(name) && dep.bulkhead.is_some() {
+                return Err(InvalidConfig::new(
+                    format!("bulkheads.{name}"),
+                    format!("`{name}` is also a dependency with a bulkhead: configure it in [dependencies.{name}.bulkhead]"),
+                ));
+            }
+            self.breaker_config(name)
+                .settings
+                .validate()
+                .map_err(|e| InvalidConfig::from(e).under(&format!("{prefix}.breaker")))?;
+            if let Some(retry) = &dep.retry {
+                retry
+                    .build()
+                    .map_err(|e| e.under(&format!("{prefix}.retry")))?;
+            }
+            if dep.timeout == Some(Duration::ZERO) {
+                return Err(InvalidConfig::new(
+                    format!("{prefix}.timeout"),
+                    "must be above zero",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
