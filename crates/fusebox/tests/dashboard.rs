@@ -142,9 +142,9 @@ async fn state_shows_rates_thresholds_tags_and_time_in_state() {
     assert_eq!(p["tags"]["service"], "payments");
     // A consecutive-failures breaker has no failure-rate threshold.
     assert_eq!(breaker(&state, "db")["failure_threshold"], Value::Null);
-    // History points: [t_ms, state index, calls/s, failure rate, rejections/s].
+    // History points: [t_ms, state index, calls/s, failure rate, rejections/s, slow-call rate].
     let h = &state["history"]["payments"];
-    assert_eq!(h[1], serde_json::json!([2000, 1, 2.0, 0.5, 3.0]));
+    assert_eq!(h[1], serde_json::json!([2000, 1, 2.0, 0.5, 3.0, 0.0]));
     assert_eq!(state["states"][1], "open");
 }
 

@@ -92,7 +92,10 @@ fn check(key: &str, r: &Result, t: &Timeline) {
     let p = [("name", "payments")];
     match key {
         "Breakers open now" => {
-            assert!(r.max(&[], fault.0, fault.1) >= 1.0, "payments open: {r:#?}");
+            assert!(
+                r.max(&[], fault.0, fault.1) >= 2.0,
+                "payments and search open: {r:#?}"
+            );
             assert_eq!(r.last(&[], t), 0.0, "all closed at the end");
         }
         "Breaker state" => {

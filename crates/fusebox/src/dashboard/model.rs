@@ -53,9 +53,9 @@ pub(crate) struct Frame {
 }
 
 /// One point of a sparkline: `[t_ms, state, calls/s, failure rate,
-/// rejections/s]`, state as the index in [`STATES`]; a rate the page cannot
-/// know yet is `null`.
-pub(crate) type Point = (u64, u8, Option<f64>, f64, Option<f64>);
+/// rejections/s, slow-call rate]`, state as the index in [`STATES`]; a rate
+/// the page cannot know yet is `null`.
+pub(crate) type Point = (u64, u8, Option<f64>, f64, Option<f64>, f64);
 
 /// The states in the order of a [`Point`]'s state index.
 pub(crate) const STATES: [&str; 5] = ["closed", "open", "half_open", "forced_open", "disabled"];
@@ -160,6 +160,7 @@ impl Board {
                     call_rate,
                     snap.failure_rate,
                     rejected_rate,
+                    snap.slow_call_rate,
                 ));
             }
             views.push(BreakerView {
