@@ -145,6 +145,13 @@ impl Dashboard {
     /// inside a tokio runtime, else at the first request; it stops when the
     /// last clone of the dashboard and its routers is dropped.
     ///
+    /// # Panics
+    ///
+    /// The sampler and the stream's keep-alive use tokio's timers: serve the
+    /// routes on a runtime with time enabled (`#[tokio::main]` does; a
+    /// runtime from `Builder` needs `enable_time()` or `enable_all()`), or
+    /// the first request panics.
+    ///
     /// # Examples
     ///
     /// ```
