@@ -72,6 +72,8 @@ mod sync;
 
 pub mod alert;
 pub mod bulkhead;
+#[cfg(feature = "dashboard")]
+pub mod dashboard;
 pub mod fallback;
 #[cfg(feature = "prometheus")]
 pub mod metrics;
