@@ -55,7 +55,7 @@
 //! # Ok::<(), fusebox::registry::InvalidConfig>(())
 //! ```
 
-use crate::registry::{Observer, Tags};
+use crate::observe::{Observer, Tags};
 use crate::sync::{lock, Mutex};
 use crate::{Builder, Clock, Listener, State, Transition};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
