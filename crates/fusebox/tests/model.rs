@@ -282,17 +282,6 @@ impl Harness {
         self.model.advance(ns);
     }
 
-    /// Known breaker bug, kept out of the sequences (remove when fixed): a
-    /// stale closed-state verdict claims a count window's ring slot before
-    /// its generation is checked (`Window::claim` in `Core::record_closed`),
-    /// so the slot stays empty and a later call pushes out a call still in
-    /// the last n. Such a verdict is given as a drop.
-    fn stale_verdict_in_a_ring(&self, ticket: &Ticket, outcome: Outcome) -> bool {
-        outcome != Outcome::Ignore
-            && self.model.is_stale_closed(ticket)
-            && self.model.has_count_window()
-    }
-
     fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         match *op {
             Op::Acquire => {
@@ -315,13 +304,8 @@ impl Harness {
                     return Ok(());
                 }
                 let (permit, ticket) = self.permits.remove(i.index(self.permits.len()));
-                if self.stale_verdict_in_a_ring(&ticket, outcome) {
-                    drop(permit);
-                    self.model.release(ticket);
-                } else {
-                    permit.record(outcome);
-                    self.model.verdict(ticket, outcome);
-                }
+                permit.record(outcome);
+                self.model.verdict(ticket, outcome);
             }
             Op::Drop(i) => {
                 if self.permits.is_empty() {

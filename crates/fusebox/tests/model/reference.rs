@@ -430,17 +430,6 @@ impl Model {
             && self.state == State::HalfOpen
     }
 
-    /// Whether `ticket` was admitted closed in an earlier generation (its
-    /// verdict must change nothing).
-    pub fn is_stale_closed(&self, ticket: &Ticket) -> bool {
-        ticket.kind == Kind::Normal && ticket.generation != self.generation
-    }
-
-    /// Whether rates look at a count window.
-    pub fn has_count_window(&self) -> bool {
-        matches!(self.rules.window, Some(Window::Count(_)))
-    }
-
     /// The window's calls at `now` (a time window forgets whole buckets).
     fn totals(&mut self) -> (u64, u64, u64) {
         if let Some(Window::Time { width, buckets }) = self.rules.window {
