@@ -560,8 +560,15 @@ impl Core {
             }
         }
         if let Some(window) = &live.window {
+            // A stale verdict must not even take a ring position: it would
+            // push a call of the current period out of the last n. (One that
+            // races the close itself may still take one: the seal below
+            // guards the counts, not the position.)
+            if self.load().generation() != generation {
+                return None;
+            }
             // A plain success over a plain success changes nothing but the
-            // ring position: no write, no generation check needed.
+            // ring position: no write.
             let Some(claim) = window.claim(failed, slow_call) else {
                 return self.trip_checked(generation, trip, now);
             };
