@@ -116,7 +116,7 @@
 //! - Messages are at most [`MAX_MESSAGE_BYTES`]; malformed or oversized ones
 //!   are dropped and counted ([`FleetStatus::messages_dropped`]), never a
 //!   panic. [`decode`] is the one decoder; it is property-tested on
-//!   arbitrary bytes and ready for a fuzz target.
+//!   arbitrary bytes and fuzzed (`fuzz/`, target `fleet_decode`).
 //! - Passwords: `redis://user:password@host:6379/0` (ACL user) and
 //!   `redis://:password@host` work as in the `redis` crate; a URL in an error
 //!   message has its credentials masked.
