@@ -231,6 +231,19 @@ fn try_all(nodes: &[(Fleet, CircuitBreaker, Membership)]) -> Vec<(usize, fusebox
         .collect()
 }
 
+/// Asks `b` until it admits a call (fails after 5 s); returns the permit.
+async fn admitted(b: &CircuitBreaker) -> fusebox::Permit {
+    let mut permit = None;
+    assert!(
+        eventually(|| {
+            permit = permit.take().or_else(|| b.try_acquire().ok());
+            permit.is_some()
+        })
+        .await
+    );
+    permit.unwrap()
+}
+
 /// Tries every node until some admit a probe; returns those permits.
 async fn first_probes(
     nodes: &[(Fleet, CircuitBreaker, Membership)],
@@ -283,16 +296,8 @@ async fn a_dead_probers_lease_expires_and_another_node_probes() {
     fail(&nodes[0].1, 1);
     assert!(eventually(|| nodes[1].1.state() == State::Open).await);
     // Wait until node 0 holds the probe (node 1 gets no traffic).
-    let mut permit = None;
-    assert!(
-        eventually(|| {
-            permit = permit.take().or_else(|| nodes[0].1.try_acquire().ok());
-            permit.is_some()
-        })
-        .await
-    );
+    let permit = admitted(&nodes[0].1).await;
     // Node 0 dies mid-probe: its tasks stop, its lease is never released.
-    let permit = permit.unwrap();
     let (dead, _breaker, membership) = nodes.remove(0);
     std::mem::forget(permit);
     drop(membership);
@@ -303,15 +308,7 @@ async fn a_dead_probers_lease_expires_and_another_node_probes() {
         "the dead node's lease still holds"
     );
     // After the lease (3 x sync_every) expires, node 1 probes.
-    let mut probe = None;
-    assert!(
-        eventually(|| {
-            probe = probe.take().or_else(|| b1.try_acquire().ok());
-            probe.is_some()
-        })
-        .await
-    );
-    probe.unwrap().success();
+    admitted(b1).await.success();
     assert_eq!(b1.state(), State::Closed);
 }
 
@@ -772,17 +769,9 @@ async fn a_probe_permit_dropped_without_verdict_frees_the_lease_for_another_node
     let mut held = first_probes(&nodes).await;
     let (prober, permit) = held.pop().unwrap();
     drop(permit); // a cancelled call: no verdict
-                  // Only the other node calls now; it gets the probe once the lease is freed.
-    let other = &nodes[1 - prober].1;
-    let mut probe = None;
-    assert!(
-        eventually(|| {
-            probe = probe.take().or_else(|| other.try_acquire().ok());
-            probe.is_some()
-        })
-        .await
-    );
-    probe.unwrap().success();
+
+    // Only the other node calls now; it gets the probe once the lease is freed.
+    admitted(&nodes[1 - prober].1).await.success();
     all_become(&nodes, State::Closed).await;
 }
 
@@ -907,15 +896,7 @@ async fn with_a_quorum_a_lone_nodes_failed_probe_does_not_open_the_fleet() {
     let (lone, healthy) = (&nodes[0].1, &nodes[1].1);
     fail(lone, 1);
     // Its own open period ends; it probes (alone), and the probe fails.
-    let mut probe = None;
-    assert!(
-        eventually(|| {
-            probe = probe.take().or_else(|| lone.try_acquire().ok());
-            probe.is_some()
-        })
-        .await
-    );
-    probe.unwrap().failure();
+    admitted(lone).await.failure();
     assert_eq!(lone.state(), State::Open);
     tokio::time::sleep(SYNC * 6).await;
     assert_eq!(
