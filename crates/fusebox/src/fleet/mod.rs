@@ -89,10 +89,12 @@
 //!
 //! # Redis is never in the call path
 //!
-//! A call through a shared breaker costs what a call through a local one
-//! costs, whatever Redis does (slow, down, restarted, partitioned): a
-//! transition only sets a flag and wakes the fleet's task; rate breakers
-//! count their verdicts in striped counters. Every Redis exchange runs on the
+//! A call through a shared breaker costs the same whatever Redis does (slow,
+//! down, restarted, partitioned), and what a call through a local breaker
+//! costs, but for one relaxed atomic add on a per-thread stripe in rate
+//! breakers (their verdicts counted for the fleet's window; BENCHMARKS.md,
+//! "Fleet"). A transition only sets a flag and wakes the fleet's task. Every
+//! Redis exchange runs on the
 //! fleet's own tasks, bounded by [`timeout`](FleetBuilder::timeout). When
 //! Redis does not answer, [`Fleet::status`] says disconnected and since
 //! when, a status hook ([`FleetBuilder::on_status`]), with feature
