@@ -17,8 +17,10 @@
 //! Integrations behind features: `tokio` (async waiting and timeouts),
 //! `tower` (the same policies as tower middleware, in `fusebox::tower`),
 //! `tracing`, `prometheus` (`fusebox::metrics`), `config` (a
-//! [`registry`] of named breakers loaded from TOML or YAML). With no
-//! feature, fusebox has no dependencies.
+//! [`registry`] of named breakers loaded from TOML or YAML), `dashboard`
+//! (a live page of every breaker, an axum `Router`), `fleet` (replicas
+//! sharing breaker state through Redis). With no feature, fusebox depends on
+//! `arc-swap` alone (the breaker's live settings).
 //!
 //! # A breaker's life
 //!
@@ -72,7 +74,11 @@ mod sync;
 
 pub mod alert;
 pub mod bulkhead;
+#[cfg(feature = "dashboard")]
+pub mod dashboard;
 pub mod fallback;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 #[cfg(feature = "prometheus")]
 pub mod metrics;
 pub mod observe;

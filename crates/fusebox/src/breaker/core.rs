@@ -272,8 +272,8 @@ impl Core {
     /// window and its counts are kept if its shape is unchanged; otherwise
     /// the new shape starts empty. The state, the open period in progress and
     /// the consecutive count are untouched. Returns the settings replaced.
-    pub(crate) fn reconfigure(&self, settings: Settings) -> Settings {
-        let _slow = lock(&self.slow);
+    pub(crate) fn reconfigure(&self, settings: Settings, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
         let old = self.live.load();
         let window = if old.settings.policy.window == settings.policy.window {
             old.window.clone()
@@ -289,7 +289,31 @@ impl Core {
         // Relaxed: only compared with the address of a `Live` a thread already
         // holds (see `with_live`); the `Live` itself is read through `live`.
         self.current.store(addr, Ordering::Relaxed);
-        old.settings
+        // A closed breaker whose kept counts already reach a tightened
+        // threshold trips now, not at the next verdict that moves them.
+        let w = self.load();
+        if w.state() != State::Closed {
+            return None;
+        }
+        let live = self.live.load();
+        let policy = &live.settings.policy;
+        // Relaxed: we hold the lock; the count is tagged with its generation.
+        let c = self.consecutive.load(Ordering::Relaxed);
+        let count = if tag_of(c) == tag(w.generation()) {
+            c & COUNT_MASK
+        } else {
+            0
+        };
+        let reason = match policy.consecutive {
+            Some(n) if count >= u64::from(n) => Some(Reason::ConsecutiveFailures {
+                count: count as u32,
+            }),
+            _ => live
+                .window
+                .as_ref()
+                .and_then(|win| policy.rate_trip(&win.totals(now))),
+        }?;
+        Some(self.open(&mut slow, w, now, reason))
     }
 
     /// Runs `f` on the settings in force, without `live`'s load on the hot
@@ -603,8 +627,15 @@ impl Core {
             }
         }
         if let Some(window) = &live.window {
+            // A stale verdict must not even take a ring position: it would
+            // push a call of the current period out of the last n. (One that
+            // races the close itself may still take one: the seal below
+            // guards the counts, not the position.)
+            if self.load().generation() != generation {
+                return None;
+            }
             // A plain success over a plain success changes nothing but the
-            // ring position: no write, no generation check needed.
+            // ring position: no write.
             let Some(claim) = window.claim(failed, slow_call) else {
                 return self.trip_checked(generation, trip, now);
             };
@@ -969,8 +1000,9 @@ impl Inner {
 
     /// Puts `settings` in force (see [`Core::reconfigure`]).
     pub(crate) fn reconfigure(&self, settings: Settings) {
-        self.core.reconfigure(settings);
+        let t = self.core.reconfigure(settings, self.now());
         self.set_mode(&settings);
+        self.emit(t);
     }
 
     /// Starts the tally (see [`Core::enable_tally`]); every verdict then
@@ -1170,8 +1202,7 @@ impl Inner {
             l.on_transition(t);
         }
         let hook = self.hook.load();
-        // Derefs through the guard (and the `Arc`) to the slot.
-        let hook: &Option<Arc<dyn Listener>> = &hook;
+        let hook: &Option<Arc<dyn Listener>> = &hook; // one or two derefs (loom)
         if let Some(hook) = hook {
             hook.on_transition(t);
         }
