@@ -144,14 +144,24 @@ impl<F> fmt::Debug for Fallback<F> {
 /// let e = std::io::Error::other("x");
 /// assert_eq!(f.fallback(e.cause()), Some("failed".to_string()));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a fallback for calls returning `Result<{T}, {E}>`",
+    note = "a fallback is a `Fn(Cause<'_, E>) -> Option<T>`: it gets why the call failed and answers `Some(value)` or `None`"
+)]
 pub trait FallbackFn<E, T> {
     /// The value to answer with for `cause`, or `None` to pass the error on.
     fn fallback(&self, cause: Cause<'_, E>) -> Option<T>;
 }
 
+impl<E, T, F: FallbackFn<E, T> + ?Sized> FallbackFn<E, T> for std::sync::Arc<F> {
+    fn fallback(&self, cause: Cause<'_, E>) -> Option<T> {
+        (**self).fallback(cause)
+    }
+}
+
 impl<E, T, F> FallbackFn<E, T> for F
 where
-    F: Fn(Cause<'_, E>) -> Option<T>,
+    F: Fn(Cause<'_, E>) -> Option<T> + ?Sized,
 {
     fn fallback(&self, cause: Cause<'_, E>) -> Option<T> {
         self(cause)

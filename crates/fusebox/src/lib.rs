@@ -62,27 +62,36 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod breaker;
 mod cause;
 mod clock;
 pub mod duration;
 mod ext;
+mod stats;
 mod sync;
 
 pub mod alert;
 pub mod bulkhead;
 pub mod fallback;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 #[cfg(feature = "prometheus")]
+#[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod metrics;
 pub mod observe;
 pub mod pipeline;
+pub mod prelude;
 pub mod registry;
 pub mod retry;
 pub mod timeout;
 #[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 #[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub mod trace;
 
 pub use breaker::{
@@ -94,8 +103,10 @@ pub use cause::{Cause, PolicyError};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
 pub use fallback::Fallback;
-pub use pipeline::{Pipeline, PipelineError};
+pub use pipeline::{BoxPipeline, Pipeline, PipelineError};
+pub use stats::{PolicyStats, StatsSnapshot};
 pub use retry::Retry;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use timeout::{timeout, Timeout};
 pub use timeout::{Elapsed, TimeoutError};
