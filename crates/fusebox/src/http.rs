@@ -305,12 +305,18 @@ impl TransportError for BoxError {
         while let Some(err) = e {
             if let Some(io) = err.downcast_ref::<std::io::Error>() {
                 use std::io::ErrorKind::*;
-                if matches!(io.kind(), ConnectionRefused | AddrNotAvailable | NotConnected) {
+                if matches!(
+                    io.kind(),
+                    ConnectionRefused | AddrNotAvailable | NotConnected
+                ) {
                     return true;
                 }
             }
             #[cfg(feature = "reqwest")]
-            if err.downcast_ref::<reqwest::Error>().is_some_and(|r| r.is_connect()) {
+            if err
+                .downcast_ref::<reqwest::Error>()
+                .is_some_and(|r| r.is_connect())
+            {
                 return true;
             }
             e = err.source();
@@ -482,7 +488,11 @@ impl<R> PolicyError for HttpError<R> {
 /// assert_eq!(retry_after(&h, SystemTime::now()), Some(Duration::from_secs(120)));
 /// ```
 pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let value = headers.get(::http::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let value = headers
+        .get(::http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
@@ -853,7 +863,11 @@ impl Standard {
         let p = fusebox.pipeline(name);
         let mut b = Standard::builder(name);
         b.breaker = p.breaker().cloned();
-        b.bulkhead = Some(p.bulkhead().cloned().unwrap_or_else(|| fusebox.bulkhead(name)));
+        b.bulkhead = Some(
+            p.bulkhead()
+                .cloned()
+                .unwrap_or_else(|| fusebox.bulkhead(name)),
+        );
         if let Some(t) = p.timeout() {
             b.attempt = t;
         }
@@ -892,7 +906,10 @@ impl Standard {
 
     /// The deadline of one attempt.
     pub fn attempt_timeout(&self) -> Duration {
-        self.inner.pipeline.timeout().unwrap_or(DEFAULT_ATTEMPT_TIMEOUT)
+        self.inner
+            .pipeline
+            .timeout()
+            .unwrap_or(DEFAULT_ATTEMPT_TIMEOUT)
     }
 
     /// The deadline of the whole call, retries and waits included.
@@ -925,7 +942,11 @@ impl Standard {
     ///
     /// Dropping the future drops the attempt in progress; its bulkhead slot
     /// and breaker permit are released without a verdict.
-    pub async fn run<R, E, F, Fut>(&self, method: &Method, mut attempt: F) -> Result<R, StandardError<R>>
+    pub async fn run<R, E, F, Fut>(
+        &self,
+        method: &Method,
+        mut attempt: F,
+    ) -> Result<R, StandardError<R>>
     where
         R: HttpResponse,
         E: TransportError,
@@ -963,7 +984,10 @@ impl Standard {
             }
         };
         #[cfg(feature = "tracing")]
-        crate::trace::record_call(&span, &result.as_ref().map(|_| ()).map_err(PolicyError::cause));
+        crate::trace::record_call(
+            &span,
+            &result.as_ref().map(|_| ()).map_err(PolicyError::cause),
+        );
         result
     }
 
@@ -1119,9 +1143,11 @@ impl StandardBuilder {
         let stats = self.stats.unwrap_or_default();
         let retry = self.retry.unwrap_or_else(default_retry);
         let breaker = self.breaker.unwrap_or_else(|| default_breaker(&self.name));
-        let bulkhead = self
-            .bulkhead
-            .unwrap_or_else(|| Bulkhead::builder(DEFAULT_MAX_CONCURRENT).name(&*self.name).build());
+        let bulkhead = self.bulkhead.unwrap_or_else(|| {
+            Bulkhead::builder(DEFAULT_MAX_CONCURRENT)
+                .name(&*self.name)
+                .build()
+        });
         let pipeline = Pipeline::builder()
             .retry(retry.with_retry_if(self.retry_policy))
             .breaker(breaker)

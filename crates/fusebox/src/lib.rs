@@ -104,8 +104,8 @@ pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
 pub use fallback::Fallback;
 pub use pipeline::{BoxPipeline, Pipeline, PipelineError};
-pub use stats::{PolicyStats, StatsSnapshot};
 pub use retry::Retry;
+pub use stats::{PolicyStats, StatsSnapshot};
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use timeout::{timeout, Timeout};

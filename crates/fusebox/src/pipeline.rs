@@ -58,9 +58,9 @@ use crate::clock::{Clock, MonotonicClock};
 use crate::fallback::{FallbackFn, Value};
 use crate::retry::{AnyError, BoxBackoff, DefaultBackoff, Retry, RetryIf};
 use crate::stats::PolicyStats;
-use std::sync::Arc;
 use crate::timeout::Elapsed;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which policy stopped a call through a [`Pipeline`], or the call's own error.

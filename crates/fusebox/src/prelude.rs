@@ -26,7 +26,9 @@ pub use crate::{
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use crate::http::{Classifier as HttpClassifier, HttpError, RetryPolicy as HttpRetryPolicy, Standard};
+pub use crate::http::{
+    Classifier as HttpClassifier, HttpError, RetryPolicy as HttpRetryPolicy, Standard,
+};
 
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]

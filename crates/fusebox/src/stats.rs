@@ -135,6 +135,8 @@ impl PolicyStats {
 
 impl fmt::Debug for PolicyStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("PolicyStats").field(&self.snapshot()).finish()
+        f.debug_tuple("PolicyStats")
+            .field(&self.snapshot())
+            .finish()
     }
 }

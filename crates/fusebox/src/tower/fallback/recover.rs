@@ -173,10 +173,16 @@ pin_project! {
 
 impl<Fut, T> OrError<Fut, T> {
     fn answer(future: Fut) -> Self {
-        OrError { state: OrErrorState::Answer { future } }
+        OrError {
+            state: OrErrorState::Answer { future },
+        }
     }
     fn error(error: BoxError) -> Self {
-        OrError { state: OrErrorState::Error { error: ready(Err(error)) } }
+        OrError {
+            state: OrErrorState::Error {
+                error: ready(Err(error)),
+            },
+        }
     }
 }
 
