@@ -1192,7 +1192,7 @@ mod tower_stack {
     use std::future::Future;
     use std::pin::Pin;
     use std::task::{Context, Poll};
-    use tower::{Layer, Service, ServiceExt};
+    use tower::{Layer, Service};
 
     /// The [`Standard`] stack as a tower layer, for any HTTP client service
     /// (hyper's, axum's, another tower stack) whose request body can be
@@ -1295,8 +1295,13 @@ mod tower_stack {
                 stack
                     .run(&method, move || {
                         let req = Request::from_parts(parts.clone(), body.clone());
-                        let client = client.clone();
-                        async move { client.oneshot(req).await.map_err(Into::<BoxError>::into) }
+                        let mut client = client.clone();
+                        async move {
+                            std::future::poll_fn(|cx| client.poll_ready(cx))
+                                .await
+                                .map_err(Into::<BoxError>::into)?;
+                            client.call(req).await.map_err(Into::<BoxError>::into)
+                        }
                     })
                     .await
                     .map_err(boxed)
