@@ -34,18 +34,24 @@
 //!
 //! # Examples
 //!
-//! The stack from a registry entry, stored in axum-style state under one
-//! type name:
+//! The stack from a registry entry and a pipeline, stored in axum state
+//! with one type name each (no closure types, no annotations):
 //!
 //! ```
+//! use axum::{extract::State, routing::get, Router};
 //! use fusebox::http::Standard;
 //! use fusebox::registry::{Fusebox, FuseboxConfig};
-//! use fusebox::BoxPipeline;
+//! use fusebox::{BoxPipeline, Cause};
 //!
 //! #[derive(Clone)]
 //! struct AppState {
 //!     inventory: Standard,
 //!     reviews: BoxPipeline<Vec<String>, std::io::Error>,
+//! }
+//!
+//! async fn page(State(app): State<AppState>) -> String {
+//!     let reviews = app.reviews.call(|| Err(std::io::Error::other("reviews down")));
+//!     format!("{}: {} reviews", app.inventory.name(), reviews.unwrap_or_default().len())
 //! }
 //!
 //! let config = FuseboxConfig::from_toml(r#"
@@ -57,10 +63,17 @@
 //! let fusebox = Fusebox::from_config(config)?;
 //! let state = AppState {
 //!     inventory: Standard::from_registry(&fusebox, "inventory").build(),
-//!     reviews: fusebox.pipeline("reviews").into_builder().fallback_value(Vec::new()).build().boxed(),
+//!     reviews: fusebox
+//!         .pipeline("reviews")
+//!         .into_builder()
+//!         .fallback(|_why: Cause<'_, std::io::Error>| Some(Vec::new()))
+//!         .build()
+//!         .boxed(),
 //! };
 //! assert_eq!(state.inventory.attempt_timeout(), std::time::Duration::from_millis(300));
 //! assert_eq!(state.inventory.retry().max_attempts(), 2);
+//! let app: Router = Router::new().route("/", get(page)).with_state(state);
+//! # let _ = app;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
