@@ -1,4 +1,4 @@
-//! HTTP presets (feature `http`), on the [`http`](::http) crate's types so
+//! HTTP presets (feature `http`), on the [`http`](mod@::http) crate's types so
 //! they fit reqwest, hyper and axum alike.
 //!
 //! - [`Classifier`]: which answers are the dependency's failures. By default

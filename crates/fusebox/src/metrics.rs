@@ -24,7 +24,7 @@
 //! | `fusebox_timeouts_total` | counter | `name` | attempts (or whole calls) stopped by a timeout |
 //! | `fusebox_fallbacks_total` | counter | `name`, `cause` | fallback answers by cause: `rejected`, `bulkhead_full`, `timed_out`, `failed` |
 //!
-//! The last six come from a [`PolicyStats`](crate::PolicyStats) that a
+//! The last six come from a [`PolicyStats`] that a
 //! pipeline or an HTTP stack counts into (relaxed atomic adds, no lock, no
 //! allocation per call); export one with [`Metrics::track_stats`],
 //! [`Metrics::track_pipeline`] or (feature `http`) [`Metrics::track_standard`].

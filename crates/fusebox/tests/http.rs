@@ -106,8 +106,9 @@ fn retry_predicate_table() {
     let p = RetryPolicy::new();
     let s = Duration::from_secs;
     // (method, status (None: no response), connect error, Retry-After, expected)
+    type Row<'a> = (Method, Option<u16>, bool, Option<&'a str>, Option<Duration>);
     #[rustfmt::skip]
-    let table: Vec<(Method, Option<u16>, bool, Option<&str>, Option<Duration>)> = vec![
+    let table: Vec<Row<'_>> = vec![
         (Method::GET, Some(500), false, None, Some(s(0))),
         (Method::GET, Some(502), false, None, Some(s(0))),
         (Method::GET, Some(503), false, None, Some(s(0))),
@@ -230,12 +231,9 @@ fn quick_retry() -> Retry {
 
 /// An attempt that answers `codes` in turn (the last one after that), and
 /// counts the requests sent (futures polled, not just made).
-fn scripted(
-    codes: &'static [u16],
-) -> (
-    Arc<AtomicU32>,
-    impl FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Resp, BoxError>> + Send>>,
-) {
+type Sent = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Resp, BoxError>> + Send>>;
+
+fn scripted(codes: &'static [u16]) -> (Arc<AtomicU32>, impl FnMut() -> Sent) {
     let n = Arc::new(AtomicU32::new(0));
     let count = n.clone();
     let attempt = move || {
@@ -243,7 +241,7 @@ fn scripted(
         Box::pin(async move {
             let i = count.fetch_add(1, Ordering::Relaxed) as usize;
             Ok(answer(codes[i.min(codes.len() - 1)]))
-        }) as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>>
+        }) as Sent
     };
     (n, attempt)
 }

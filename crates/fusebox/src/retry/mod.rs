@@ -635,7 +635,7 @@ where
 
     /// This policy with another predicate (the budget, backoff and sleeper
     /// stay shared): how a retry from a config file gets a predicate that
-    /// only code can give, e.g. [`http::RetryPolicy`](crate::http) for HTTP.
+    /// only code can give, e.g. `fusebox::http::RetryPolicy` (feature `http`).
     ///
     /// # Examples
     ///
