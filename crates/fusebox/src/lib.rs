@@ -85,8 +85,11 @@
 //!
 //! `use fusebox::prelude::*;` brings the policies, [`Cause`], the registry
 //! and (with their features) the tower layers and the HTTP stack. The crate
-//! root and `fusebox::tower` share no name (tower's services stay in their
-//! modules), so `use fusebox::*; use fusebox::tower::*;` is unambiguous too.
+//! root and `fusebox::tower` share no type name (tower's services stay in
+//! their modules), so `use fusebox::*; use fusebox::tower::*;` is
+//! unambiguous for every type; only the policy *modules* (`retry`,
+//! `bulkhead`, `fallback`, `timeout`) exist on both sides: name those by
+//! path (`fusebox::retry::Retry`).
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -14,8 +14,9 @@
 //!
 //! Only the layers are at this module's root; each service is in its
 //! policy's module, as in tower (`tower::timeout::Timeout`). So
-//! `use fusebox::*; use fusebox::tower::*;` brings no name twice
-//! (`fusebox::prelude` is the short form of both).
+//! `use fusebox::*; use fusebox::tower::*;` brings no type twice (the policy
+//! modules, `retry`, `bulkhead`, `fallback`, `timeout`, are on both sides:
+//! name them by path); `fusebox::prelude` is the short form of both.
 //!
 //! On this path every error is a [`BoxError`]: the inner service's own errors
 //! pass through unchanged, and fusebox's refusals are boxed fusebox types, so
