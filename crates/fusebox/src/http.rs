@@ -17,13 +17,13 @@
 //! total timeout( retry with budget( breaker( bulkhead( attempt timeout( request ) ) ) ) )
 //! ```
 //!
-//! | knob | default | from a registry entry (`[dependencies.NAME]`) |
+//! | knob | [`Standard::builder`] | [`Standard::from_registry`] (`[dependencies.NAME]`) |
 //! |---|---|---|
-//! | total timeout | 10 s | code only ([`StandardBuilder::total_timeout`]) |
-//! | retry | 3 attempts, 100 ms doubling to 10 s with full jitter, budget 20% of calls (at least 10/s) | `retry = { ... }` |
-//! | breaker | failure rate 50% over the last 20 calls, at least 10 calls, open 5 s | `breaker = { ... }` (then `[defaults.breaker]`) |
-//! | bulkhead | 64 calls at once, no waiting | `bulkhead = { ... }` (then `[defaults.bulkhead]`) |
-//! | attempt timeout | 2 s | `timeout = "..."` |
+//! | total timeout | 10 s | 10 s; code only ([`StandardBuilder::total_timeout`]) |
+//! | retry | 3 attempts, 100 ms doubling to 10 s with full jitter, budget 20% of calls (at least 10/s) | the entry's `retry = { ... }`, else the same default |
+//! | breaker | failure rate 50% over the last 20 calls, at least 10 calls, open 5 s | the registry's breaker `NAME`: the entry's `breaker`, then `[defaults.breaker]`, then the breaker's own defaults |
+//! | bulkhead | 64 calls at once, no waiting | the registry's bulkhead `NAME`: the entry's `bulkhead`, then `[defaults.bulkhead]`, then 25 |
+//! | attempt timeout | 2 s | the entry's `timeout`, else 2 s |
 //! | classifier, retry predicate | as above | code only |
 //!
 //! A status the classifier counts as a failure comes out of the stack as an
