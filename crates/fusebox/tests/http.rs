@@ -503,3 +503,69 @@ mod tower_stack {
         assert_eq!(c.classify(&r), Outcome::Success);
     }
 }
+
+#[cfg(feature = "tracing")]
+mod spans {
+    use super::*;
+    use std::sync::Mutex;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    /// Records every span's name and fields, as `name key=value ...`.
+    #[derive(Clone, Default)]
+    struct Spans(Arc<Mutex<Vec<String>>>);
+
+    struct Fields<'a>(&'a mut String);
+    impl Visit for Fields<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!(" {}={:?}", field.name(), value));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.push_str(&format!(" {}={}", field.name(), value));
+        }
+    }
+
+    impl Subscriber for Spans {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, span: &Attributes<'_>) -> Id {
+            let mut line = span.metadata().name().to_string();
+            span.record(&mut Fields(&mut line));
+            let mut spans = self.0.lock().unwrap();
+            spans.push(line);
+            Id::from_u64(spans.len() as u64)
+        }
+        fn record(&self, id: &Id, values: &Record<'_>) {
+            let mut spans = self.0.lock().unwrap();
+            let line = &mut spans[id.into_u64() as usize - 1];
+            values.record(&mut Fields(line));
+        }
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_span_per_call_says_which_policy_decided() {
+        let spans = Spans::default();
+        let _guard = tracing::subscriber::set_default(spans.clone());
+        let stack = Standard::builder("inventory").retry(quick_retry()).build();
+        let (_, attempt) = scripted(&[503, 200]);
+        stack.run(&Method::GET, attempt).await.unwrap();
+        stack.breaker().force_open();
+        let (_, attempt) = scripted(&[200]);
+        let _ = stack.run(&Method::GET, attempt).await;
+
+        let spans = spans.0.lock().unwrap().clone();
+        assert_eq!(
+            spans,
+            [
+                "fusebox.call dependency=inventory outcome=success",
+                "fusebox.call dependency=inventory outcome=rejected stopped_by=breaker",
+            ]
+        );
+    }
+}
