@@ -15,6 +15,13 @@
 //! The fallback returns `Some(value)` to answer instead, or `None` to let the
 //! original error through (a cache miss, say).
 //!
+//! This is the one fallback shape, `Fn(Cause<'_, E>) -> Option<T>`, wherever
+//! a fallback is taken: [`Fallback::new`], [`Pipeline`](crate::Pipeline)'s
+//! `fallback`, the tower `FallbackLayer::new` (where `E` is the boxed error
+//! and [`Cause::downcast_ref`] reaches the original) and the HTTP stack's
+//! `recover`. A breaker's refusal carries its [`retry_after`](Cause::retry_after);
+//! a failure carries the original error ([`Cause::error`]).
+//!
 //! # Seed 004's strategies
 //!
 //! **Cached value**: serve the last good answer, or the error on a miss.

@@ -245,7 +245,8 @@ impl<E, T> FallbackFn<E, T> for NoFallback {
 /// The type parameters are the retry's backoff `B` and predicate `P`, the
 /// fallback `F` and the breaker classifier `C`; each has a default, so a
 /// pipeline without closures is just `Pipeline`. To store one with closures in
-/// a struct, use `fn` items instead of closures (`fn` pointers name easily).
+/// a struct or axum state, [`boxed`](Pipeline::boxed) makes it a
+/// [`BoxPipeline<T, E>`], a type you can write.
 ///
 /// # Examples
 ///
