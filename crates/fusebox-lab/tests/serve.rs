@@ -242,48 +242,86 @@ fn serves_metrics_over_http_during_a_real_run() {
     );
 }
 
-/// The binary, as the README runs it: serving starts before the run, the
-/// address is printed once listening, and after the run ends the whole run's
-/// series are still there to scrape.
-#[test]
-fn the_binary_keeps_serving_after_the_run() {
-    let dir = std::env::temp_dir().join(format!("fusebox-lab-serve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let scenario = dir.join("serve-test.toml");
-    std::fs::write(&scenario, SCENARIO).unwrap();
-    let json = dir.join("out.json");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
-        .args([
-            "run",
-            "-q",
-            "--serve",
-            "127.0.0.1:0",
-            "--linger",
-            "60s",
-            "--json",
-        ])
-        .arg(&json)
-        .arg(&scenario)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut next = || lines.next().expect("the lab says more").unwrap();
-    let first = next();
-    let addr: SocketAddr = first
-        .strip_prefix("serving metrics on http://")
-        .and_then(|r| r.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{first}"))
-        .parse()
-        .unwrap();
-    // Wait for the end of the run (the JSON is written before this line).
-    loop {
-        let line = next();
-        if line.starts_with("runs done; serving") {
-            break;
+/// The binary serving one run of [`SCENARIO`], as the README runs it:
+/// started, its address read from its first line, waited for until the run
+/// is over (the JSON report is written by then).
+struct ServedRun {
+    child: std::process::Child,
+    addr: SocketAddr,
+    report: serde_json::Value,
+    dir: std::path::PathBuf,
+}
+
+impl ServedRun {
+    fn start(tag: &str) -> ServedRun {
+        let dir =
+            std::env::temp_dir().join(format!("fusebox-lab-serve-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scenario = dir.join("serve-test.toml");
+        std::fs::write(&scenario, SCENARIO).unwrap();
+        let json = dir.join("out.json");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+            .args([
+                "run",
+                "-q",
+                "--serve",
+                "127.0.0.1:0",
+                "--linger",
+                "90s",
+                "--json",
+            ])
+            .arg(&json)
+            .arg(&scenario)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut next = || lines.next().expect("the lab says more").unwrap();
+        let first = next();
+        let addr: SocketAddr = first
+            .strip_prefix("serving metrics on http://")
+            .and_then(|r| r.split_once("/metrics"))
+            .map(|(addr, _)| addr)
+            .unwrap_or_else(|| panic!("{first}"))
+            .parse()
+            .unwrap();
+        // Wait for the end of the run (the JSON is written before this line).
+        loop {
+            let line = next();
+            if line.starts_with("runs done; serving") {
+                break;
+            }
+        }
+        let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        ServedRun {
+            child,
+            addr,
+            report,
+            dir,
         }
     }
+
+    /// The fusebox strategy's figures in the JSON report.
+    fn fusebox(&self) -> &serde_json::Value {
+        &self.report["strategies"][0]
+    }
+}
+
+impl Drop for ServedRun {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The binary keeps serving after the run ends: the whole run's series are
+/// still there to scrape, and the live dashboard too.
+#[test]
+fn the_binary_keeps_serving_after_the_run() {
+    let run = ServedRun::start("plain");
+    let addr = run.addr;
     let (status, _, body) = get(addr, "/status");
     assert!(status.contains("200"), "{status}");
     let progress: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -293,9 +331,7 @@ fn the_binary_keeps_serving_after_the_run() {
     assert!(status.contains("200"), "{status}");
     assert_eq!(content_type, OPENMETRICS);
     let samples = parse(&body).unwrap_or_else(|e| panic!("{e}:\n{body}"));
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let fusebox = &report["strategies"][0];
+    let fusebox = run.fusebox();
     let name = "serve-test/fusebox";
     let calls = |outcome: &str| {
         value(
@@ -331,7 +367,85 @@ fn the_binary_keeps_serving_after_the_run() {
     let breakers: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(breakers[0]["name"], name);
 
-    child.kill().unwrap();
-    child.wait().unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    // The library's live dashboard, over the same registry.
+    let (status, content_type, body) = get(addr, "/dashboard");
+    assert!(status.contains("200"), "{status}");
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    assert!(body.contains("<html"), "{body}");
+    let (status, _, body) = get(addr, "/dashboard/api/state");
+    assert!(status.contains("200"), "{status}");
+    assert!(body.contains(name), "{body}");
+}
+
+/// A real Prometheus server scraping every 15 s (its usual interval) and
+/// started only after the run is over still collects the whole run's
+/// series: the lab keeps serving. Needs Debian's `prometheus`; skipped with
+/// one line when it is missing, unless `FUSEBOX_REQUIRE_PROMETHEUS=1`.
+#[test]
+fn a_prometheus_scraping_every_15s_collects_the_whole_run() {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("prometheus"))
+            .find(|p| p.is_file())
+    });
+    let Some(prometheus) = found else {
+        let required = std::env::var("FUSEBOX_REQUIRE_PROMETHEUS").as_deref() == Ok("1");
+        assert!(
+            !required,
+            "prometheus not found, and FUSEBOX_REQUIRE_PROMETHEUS=1"
+        );
+        eprintln!("skipping: prometheus not found (apt-get install prometheus)");
+        return;
+    };
+    let run = ServedRun::start("prometheus");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = run.dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 15s\nscrape_configs:\n  - job_name: lab\n    static_configs:\n      - targets: ['{}']\n",
+            run.addr
+        ),
+    )
+    .unwrap();
+    let mut server = std::process::Command::new(prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            run.dir.join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let prom: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let query = "/api/v1/query?query=fusebox_calls_total%7Bname%3D%22serve-test%2Ffusebox%22%2Coutcome%3D%22failure%22%7D";
+    let want = run.fusebox()["downstream_call_failures"].as_f64().unwrap();
+    let started = std::time::Instant::now();
+    let got = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no sample within 60 s (4 scrape intervals)"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        if TcpStream::connect(prom).is_err() {
+            continue;
+        }
+        let (_, _, body) = get(prom, query);
+        let answer: serde_json::Value = match serde_json::from_str(&body) {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        if let Some(v) = answer["data"]["result"][0]["value"][1].as_str() {
+            break v.parse::<f64>().unwrap();
+        }
+    };
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(got, want, "Prometheus holds the run's failing calls");
 }

@@ -17,10 +17,20 @@
 //! not recovered. `ForcedOpen` (an operator's decision) and `Disabled` do not
 //! count. Open <-> half-open cycles during one outage are not flapping.
 //!
-//! Flapping and service-down are detected as transitions happen. Open-too-long
-//! needs time to pass with nothing happening, so it is noticed by
-//! [`Alerts::check`], which a service calls periodically (every few seconds);
-//! `check` also returns every event raised since the previous call.
+//! Flapping and service-down are detected as transitions happen (a breaker's
+//! transition re-evaluates that breaker and its service). Open-too-long, and a
+//! flapping alert ending because time passed, need time to pass with nothing
+//! happening, so they are noticed by [`Alerts::check`], which a service calls
+//! periodically (every few seconds); `check` also returns the events raised
+//! since the previous call.
+//!
+//! # Memory
+//!
+//! An `Alerts` holds a fixed amount per breaker it watches, whatever its
+//! caller does: events wait for `check` in a queue of at most
+//! [`Alerts::MAX_PENDING`] (when it is full the oldest is dropped and counted
+//! in [`Alerts::dropped`]), and a breaker's recent transitions are kept only
+//! up to the `flapping_transitions + 1` newest, all the flapping rule needs.
 //!
 //! # Examples
 //!
@@ -45,7 +55,7 @@
 //! # Ok::<(), fusebox::registry::InvalidConfig>(())
 //! ```
 
-use crate::registry::{Observer, Tags};
+use crate::observe::{Observer, Tags};
 use crate::sync::{lock, Mutex};
 use crate::{Builder, Clock, Listener, State, Transition};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -118,7 +128,11 @@ pub enum Alert {
     Flapping {
         /// The breaker.
         name: String,
-        /// Transitions counted in the window when the event was raised.
+        /// Transitions counted in the window when the event was raised. At
+        /// most `flapping_transitions + 1`: only that many are kept, which
+        /// is what the alert needs (it fires on the transition that makes the
+        /// count exceed `flapping_transitions`, so a firing event always
+        /// carries exactly `flapping_transitions + 1`).
         transitions: u32,
     },
     /// Every breaker tagged with `service` is open.
@@ -268,10 +282,14 @@ struct AlertsInner {
 #[derive(Default)]
 struct Watch {
     breakers: BTreeMap<String, Watched>,
-    /// Active conditions, with the alert as last reported.
+    /// The breakers of each service, for [`Alert::ServiceDown`].
+    services: BTreeMap<String, BTreeSet<String>>,
+    /// Active conditions, with the alert as last evaluated.
     active: BTreeMap<Key, Alert>,
-    /// Events not yet returned by `check`.
-    queue: Vec<AlertEvent>,
+    /// Events not yet returned by `check`, at most `MAX_PENDING`.
+    queue: VecDeque<AlertEvent>,
+    /// Events pushed out of the full queue.
+    dropped: u64,
 }
 
 #[derive(Default)]
@@ -279,8 +297,100 @@ struct Watched {
     service: Option<String>,
     /// When it last became open (Open or HalfOpen) from a non-open state.
     open_since: Option<Duration>,
-    /// Times of recent transitions into or out of closed.
+    /// Times of the newest transitions into or out of closed, at most
+    /// `flapping_transitions + 1`.
     edges: VecDeque<Duration>,
+}
+
+/// Which conditions an evaluation looks at.
+enum Scope<'a> {
+    /// Every breaker and service (from `check`).
+    All,
+    /// One breaker and its service (on its transition).
+    Breaker(&'a str),
+}
+
+impl Watch {
+    /// Queues `events` for `check`, dropping the oldest beyond `MAX_PENDING`.
+    fn enqueue(&mut self, events: &[AlertEvent]) {
+        for e in events {
+            if self.queue.len() >= Alerts::MAX_PENDING {
+                self.queue.pop_front();
+                self.dropped += 1;
+            }
+            self.queue.push_back(e.clone());
+        }
+    }
+
+    /// Moves breaker `name` into `service` (or none).
+    fn set_service(&mut self, name: &str, service: Option<&str>) {
+        let entry = self.breakers.entry(name.to_owned()).or_default();
+        let old = std::mem::replace(&mut entry.service, service.map(str::to_owned));
+        if let Some(old) = old {
+            if let Some(members) = self.services.get_mut(&old) {
+                members.remove(name);
+                if members.is_empty() {
+                    self.services.remove(&old);
+                }
+            }
+        }
+        if let Some(s) = service {
+            self.services
+                .entry(s.to_owned())
+                .or_default()
+                .insert(name.to_owned());
+        }
+    }
+
+    /// Whether every breaker of `service` is open, with their names (sorted).
+    fn service_down(&self, service: &str) -> Option<Alert> {
+        let members = self.services.get(service)?;
+        let all_open = members
+            .iter()
+            .all(|n| self.breakers.get(n).is_some_and(|b| b.open_since.is_some()));
+        all_open.then(|| Alert::ServiceDown {
+            service: service.to_owned(),
+            breakers: members.iter().cloned().collect(),
+        })
+    }
+}
+
+impl Watched {
+    /// Forgets transitions older than the flapping window, then adds this
+    /// breaker's conditions at `now` to `current`.
+    fn conditions(
+        &mut self,
+        name: &str,
+        cfg: &AlertConfig,
+        now: Duration,
+        current: &mut BTreeMap<Key, Alert>,
+    ) {
+        while self
+            .edges
+            .front()
+            .is_some_and(|&t| now.saturating_sub(t) >= cfg.flapping_window)
+        {
+            self.edges.pop_front();
+        }
+        if let Some(since) = self.open_since {
+            let open_for = now.saturating_sub(since);
+            if open_for >= cfg.open_longer_than {
+                let a = Alert::OpenTooLong {
+                    name: name.to_owned(),
+                    open_for,
+                };
+                current.insert(a.key(), a);
+            }
+        }
+        let n = u32::try_from(self.edges.len()).unwrap_or(u32::MAX);
+        if n > cfg.flapping_transitions {
+            let a = Alert::Flapping {
+                name: name.to_owned(),
+                transitions: n,
+            };
+            current.insert(a.key(), a);
+        }
+    }
 }
 
 fn is_open(s: State) -> bool {
@@ -324,13 +434,25 @@ impl Alerts {
     /// every clone. Like a [`Listener`], `f` runs on the caller's path: keep
     /// it short and do not panic in it.
     ///
+    /// `check` must still be called periodically: open-too-long is noticed
+    /// only there (its events then reach `f` too). The events `check` would
+    /// return are queued meanwhile, at most [`Alerts::MAX_PENDING`] of them.
+    ///
     /// # Examples
     ///
     /// ```
     /// use fusebox::alert::{AlertConfig, Alerts};
-    /// let alerts = Alerts::new(AlertConfig::default(), fusebox::ManualClock::new())
+    /// use std::time::Duration;
+    ///
+    /// let alerts = Alerts::new(AlertConfig::default(), fusebox::MonotonicClock)
     ///     .on_event(|e| eprintln!("{e}"));
-    /// # let _ = alerts;
+    /// // Every few seconds, from a thread of its own: events reach the
+    /// // callback, so what `check` returns can be dropped.
+    /// let watcher = alerts.clone();
+    /// std::thread::spawn(move || loop {
+    ///     watcher.check();
+    ///     std::thread::sleep(Duration::from_secs(5));
+    /// });
     /// ```
     pub fn on_event(self, f: impl Fn(&AlertEvent) + Send + Sync + 'static) -> Alerts {
         *lock(&self.inner.sink) = Some(Arc::new(f));
@@ -353,15 +475,70 @@ impl Alerts {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn listener(&self, name: &str, service: Option<&str>) -> AlertListener {
-        {
-            let mut w = lock(&self.inner.state);
-            let entry = w.breakers.entry(name.to_owned()).or_default();
-            entry.service = service.map(str::to_owned);
-        }
+        lock(&self.inner.state).set_service(name, service);
         AlertListener {
             name: name.into(),
             alerts: self.clone(),
         }
+    }
+
+    /// Most events kept for [`check`](Alerts::check): when more are raised
+    /// between two calls, the oldest are dropped (and counted in
+    /// [`dropped`](Alerts::dropped)), so an `Alerts` nobody checks does not
+    /// grow.
+    pub const MAX_PENDING: usize = 1024;
+
+    /// Events raised and waiting for [`check`](Alerts::check) (at most
+    /// [`MAX_PENDING`](Alerts::MAX_PENDING)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::alert::{AlertConfig, Alerts};
+    /// use fusebox::{CircuitBreaker, ManualClock};
+    /// let clock = ManualClock::new();
+    /// let config = AlertConfig { flapping_transitions: 1, ..Default::default() };
+    /// let alerts = Alerts::new(config, clock.clone());
+    /// let db = CircuitBreaker::builder()
+    ///     .consecutive_failures(1)
+    ///     .clock(clock)
+    ///     .listener(alerts.listener("db", None))
+    ///     .build()?;
+    /// let _ = db.call(|| Err::<(), _>("down"));
+    /// db.reset(); // a second edge: flapping
+    /// assert_eq!(alerts.pending(), 1);
+    /// alerts.check();
+    /// assert_eq!(alerts.pending(), 0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn pending(&self) -> usize {
+        lock(&self.inner.state).queue.len()
+    }
+
+    /// Events dropped unreturned because more than
+    /// [`MAX_PENDING`](Alerts::MAX_PENDING) were waiting for
+    /// [`check`](Alerts::check), since this `Alerts` was made. They still
+    /// reached the [`on_event`](Alerts::on_event) callback.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::alert::{AlertConfig, Alerts};
+    /// let alerts = Alerts::new(AlertConfig::default(), fusebox::ManualClock::new());
+    /// assert_eq!(alerts.dropped(), 0);
+    /// ```
+    pub fn dropped(&self) -> u64 {
+        lock(&self.inner.state).dropped
+    }
+
+    /// How many items the alerts hold: queued events, kept transition
+    /// times, watched breakers and active alerts. For tests of the memory
+    /// bound.
+    #[doc(hidden)]
+    pub fn footprint(&self) -> usize {
+        let w = lock(&self.inner.state);
+        let edges: usize = w.breakers.values().map(|b| b.edges.len()).sum();
+        w.queue.len() + edges + w.breakers.len() + w.active.len()
     }
 
     /// The alerts active now, sorted by kind and name.
@@ -379,7 +556,8 @@ impl Alerts {
 
     /// Evaluates every condition at the clock's current time and returns the
     /// events raised since the previous call (including those raised by
-    /// transitions in between), oldest first.
+    /// transitions in between), oldest first: the newest
+    /// [`MAX_PENDING`](Alerts::MAX_PENDING) of them if more were raised.
     ///
     /// # Examples
     ///
@@ -409,12 +587,12 @@ impl Alerts {
         let now = self.inner.clock.now();
         let (fresh, all) = {
             let mut w = lock(&self.inner.state);
-            let fresh = self.evaluate(&mut w, now);
+            let fresh = self.evaluate(&mut w, Scope::All, now);
             let all = std::mem::take(&mut w.queue);
             (fresh, all)
         };
         self.deliver(&fresh);
-        all
+        all.into()
     }
 
     fn deliver(&self, events: &[AlertEvent]) {
@@ -429,53 +607,40 @@ impl Alerts {
         }
     }
 
-    /// Recomputes the active set at `now`; queues and returns the changes.
-    fn evaluate(&self, w: &mut Watch, now: Duration) -> Vec<AlertEvent> {
+    /// Recomputes the conditions in `scope` at `now`; queues and returns the
+    /// changes.
+    fn evaluate(&self, w: &mut Watch, scope: Scope<'_>, now: Duration) -> Vec<AlertEvent> {
         let cfg = &self.inner.config;
         let mut current: BTreeMap<Key, Alert> = BTreeMap::new();
-        let mut services: BTreeMap<&str, (Vec<String>, bool)> = BTreeMap::new();
-        for (name, b) in w.breakers.iter_mut() {
-            while b
-                .edges
-                .front()
-                .is_some_and(|&t| now.saturating_sub(t) >= cfg.flapping_window)
-            {
-                b.edges.pop_front();
-            }
-            if let Some(since) = b.open_since {
-                let open_for = now.saturating_sub(since);
-                if open_for >= cfg.open_longer_than {
-                    let a = Alert::OpenTooLong {
-                        name: name.clone(),
-                        open_for,
-                    };
+        // The keys looked at: every active one, or this breaker's and its service's.
+        let in_scope: Vec<Key> = match scope {
+            Scope::All => {
+                for (name, b) in w.breakers.iter_mut() {
+                    b.conditions(name, cfg, now, &mut current);
+                }
+                let services: Vec<&String> = w.services.keys().collect();
+                let down: Vec<Alert> = services.iter().filter_map(|s| w.service_down(s)).collect();
+                for a in down {
                     current.insert(a.key(), a);
                 }
+                w.active.keys().cloned().collect()
             }
-            let n = u32::try_from(b.edges.len()).unwrap_or(u32::MAX);
-            if n > cfg.flapping_transitions {
-                let a = Alert::Flapping {
-                    name: name.clone(),
-                    transitions: n,
-                };
-                current.insert(a.key(), a);
+            Scope::Breaker(name) => {
+                let b = w.breakers.entry(name.to_owned()).or_default();
+                b.conditions(name, cfg, now, &mut current);
+                let mut keys = vec![
+                    Key::OpenTooLong(name.to_owned()),
+                    Key::Flapping(name.to_owned()),
+                ];
+                if let Some(service) = b.service.clone() {
+                    if let Some(a) = w.service_down(&service) {
+                        current.insert(a.key(), a);
+                    }
+                    keys.push(Key::ServiceDown(service));
+                }
+                keys
             }
-            if let Some(s) = &b.service {
-                let e = services.entry(s.as_str()).or_insert((Vec::new(), true));
-                e.0.push(name.clone());
-                e.1 &= b.open_since.is_some();
-            }
-        }
-        // Each entry holds at least the breaker that created it.
-        for (service, (breakers, all_open)) in services {
-            if all_open {
-                let a = Alert::ServiceDown {
-                    service: service.to_owned(),
-                    breakers,
-                };
-                current.insert(a.key(), a);
-            }
-        }
+        };
         let mut events = Vec::new();
         for (k, a) in &current {
             if !w.active.contains_key(k) {
@@ -486,11 +651,9 @@ impl Alerts {
                 });
             }
         }
-        let ended: BTreeSet<Key> = w
-            .active
-            .keys()
-            .filter(|k| !current.contains_key(*k))
-            .cloned()
+        let ended: BTreeSet<Key> = in_scope
+            .into_iter()
+            .filter(|k| !current.contains_key(k))
             .collect();
         for k in ended {
             if let Some(a) = w.active.remove(&k) {
@@ -501,15 +664,16 @@ impl Alerts {
                 });
             }
         }
-        for (k, a) in current {
-            w.active.insert(k, a);
-        }
-        w.queue.extend(events.iter().cloned());
+        w.active.extend(current);
+        w.enqueue(&events);
         events
     }
 
     fn on_transition(&self, name: &str, t: &Transition) {
         let now = self.inner.clock.now();
+        let keep = usize::try_from(self.inner.config.flapping_transitions)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
         let events = {
             let mut w = lock(&self.inner.state);
             let b = w.breakers.entry(name.to_owned()).or_default();
@@ -521,9 +685,12 @@ impl Alerts {
                 b.open_since = None;
             }
             if t.from == State::Closed || t.to == State::Closed {
+                if b.edges.len() >= keep {
+                    b.edges.pop_front();
+                }
                 b.edges.push_back(t.at.min(now));
             }
-            self.evaluate(&mut w, now)
+            self.evaluate(&mut w, Scope::Breaker(name), now)
         };
         self.deliver(&events);
     }

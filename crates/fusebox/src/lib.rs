@@ -19,7 +19,9 @@
 //! `tracing`, `prometheus` (`fusebox::metrics`), `config` (a
 //! [`registry`] of named breakers loaded from TOML or YAML), `http` (HTTP
 //! presets and the standard stack, `fusebox::http`; `reqwest` adds
-//! `Standard::send`). With no feature, fusebox depends on `arc-swap` only.
+//! `Standard::send`), `dashboard` (a live page of every breaker, an axum
+//! `Router`), `fleet` (replicas sharing breaker state through Redis). With no
+//! feature, fusebox depends on `arc-swap` alone (the breaker's live settings).
 //!
 //! # A breaker's life
 //!
@@ -104,6 +106,9 @@ mod sync;
 
 pub mod alert;
 pub mod bulkhead;
+#[cfg(feature = "dashboard")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
+pub mod dashboard;
 pub mod fallback;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

@@ -13,6 +13,8 @@
 //! | `fusebox_failure_rate` | gauge | `name` | failure rate in the window, 0 to 1 |
 //! | `fusebox_slow_call_rate` | gauge | `name` | slow-call rate in the window, 0 to 1 |
 //! | `fusebox_breaker_info` | gauge | `name` + one label per tag | always 1; joins tags (e.g. `service`) onto the other series |
+//! | `fusebox_failure_rate_threshold` | gauge | `name` | the failure rate the breaker trips at (failure-rate breakers only) |
+//! | `fusebox_slow_call_rate_threshold` | gauge | `name` | the slow-call rate it trips at (breakers with a slow-call rule only) |
 //! | `fusebox_bulkhead_in_use` | gauge | `name` | slots taken |
 //! | `fusebox_bulkhead_limit` | gauge | `name` | the bulkhead's limit |
 //! | `fusebox_bulkhead_waiting` | gauge | `name` | callers waiting for a slot |
@@ -384,6 +386,28 @@ impl Metrics {
     /// ```
     pub fn track_bulkhead(&self, name: &str, bulkhead: &Bulkhead) {
         lock(&self.shared.bulkheads).insert(name.to_owned(), bulkhead.clone());
+    }
+
+    /// Calls of the breaker `name` counted so far, by outcome: success,
+    /// failure, ignored, rejected (the `fusebox_calls_total` counters), or
+    /// `None` when no listener counts that name.
+    #[cfg(feature = "dashboard")]
+    pub(crate) fn call_counts(&self, name: &str) -> Option<[u64; 4]> {
+        let count = |outcome| {
+            self.shared
+                .calls
+                .get(&CallLabels {
+                    name: name.to_owned(),
+                    outcome,
+                })
+                .map(|c| c.get())
+        };
+        Some([
+            count("success")?,
+            count("failure")?,
+            count("ignored")?,
+            count("rejected")?,
+        ])
     }
 
     /// Builds a breaker named `name` from `builder` with a
@@ -785,6 +809,31 @@ impl Collector for SnapshotCollector {
             ConstGauge::new(snap.slow_call_rate).encode(family.encode_family(&labels)?)?;
         }
 
+        // The thresholds of the settings in force (they follow `reconfigure`),
+        // only for breakers that have the rule.
+        let thresholds: Vec<Thresholds> =
+            tracked.iter().map(|(_, b, _)| Thresholds::of(b)).collect();
+        for (metric, help, pick) in [
+            (
+                "fusebox_failure_rate_threshold",
+                "Failure rate at which the circuit breaker trips (0 to 1)",
+                (|t: &Thresholds| t.failure_rate) as fn(&Thresholds) -> Option<f64>,
+            ),
+            (
+                "fusebox_slow_call_rate_threshold",
+                "Slow-call rate at which the circuit breaker trips (0 to 1)",
+                |t| t.slow_call_rate,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(metric, help, None, gauge)?;
+            for ((name, _, _), t) in tracked.iter().zip(&thresholds) {
+                if let Some(v) = pick(t) {
+                    let labels = [("name", name.as_str())];
+                    ConstGauge::new(v).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+
         // A gauge rather than an OpenMetrics `info` family: Prometheus' classic
         // text parser (and `promtool check metrics`) rejects type `info`.
         let mut family = encoder.encode_descriptor(
@@ -839,6 +888,25 @@ impl Collector for SnapshotCollector {
             ConstCounter::new(snap.rejected).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
+    }
+}
+
+/// The rates at which a breaker trips; `None` where it has no such rule (a
+/// consecutive-failures breaker has no failure-rate threshold).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Thresholds {
+    pub(crate) failure_rate: Option<f64>,
+    pub(crate) slow_call_rate: Option<f64>,
+}
+
+impl Thresholds {
+    /// The thresholds of the settings in force, `breaker.config()`.
+    pub(crate) fn of(breaker: &CircuitBreaker) -> Thresholds {
+        let config = breaker.config();
+        Thresholds {
+            failure_rate: config.failure_rate,
+            slow_call_rate: config.slow_call_duration.and(config.slow_call_rate),
+        }
     }
 }
 

@@ -270,3 +270,95 @@ fn event_display_is_readable() {
         "firing: every circuit breaker of service payments is open (pay-eu, pay-us)"
     );
 }
+
+/// A million transitions and nobody calls `check`: the alerts keep a bounded
+/// queue (the newest events, the rest counted as dropped) and a bounded
+/// history per breaker. Before the bound, every event was queued (500,000
+/// here) and every transition time within the flapping window kept.
+#[test]
+fn memory_stays_bounded_when_check_is_never_called() {
+    let clock = ManualClock::new();
+    let raised = Arc::new(Mutex::new(0u64));
+    let count = raised.clone();
+    let config = AlertConfig {
+        flapping_transitions: 1,
+        flapping_window: Duration::from_millis(1),
+        ..Default::default()
+    };
+    let alerts = Alerts::new(config, clock.clone()).on_event(move |_| *count.lock().unwrap() += 1);
+    let db = breaker(&alerts, &clock, "db", MIN);
+    let mut transitions = 0u64;
+    let mut most = 0;
+    while transitions < 1_000_000 {
+        // closed -> open, open -> closed at one instant: flapping fires; a
+        // millisecond later both edges have left the window, and the next
+        // trip resolves it.
+        trip(&db);
+        db.reset();
+        clock.advance(Duration::from_millis(1));
+        transitions += 2;
+        most = most.max(alerts.footprint());
+    }
+    let raised = *raised.lock().unwrap();
+    assert!(raised >= 999_000, "every cycle fires or resolves: {raised}");
+    assert_eq!(alerts.pending(), Alerts::MAX_PENDING);
+    assert_eq!(alerts.dropped(), raised - Alerts::MAX_PENDING as u64);
+    // One breaker: at most 2 kept edges, 1 entry, 1 active alert.
+    assert!(
+        most <= Alerts::MAX_PENDING + 4,
+        "the alerts held {most} items"
+    );
+    // What check returns is the newest events, oldest first, ending with
+    // the one check itself raised (at 500 s the last edges have left the
+    // window); the queue is empty after.
+    let events = alerts.check();
+    assert_eq!(events.len(), Alerts::MAX_PENDING);
+    assert!(events.windows(2).all(|p| p[0].at <= p[1].at));
+    assert_eq!(
+        kinds(&events[events.len() - 2..]),
+        [
+            ("flapping db".into(), AlertStatus::Firing),
+            ("flapping db".into(), AlertStatus::Resolved)
+        ]
+    );
+    assert_eq!(events[events.len() - 2].at, Duration::from_millis(499_999));
+    assert_eq!(events[events.len() - 1].at, Duration::from_secs(500));
+    assert_eq!(alerts.pending(), 0);
+}
+
+/// Transitions arriving faster than the flapping window forgets them: only
+/// `flapping_transitions + 1` are kept, and the alert still fires exactly
+/// when the count first exceeds the threshold, with that count.
+#[test]
+fn flapping_history_is_capped_at_the_threshold_plus_one() {
+    let clock = ManualClock::new();
+    let alerts = Alerts::new(AlertConfig::default(), clock.clone());
+    let db = breaker(&alerts, &clock, "db", MIN);
+    for _ in 0..2 {
+        trip(&db);
+        db.reset();
+    }
+    trip(&db); // 5 edges
+    assert!(alerts.check().is_empty());
+    db.reset(); // 6th
+    let events = alerts.check();
+    match &events[..] {
+        [AlertEvent {
+            alert: Alert::Flapping { transitions, .. },
+            status: AlertStatus::Firing,
+            ..
+        }] => assert_eq!(*transitions, 6),
+        other => panic!("{other:?}"),
+    }
+    for _ in 0..100_000 {
+        trip(&db);
+        db.reset();
+    }
+    assert!(alerts.check().is_empty(), "still the same flapping");
+    // 6 kept edges + 1 breaker + 1 active alert.
+    assert_eq!(alerts.footprint(), 8);
+    match &alerts.active()[..] {
+        [Alert::Flapping { transitions, .. }] => assert_eq!(*transitions, 6),
+        other => panic!("{other:?}"),
+    }
+}

@@ -130,3 +130,27 @@ fn an_uncapped_backoff_never_shortens_the_open_period() {
     }
     assert!(last >= Duration::from_secs(1 << 32), "{last:?}");
 }
+
+/// Found by the reference model: a stale verdict took a ring position of the
+/// count window before its generation was checked, so a later call pushed out
+/// a call still among the last n.
+#[test]
+fn a_stale_verdict_takes_no_place_in_a_count_window() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.3)
+        .count_window(3)
+        .build()
+        .unwrap(); // min_calls 3
+    let stale = b.try_acquire().unwrap();
+    b.reset();
+    let _ = b.call(|| Ok::<_, ()>(()));
+    stale.success();
+    let _ = b.call(|| Err::<(), _>(()));
+    let _ = b.call(|| Ok::<_, ()>(()));
+    assert_eq!(b.snapshot().calls, 3);
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "1 of the last 3 failed: 33 % >= 30 %"
+    );
+}

@@ -189,6 +189,46 @@ fn reconfigure_takes_a_breaker_config_too() {
 }
 
 #[test]
+fn counts_that_already_reach_a_tightened_threshold_trip_at_once() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .count_window(10)
+        .min_calls(10)
+        .build()
+        .unwrap();
+    for i in 0..10 {
+        let p = b.try_acquire().unwrap();
+        if i % 3 == 0 {
+            p.failure() // 4 of 10
+        } else {
+            p.success()
+        }
+    }
+    assert_eq!(b.state(), State::Closed);
+    b.reconfigure(
+        CircuitBreaker::builder()
+            .failure_rate(0.4)
+            .count_window(10)
+            .min_calls(10),
+    )
+    .unwrap();
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "4 of 10 reach 40 %: no verdict needed"
+    );
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(5)
+        .build()
+        .unwrap();
+    fail(&b);
+    fail(&b);
+    b.reconfigure(CircuitBreaker::builder().consecutive_failures(2))
+        .unwrap();
+    assert_eq!(b.state(), State::Open, "2 in a row reach the new 2");
+}
+
+#[test]
 fn lowering_the_consecutive_threshold_counts_failures_already_seen() {
     let b = CircuitBreaker::builder()
         .consecutive_failures(5)
@@ -220,6 +260,17 @@ fn a_verdict_is_judged_by_the_settings_in_force() {
     assert_eq!(b.state(), State::Open);
 }
 
+/// A rate breaker with a slow-call rule, as in the defect report.
+fn slow_rule(clock: &ManualClock) -> fusebox::Builder {
+    CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .slow_calls(ms(100), 0.5)
+        .count_window(10)
+        .min_calls(2)
+        .open_for(Duration::from_secs(1))
+        .clock(clock.clone())
+}
+
 /// Slow-probe bookkeeping belongs to one half-open period. Before the fix, a
 /// slow probe was counted in every later period, so fast probes reopened the
 /// breaker forever ("slow-call rate 200.0%").
@@ -228,13 +279,7 @@ fn a_slow_probe_is_judged_in_its_own_half_open_period_only() {
     let clock = ManualClock::new();
     let reasons = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&reasons);
-    let b = CircuitBreaker::builder()
-        .failure_rate(0.5)
-        .slow_calls(ms(100), 0.5)
-        .count_window(10)
-        .min_calls(2)
-        .open_for(Duration::from_secs(1))
-        .clock(clock.clone())
+    let b = slow_rule(&clock)
         .on_transition(move |t| log.lock().unwrap().push((t.to, t.reason)))
         .build()
         .unwrap();
@@ -260,16 +305,7 @@ fn a_slow_probe_is_judged_in_its_own_half_open_period_only() {
 #[test]
 fn slow_then_failed_probe_does_not_poison_the_next_period() {
     let clock = ManualClock::new();
-    let b = CircuitBreaker::builder()
-        .failure_rate(0.5)
-        .slow_calls(ms(100), 0.5)
-        .count_window(10)
-        .min_calls(2)
-        .successes_to_close(2)
-        .open_for(Duration::from_secs(1))
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let b = slow_rule(&clock).successes_to_close(2).build().unwrap();
     fail(&b);
     fail(&b);
     clock.advance(Duration::from_secs(1));
@@ -287,15 +323,7 @@ fn slow_then_failed_probe_does_not_poison_the_next_period() {
 #[test]
 fn dropping_the_slow_rule_lets_the_breaker_close() {
     let clock = ManualClock::new();
-    let b = CircuitBreaker::builder()
-        .failure_rate(0.5)
-        .slow_calls(ms(100), 0.5)
-        .count_window(10)
-        .min_calls(2)
-        .open_for(Duration::from_secs(1))
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let b = slow_rule(&clock).build().unwrap();
     fail(&b);
     fail(&b);
     b.reconfigure(

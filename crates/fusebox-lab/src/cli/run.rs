@@ -63,12 +63,14 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         Some(addr) => {
             let exported = Exported::new();
             exported.progress.plan(total);
-            // More routes over the same registry nest here, one line each,
-            // e.g. `.nest("/dashboard", dashboard(exported.breakers.registry().clone()))`.
+            // `/metrics`, `/breakers`, `/status` and the live `/dashboard/`.
             let routes = serve::router(exported.clone());
             let server = Server::start(addr, routes)
                 .map_err(|e| CliError::Io(format!("cannot serve on {addr}: {e}")))?;
-            eprintln!("serving metrics on http://{}/metrics", server.local_addr());
+            eprintln!(
+                "serving metrics on http://{0}/metrics and the live dashboard on http://{0}/dashboard",
+                server.local_addr()
+            );
             Some((exported, server))
         }
         None => None,

@@ -7,12 +7,12 @@
 //! - `GET /metrics`: the OpenMetrics text of that registry's metrics;
 //! - `GET /breakers`: a JSON list of the registry's breakers
 //!   ([`fusebox::registry::Fusebox::snapshot`]);
-//! - `GET /status`: the lab's progress, `{"runs": N, "done": K, "finished": bool}`.
+//! - `GET /status`: the lab's progress, `{"runs": N, "done": K, "finished": bool}`;
+//! - `GET /dashboard`: the library's live dashboard ([`fusebox::dashboard`])
+//!   over the same registry, read-only (its controls are off).
 //!
-//! [`router`] returns a plain [`axum::Router`], so another router over the
-//! same registry nests in with one line, e.g.
-//! `router(exported.clone()).nest("/dashboard", dashboard(exported.breakers.registry().clone()))`.
-//! [`Server::start`] serves any router on its own thread until stopped.
+//! [`router`] returns a plain [`axum::Router`]; [`Server::start`] serves any
+//! router on its own thread until stopped.
 
 use crate::guard::Breakers;
 use axum::extract::State;
@@ -20,6 +20,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use fusebox::dashboard::Dashboard;
 use fusebox::metrics::Metrics;
 use prometheus_client::registry::Registry;
 use std::fmt;
@@ -69,6 +70,9 @@ pub struct Exported {
     /// The registry of every served run's breakers (each named `SCENARIO/STRATEGY`).
     pub breakers: Breakers,
     prometheus: Arc<Registry>,
+    /// The library's metrics over [`Exported::breakers`] (the dashboard
+    /// reads its rates and thresholds from them).
+    pub metrics: Metrics,
     /// The runs' progress, for `/status`.
     pub progress: Arc<Progress>,
 }
@@ -92,15 +96,18 @@ impl Exported {
     pub fn new() -> Self {
         let mut prometheus = Registry::default();
         let metrics = Metrics::new(&mut prometheus);
+        let observer = metrics.clone();
         Exported {
-            breakers: Breakers::shared(|b| b.observer(metrics)),
+            breakers: Breakers::shared(|b| b.observer(observer)),
             prometheus: Arc::new(prometheus),
+            metrics,
             progress: Arc::default(),
         }
     }
 }
 
-/// The lab's routes over `exported`: `/metrics`, `/breakers`, `/status`.
+/// The lab's routes over `exported`: `/metrics`, `/breakers`, `/status`,
+/// and the library's live dashboard, read-only, at `/dashboard`.
 ///
 /// # Examples
 ///
@@ -120,11 +127,20 @@ impl Exported {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn router(exported: Exported) -> Router {
-    Router::new()
+    let dashboard = Dashboard::builder(exported.breakers.registry().clone())
+        .metrics(exported.metrics.clone())
+        .build()
+        .map(|d| d.router());
+    let lab = Router::new()
         .route("/metrics", get(metrics))
         .route("/breakers", get(breakers))
         .route("/status", get(status))
-        .with_state(exported)
+        .with_state(exported);
+    match dashboard {
+        Ok(d) => lab.nest("/dashboard", d),
+        // Default settings always build; serve the lab's routes regardless.
+        Err(_) => lab,
+    }
 }
 
 async fn metrics(State(e): State<Exported>) -> Response {
@@ -179,6 +195,7 @@ impl Server {
         let addr = listener.local_addr()?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
+            .enable_time()
             .build()?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()

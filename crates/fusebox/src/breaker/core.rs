@@ -251,8 +251,8 @@ impl Core {
     /// window and its counts are kept if its shape is unchanged; otherwise
     /// the new shape starts empty. The state, the open period in progress and
     /// the consecutive count are untouched. Returns the settings replaced.
-    pub(crate) fn reconfigure(&self, settings: Settings) -> Settings {
-        let _slow = lock(&self.slow);
+    pub(crate) fn reconfigure(&self, settings: Settings, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
         let old = self.live.load();
         let window = if old.settings.policy.window == settings.policy.window {
             old.window.clone()
@@ -263,7 +263,31 @@ impl Core {
                 .map(|spec| Arc::new(new_window(spec)))
         };
         self.live.store(Arc::new(Live { settings, window }));
-        old.settings
+        // A closed breaker whose kept counts already reach a tightened
+        // threshold trips now, not at the next verdict that moves them.
+        let w = self.load();
+        if w.state() != State::Closed {
+            return None;
+        }
+        let live = self.live.load();
+        let policy = &live.settings.policy;
+        // Relaxed: we hold the lock; the count is tagged with its generation.
+        let c = self.consecutive.load(Ordering::Relaxed);
+        let count = if tag_of(c) == tag(w.generation()) {
+            c & COUNT_MASK
+        } else {
+            0
+        };
+        let reason = match policy.consecutive {
+            Some(n) if count >= u64::from(n) => Some(Reason::ConsecutiveFailures {
+                count: count as u32,
+            }),
+            _ => live
+                .window
+                .as_ref()
+                .and_then(|win| policy.rate_trip(&win.totals(now))),
+        }?;
+        Some(self.open(&mut slow, w, now, reason))
     }
 
     #[inline(always)]
@@ -536,8 +560,15 @@ impl Core {
             }
         }
         if let Some(window) = &live.window {
+            // A stale verdict must not even take a ring position: it would
+            // push a call of the current period out of the last n. (One that
+            // races the close itself may still take one: the seal below
+            // guards the counts, not the position.)
+            if self.load().generation() != generation {
+                return None;
+            }
             // A plain success over a plain success changes nothing but the
-            // ring position: no write, no generation check needed.
+            // ring position: no write.
             let Some(claim) = window.claim(failed, slow_call) else {
                 return self.trip_checked(generation, trip, now);
             };
@@ -885,8 +916,9 @@ impl Inner {
 
     /// Puts `settings` in force (see [`Core::reconfigure`]).
     pub(crate) fn reconfigure(&self, settings: Settings) {
-        self.core.reconfigure(settings);
+        let t = self.core.reconfigure(settings, self.now());
         self.set_mode(&settings);
+        self.emit(t);
     }
 
     /// Starts the tally (see [`Core::enable_tally`]); every verdict then
@@ -1025,7 +1057,9 @@ impl Inner {
             for l in self.listeners.iter() {
                 l.on_transition(&t);
             }
-            if let Some(hook) = &**self.hook.load() {
+            let hook = self.hook.load();
+            let hook: &Option<Arc<dyn Listener>> = &hook; // one or two derefs (loom)
+            if let Some(hook) = hook {
                 hook.on_transition(&t);
             }
         }

@@ -105,7 +105,7 @@ impl CircuitBreaker {
     /// - Closed: the window keeps its counts when its shape (count or time,
     ///   size, buckets) is unchanged, and starts empty when it changes; the
     ///   consecutive-failure count is kept. The new thresholds decide from
-    ///   the next verdict on.
+    ///   now on: counts that already reach them trip the breaker at once.
     /// - Open: the open period in progress is finished as it was set; the
     ///   new settings decide everything after it (half-open probes, closing,
     ///   the length of the next open period).

@@ -342,22 +342,17 @@ fn line_has_key(line: &str, seg: &str) -> bool {
     }
 }
 
-/// Every key a breaker table takes.
-const ENTRY_KEYS: [&str; 13] = [
-    "consecutive_failures",
-    "failure_rate",
-    "count_window",
-    "time_window",
-    "buckets",
-    "min_calls",
-    "slow_call_duration",
-    "slow_call_rate",
-    "open_for",
-    "open_backoff",
-    "half_open_probes",
-    "successes_to_close",
-    "tags",
-];
+/// Every key a breaker table takes: the settings' keys, and `tags`.
+const ENTRY_KEYS: [&str; 13] = {
+    let mut keys = [""; 13];
+    let mut i = 0;
+    while i < BreakerConfig::KEYS.len() {
+        keys[i] = BreakerConfig::KEYS[i];
+        i += 1;
+    }
+    keys[12] = "tags";
+    keys
+};
 
 impl<'de> Deserialize<'de> for BreakerEntry {
     /// The breaker's keys go to [`BreakerConfig`]'s own deserialiser (and

@@ -1,0 +1,75 @@
+// Drives headless Chromium against the live dashboard, on commands from
+// crates/fusebox/tests/dashboard_browser.rs (stdin), answering on stdout.
+//
+//   node ops/browser/dashboard.mjs <chromium> <page url> <screenshot dir>
+//
+// Commands, one a line:
+//   expect <breaker> <state> <shot>   wait (at most 1 s) until the breaker's tile shows <state>;
+//                                     screenshot <shot>.png; answer "seen <state> <ms>"
+//   click <breaker> <action> <token>  type the token, press the tile's button; answer "clicked <state>"
+//   done                              answer "console-errors <n>" (and each error), exit
+// The first answer is "loaded" once the page shows every breaker.
+//
+// Playwright starts Chromium headless with a fresh temporary profile (its own
+// --user-data-dir) and talks DevTools over a pipe; the flags below keep it
+// off the network but for loopback.
+import { chromium } from "playwright-core";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+
+const [executablePath, url, outDir] = process.argv.slice(2);
+const say = (line) => process.stdout.write(line + "\n");
+
+const browser = await chromium.launch({
+  executablePath,
+  headless: true,
+  args: [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+  ],
+});
+const errors = [];
+try {
+  const page = await browser.newPage({ viewport: { width: 1120, height: 660 } });
+  page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
+  page.on("pageerror", (e) => errors.push("page error: " + e.message));
+  await page.goto(url);
+  await page.waitForSelector('.tile[data-name="payments"]', { timeout: 10000 });
+  await page.waitForSelector("#conn.live", { timeout: 10000 });
+  say("loaded");
+
+  const tile = (name) => `.tile[data-name="${name}"]`;
+  for await (const line of createInterface({ input: process.stdin })) {
+    const [command, ...args] = line.trim().split(" ");
+    if (command === "expect") {
+      const [name, state, shot] = args;
+      const started = Date.now();
+      try {
+        await page.waitForSelector(`${tile(name)}[data-state="${state}"]`, { timeout: 1000 });
+        const ms = Date.now() - started;
+        await page.screenshot({ path: join(outDir, shot + ".png") });
+        say(`seen ${state} ${ms}`);
+      } catch (e) {
+        const shown = await page.getAttribute(tile(name), "data-state");
+        say(`missed ${state}: the tile shows ${shown} after ${Date.now() - started} ms`);
+      }
+    } else if (command === "click") {
+      const [name, action, token] = args;
+      await page.fill("#token", token);
+      await page.click(`${tile(name)} button[data-action="${action}"]`);
+      await page.waitForFunction(
+        (sel) => !document.querySelector(sel).textContent.endsWith("\u2026"),
+        `${tile(name)} .msg`, { timeout: 5000 },
+      );
+      say("clicked " + (await page.textContent(`${tile(name)} .msg`)));
+    } else if (command === "done") {
+      say(`console-errors ${errors.length}`);
+      for (const e of errors) say(e);
+      break;
+    }
+  }
+} catch (e) {
+  say("error " + String(e.message).split("\n")[0]);
+} finally {
+  await browser.close();
+}
