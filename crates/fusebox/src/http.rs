@@ -93,6 +93,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Any error, boxed (the same alias as `tower::BoxError`).
+///
+/// # Examples
+///
+/// ```
+/// let e: fusebox::http::BoxError = "connection reset".into();
+/// assert_eq!(e.to_string(), "connection reset");
+/// ```
 pub type BoxError = Box<dyn StdError + Send + Sync>;
 
 /// Statuses 0..640 as bits.
@@ -409,11 +416,27 @@ impl<R: HttpResponse> HttpError<R> {
     }
 
     /// The failing status, if the server answered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = http::Response::builder().status(503).header("retry-after", "1").body(()).unwrap();
+    /// let e = fusebox::http::HttpError::from_response(r);
+    /// assert_eq!(e.status(), Some(http::StatusCode::SERVICE_UNAVAILABLE));
+    /// ```
     pub fn status(&self) -> Option<StatusCode> {
         self.response().map(HttpResponse::status)
     }
 
     /// The failing response, if the server answered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = http::Response::builder().status(503).header("retry-after", "1").body(()).unwrap();
+    /// let e = fusebox::http::HttpError::from_response(r);
+    /// assert_eq!(e.response().unwrap().status(), 503);
+    /// ```
     pub fn response(&self) -> Option<&R> {
         match &self.kind {
             Kind::Status(r) => Some(r),
@@ -422,6 +445,14 @@ impl<R: HttpResponse> HttpError<R> {
     }
 
     /// The failing response, owned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = http::Response::builder().status(503).header("retry-after", "1").body(()).unwrap();
+    /// let e = fusebox::http::HttpError::from_response(r);
+    /// assert_eq!(e.into_response().unwrap().status(), 503);
+    /// ```
     pub fn into_response(self) -> Option<R> {
         match self.kind {
             Kind::Status(r) => Some(r),
@@ -431,6 +462,15 @@ impl<R: HttpResponse> HttpError<R> {
 
     /// The transport error, if there was no response (downcast it to the
     /// client's type).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::{BoxError, HttpError};
+    /// let refused: BoxError = Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+    /// let e: HttpError<http::Response<()>> = HttpError::transport(refused);
+    /// assert!(e.transport_error().unwrap().is::<std::io::Error>());
+    /// ```
     pub fn transport_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
         match &self.kind {
             Kind::Transport { error, .. } => Some(&**error),
@@ -439,11 +479,28 @@ impl<R: HttpResponse> HttpError<R> {
     }
 
     /// Whether the request never reached the server.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::{BoxError, HttpError};
+    /// let refused: BoxError = Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+    /// let e: HttpError<http::Response<()>> = HttpError::transport(refused);
+    /// assert!(e.is_connect());
+    /// ```
     pub fn is_connect(&self) -> bool {
         matches!(self.kind, Kind::Transport { connect: true, .. })
     }
 
     /// The response's `Retry-After`, if it has one that parses.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = http::Response::builder().status(503).header("retry-after", "1").body(()).unwrap();
+    /// let e = fusebox::http::HttpError::from_response(r);
+    /// assert_eq!(e.retry_after(), Some(std::time::Duration::from_secs(1)));
+    /// ```
     pub fn retry_after(&self) -> Option<Duration> {
         retry_after(self.response()?.headers(), SystemTime::now())
     }
@@ -626,12 +683,26 @@ impl RetryPolicy {
     }
 
     /// The longest `Retry-After` honoured.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::http::RetryPolicy::new().retry_after_cap(), std::time::Duration::from_secs(10));
+    /// ```
     pub fn retry_after_cap(&self) -> Duration {
         self.max_retry_after
     }
 
     /// Whether a request of `method` may be retried at all (beyond a
     /// connection that was refused).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = fusebox::http::RetryPolicy::new();
+    /// assert!(p.retries_method(&http::Method::GET));
+    /// assert!(!p.retries_method(&http::Method::POST));
+    /// ```
     pub fn retries_method(&self, method: &Method) -> bool {
         self.all_methods || is_idempotent(method)
     }
@@ -716,6 +787,14 @@ impl<R: HttpResponse> RetryIf<HttpError<R>> for RetryPolicy {
 
 /// What stopped a call through the [`Standard`] stack: a policy, or the
 /// [`HttpError`] of the last attempt. `R` is the client's response type.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::http::StandardError;
+/// let e: StandardError<http::Response<()>> = fusebox::PipelineError::TimedOut(fusebox::Elapsed::new(std::time::Duration::from_secs(1)));
+/// assert_eq!(e.stopped_by(), "timeout");
+/// ```
 pub type StandardError<R> = PipelineError<HttpError<R>>;
 
 /// The standard HTTP stack for one dependency; see the [module docs](self)
@@ -802,10 +881,31 @@ impl fmt::Debug for StandardBuilder {
 }
 
 /// The default total timeout.
+///
+/// # Examples
+///
+/// ```
+/// let s = fusebox::http::Standard::builder("x").build();
+/// assert_eq!(s.total_timeout(), fusebox::http::DEFAULT_TOTAL_TIMEOUT);
+/// ```
 pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default per-attempt timeout.
+///
+/// # Examples
+///
+/// ```
+/// let s = fusebox::http::Standard::builder("x").build();
+/// assert_eq!(s.attempt_timeout(), fusebox::http::DEFAULT_ATTEMPT_TIMEOUT);
+/// ```
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
 /// The default bulkhead limit.
+///
+/// # Examples
+///
+/// ```
+/// let s = fusebox::http::Standard::builder("x").build();
+/// assert_eq!(s.bulkhead().limit(), fusebox::http::DEFAULT_MAX_CONCURRENT);
+/// ```
 pub const DEFAULT_MAX_CONCURRENT: usize = 64;
 
 fn default_retry() -> Retry {
@@ -889,11 +989,25 @@ impl Standard {
     }
 
     /// The dependency's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.name(), "inventory");
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// The breaker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.breaker().state(), fusebox::State::Closed);
+    /// ```
     pub fn breaker(&self) -> &CircuitBreaker {
         self.inner
             .pipeline
@@ -902,6 +1016,13 @@ impl Standard {
     }
 
     /// The bulkhead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.bulkhead().limit(), 64);
+    /// ```
     pub fn bulkhead(&self) -> &Bulkhead {
         self.inner
             .pipeline
@@ -910,6 +1031,14 @@ impl Standard {
     }
 
     /// The retry policy (attempts, backoff, budget).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.retry().max_attempts(), 3);
+    /// assert!(s.retry().budget().is_some());
+    /// ```
     pub fn retry(&self) -> &Retry<DefaultBackoff, RetryPolicy> {
         self.inner
             .pipeline
@@ -918,6 +1047,13 @@ impl Standard {
     }
 
     /// The deadline of one attempt.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.attempt_timeout(), std::time::Duration::from_secs(2));
+    /// ```
     pub fn attempt_timeout(&self) -> Duration {
         self.inner
             .pipeline
@@ -926,17 +1062,38 @@ impl Standard {
     }
 
     /// The deadline of the whole call, retries and waits included.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.total_timeout(), std::time::Duration::from_secs(10));
+    /// ```
     pub fn total_timeout(&self) -> Duration {
         self.inner.total
     }
 
     /// The counters of this stack (export them with
     /// `fusebox::metrics::Metrics::track_stats`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.stats().snapshot().calls, 0);
+    /// ```
     pub fn stats(&self) -> &PolicyStats {
         &self.inner.stats
     }
 
     /// The classifier.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert!(s.classifier().is_failure(http::StatusCode::BAD_GATEWAY));
+    /// ```
     pub fn classifier(&self) -> &Classifier {
         &self.inner.classifier
     }
@@ -955,6 +1112,21 @@ impl Standard {
     ///
     /// Dropping the future drops the attempt in progress; its bulkhead slot
     /// and breaker permit are released without a verdict.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use fusebox::http::{BoxError, Standard};
+    /// let s = Standard::builder("inventory").build();
+    /// let r = s
+    ///     .run(&http::Method::GET, || async { Err::<http::Response<()>, BoxError>("reset".into()) })
+    ///     .await;
+    /// assert_eq!(s.stats().snapshot().attempts, 3); // retried: GET is idempotent
+    /// assert!(r.is_err());
+    /// # }
+    /// ```
     pub async fn run<R, E, F, Fut>(
         &self,
         method: &Method,
@@ -1102,12 +1274,30 @@ impl Standard {
 impl StandardBuilder {
     /// The deadline of the whole call, retries and waits included (default
     /// 10 s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::Standard;
+    /// use std::time::Duration;
+    /// let s = Standard::builder("x").total_timeout(Duration::from_secs(1)).build();
+    /// assert_eq!(s.total_timeout(), Duration::from_secs(1));
+    /// ```
     pub fn total_timeout(mut self, total: Duration) -> Self {
         self.total = total;
         self
     }
 
     /// The deadline of one attempt (default 2 s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::Standard;
+    /// use std::time::Duration;
+    /// let s = Standard::builder("x").attempt_timeout(Duration::from_millis(250)).build();
+    /// assert_eq!(s.attempt_timeout(), Duration::from_millis(250));
+    /// ```
     pub fn attempt_timeout(mut self, attempt: Duration) -> Self {
         self.attempt = attempt;
         self
@@ -1115,30 +1305,72 @@ impl StandardBuilder {
 
     /// The retry's attempts, backoff and budget (its predicate is replaced
     /// by the [`RetryPolicy`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let retry = fusebox::retry::Retry::builder().max_attempts(5).build()?;
+    /// let s = fusebox::http::Standard::builder("x").retry(retry).build();
+    /// assert_eq!(s.retry().max_attempts(), 5);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
     pub fn retry<P>(mut self, retry: Retry<DefaultBackoff, P>) -> Self {
         self.retry = Some(retry.with_retry_if(crate::retry::AnyError));
         self
     }
 
     /// The breaker (a shared handle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::CircuitBreaker::builder().consecutive_failures(3).build()?;
+    /// let s = fusebox::http::Standard::builder("x").breaker(b.clone()).build();
+    /// b.force_open();
+    /// assert_eq!(s.breaker().state(), fusebox::State::ForcedOpen);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
     pub fn breaker(mut self, breaker: CircuitBreaker) -> Self {
         self.breaker = Some(breaker);
         self
     }
 
     /// The bulkhead (a shared handle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("x").bulkhead(fusebox::Bulkhead::new(4)).build();
+    /// assert_eq!(s.bulkhead().limit(), 4);
+    /// ```
     pub fn bulkhead(mut self, bulkhead: Bulkhead) -> Self {
         self.bulkhead = Some(bulkhead);
         self
     }
 
     /// Which statuses are failures.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::{Classifier, Standard};
+    /// let s = Standard::builder("x").classifier(Classifier::new().success(http::StatusCode::NOT_IMPLEMENTED)).build();
+    /// assert!(!s.classifier().is_failure(http::StatusCode::NOT_IMPLEMENTED));
+    /// ```
     pub fn classifier(mut self, classifier: Classifier) -> Self {
         self.classifier = classifier;
         self
     }
 
     /// Which failures are retried.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::{RetryPolicy, Standard};
+    /// let s = Standard::builder("x").retry_policy(RetryPolicy::new().all_methods(true)).build();
+    /// # let _ = s;
+    /// ```
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.retry_policy = policy;
         self
@@ -1146,12 +1378,27 @@ impl StandardBuilder {
 
     /// Counts into `stats` (e.g. from `Metrics::stats`) instead of fresh
     /// counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let stats = fusebox::PolicyStats::new();
+    /// let s = fusebox::http::Standard::builder("x").stats(stats.clone()).build();
+    /// assert_eq!(s.stats().snapshot(), stats.snapshot());
+    /// ```
     pub fn stats(mut self, stats: PolicyStats) -> Self {
         self.stats = Some(stats);
         self
     }
 
     /// Builds the stack.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("x").build();
+    /// assert_eq!(s.name(), "x");
+    /// ```
     pub fn build(self) -> Standard {
         let stats = self.stats.unwrap_or_default();
         let retry = self.retry.unwrap_or_else(default_retry);
@@ -1241,6 +1488,13 @@ mod tower_stack {
 
     impl StandardLayer {
         /// The layer of `stack`.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// let layer = fusebox::http::StandardLayer::new(fusebox::http::Standard::builder("x").build());
+        /// # let _ = layer;
+        /// ```
         pub fn new(stack: Standard) -> Self {
             StandardLayer { stack }
         }
@@ -1257,6 +1511,17 @@ mod tower_stack {
     }
 
     /// The service of a [`StandardLayer`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use tower::Layer;
+    /// let layer = fusebox::http::StandardLayer::new(fusebox::http::Standard::builder("x").build());
+    /// let svc = layer.layer(tower::service_fn(|_: http::Request<()>| async {
+    ///     Ok::<_, std::io::Error>(http::Response::new(()))
+    /// }));
+    /// assert_eq!(svc.stack().name(), "x");
+    /// ```
     #[derive(Debug, Clone)]
     pub struct StandardService<S> {
         inner: S,
@@ -1265,6 +1530,14 @@ mod tower_stack {
 
     impl<S> StandardService<S> {
         /// The stack.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use tower::Layer;
+        /// let svc = fusebox::http::StandardLayer::new(fusebox::http::Standard::builder("x").build()).layer(());
+        /// assert_eq!(svc.stack().name(), "x");
+        /// ```
         pub fn stack(&self) -> &Standard {
             &self.stack
         }

@@ -71,6 +71,12 @@ impl StatsSnapshot {
 
 impl PolicyStats {
     /// The `cause` labels of the fallback counters, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::PolicyStats::CAUSES[0], "rejected");
+    /// ```
     pub const CAUSES: [&'static str; 4] = ["rejected", "bulkhead_full", "timed_out", "failed"];
 
     /// Counters at zero.

@@ -155,6 +155,23 @@ where
 pin_project! {
     /// The future of a [`FromFuture`]: the fallback's answer, or the original
     /// error when the fallback had none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::tower::fallback::{FromFuture, Recover};
+    /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let only_refusals = FromFuture::new(|why: Cause<'_, BoxError>| {
+    ///     why.is_refusal().then(|| async { Ok::<_, BoxError>("backup") })
+    /// });
+    /// let passed_on = only_refusals.recover("the call failed".into()).await;
+    /// assert_eq!(passed_on.unwrap_err().to_string(), "the call failed");
+    /// # }
+    /// ```
     #[derive(Debug)]
     pub struct OrError<Fut, T> {
         #[pin]
