@@ -591,8 +591,9 @@ pub fn is_idempotent(method: &Method) -> bool {
 ///
 /// # Default
 ///
-/// - methods: idempotent only ([`is_idempotent`]); a request of another
-///   method is sent once by [`Standard`];
+/// - methods: idempotent only ([`is_idempotent`]); [`Standard`] retries a
+///   request of another method only when its connection was refused (it
+///   never left), and never after a timeout;
 /// - statuses: 408, 429 and every 5xx;
 /// - transport errors: retried;
 /// - `Retry-After`: honoured (the next attempt waits at least that long) up
@@ -771,9 +772,10 @@ impl RetryPolicy {
     }
 }
 
-/// The predicate as a [`Retry`]'s: the method is known to the caller (the
-/// standard stack sends a non-idempotent request once), so here every
-/// request counts as retryable by method.
+/// The predicate as a [`Retry`]'s. An error does not know its request's
+/// method, so here every request counts as idempotent: the caller chooses
+/// (the standard stack gives a non-idempotent request a predicate that
+/// retries only a refused connection).
 impl<R: HttpResponse> RetryIf<HttpError<R>> for RetryPolicy {
     fn retry_if(&self, error: &HttpError<R>) -> bool {
         RetryIf::retry_after(self, error).is_some()
@@ -829,9 +831,34 @@ pub struct Standard {
     inner: Arc<StandardInner>,
 }
 
+/// How one request may be retried.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// As the [`RetryPolicy`] says (an idempotent method).
+    Retry,
+    /// Only after a refused connection: the request never left (another method).
+    ConnectOnly,
+    /// Never: the request cannot be sent twice (a streamed body).
+    Single,
+}
+
+/// The retry predicate of requests that must not run twice: only a refused
+/// connection is retried.
+#[derive(Debug, Clone, Copy)]
+struct ConnectOnly;
+
+impl<R: HttpResponse> RetryIf<HttpError<R>> for ConnectOnly {
+    fn retry_if(&self, error: &HttpError<R>) -> bool {
+        error.is_connect()
+    }
+}
+
 struct StandardInner {
     name: Box<str>,
     pipeline: Pipeline<DefaultBackoff, RetryPolicy>,
+    /// The same layers for non-idempotent requests: retried only when the
+    /// connection was refused, never after a timeout.
+    sent_once: Pipeline<DefaultBackoff, ConnectOnly>,
     total: Duration,
     classifier: Classifier,
     retry_policy: RetryPolicy,
@@ -1100,7 +1127,9 @@ impl Standard {
 
     /// Runs one request through the stack: `attempt` sends it once (it is
     /// called again for each retry). A request whose method the
-    /// [`RetryPolicy`] does not retry is sent once.
+    /// [`RetryPolicy`] does not retry is tried again only when its
+    /// connection was refused (the request never left), never after a
+    /// timeout or an answer.
     ///
     /// # Errors
     ///
@@ -1130,8 +1159,23 @@ impl Standard {
     pub async fn run<R, E, F, Fut>(
         &self,
         method: &Method,
-        mut attempt: F,
+        attempt: F,
     ) -> Result<R, StandardError<R>>
+    where
+        R: HttpResponse,
+        E: TransportError,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+    {
+        let mode = if self.inner.retry_policy.retries_method(method) {
+            Mode::Retry
+        } else {
+            Mode::ConnectOnly
+        };
+        self.run_as(mode, attempt).await
+    }
+
+    async fn run_as<R, E, F, Fut>(&self, mode: Mode, mut attempt: F) -> Result<R, StandardError<R>>
     where
         R: HttpResponse,
         E: TransportError,
@@ -1153,10 +1197,10 @@ impl Standard {
             }
         };
         let call = async {
-            if inner.retry_policy.retries_method(method) {
-                inner.pipeline.call_async(&mut once).await
-            } else {
-                inner.pipeline.run_async(once()).await
+            match mode {
+                Mode::Retry => inner.pipeline.call_async(&mut once).await,
+                Mode::ConnectOnly => inner.sent_once.call_async(&mut once).await,
+                Mode::Single => inner.pipeline.run_async(once()).await,
             }
         };
         #[cfg(feature = "tracing")]
@@ -1248,13 +1292,15 @@ impl Standard {
             Ok(r) => r,
             Err(e) => return Err(PipelineError::Failed(HttpError::transport(e))),
         };
-        let method = if request.try_clone().is_some() {
-            request.method().clone()
-        } else {
-            Method::POST // not repeatable: send once
+        let mode = match request.try_clone() {
+            Some(_) if self.inner.retry_policy.retries_method(request.method()) => Mode::Retry,
+            Some(_) => Mode::ConnectOnly,
+            None => Mode::Single, // a streamed body: it can be sent once
         };
         let mut first = Some(request);
-        self.run(&method, || {
+        self.run_as(mode, || {
+            // A copy per attempt while the request can be copied; the
+            // original for the one attempt of a streamed body.
             let next = match first.as_ref().and_then(reqwest::Request::try_clone) {
                 Some(copy) => Some(copy),
                 None => first.take(),
@@ -1263,7 +1309,7 @@ impl Standard {
             async move {
                 match next {
                     Some(r) => client.execute(r).await,
-                    None => unreachable!("a request that cannot be copied is sent once"),
+                    None => unreachable!("a request that cannot be copied has one attempt"),
                 }
             }
         })
@@ -1408,6 +1454,10 @@ impl StandardBuilder {
                 .name(&*self.name)
                 .build()
         });
+        let once_retry = retry
+            .clone()
+            .without_timeout_retries()
+            .with_retry_if(ConnectOnly);
         let pipeline = Pipeline::builder()
             .retry(retry.with_retry_if(self.retry_policy))
             .breaker(breaker)
@@ -1418,6 +1468,7 @@ impl StandardBuilder {
         Standard {
             inner: Arc::new(StandardInner {
                 name: self.name.into(),
+                sent_once: pipeline.clone().into_builder().retry(once_retry).build(),
                 pipeline,
                 total: self.total,
                 classifier: self.classifier,

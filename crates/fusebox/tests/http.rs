@@ -335,6 +335,31 @@ async fn retry_gives_up_with_the_last_response_and_skips_non_idempotent_requests
     let _ = stack.run(&Method::POST, attempt).await.unwrap_err();
     assert_eq!(n.load(Ordering::Relaxed), 1, "POST is sent once");
 
+    // A POST that timed out may have done its work: not tried again.
+    let mut posts = 0;
+    let e = stack
+        .run(&Method::POST, || {
+            posts += 1;
+            std::future::pending::<Result<Resp, BoxError>>()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(e, PipelineError::TimedOut(_)));
+    assert_eq!(posts, 1);
+
+    // A POST whose connection was refused never left: tried again.
+    let mut posts = 0;
+    let _ = stack
+        .run(&Method::POST, || {
+            posts += 1;
+            let refused: BoxError =
+                Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+            std::future::ready(Err::<Resp, _>(refused))
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(posts, 3);
+
     // A 404 is the caller's: an answer, not an error, and not retried.
     let (n, attempt) = scripted(&[404]);
     assert_eq!(
@@ -566,6 +591,43 @@ mod spans {
                 "fusebox.call dependency=inventory outcome=success",
                 "fusebox.call dependency=inventory outcome=rejected stopped_by=breaker",
             ]
+        );
+    }
+}
+
+#[cfg(feature = "reqwest")]
+mod reqwest_client {
+    use super::*;
+
+    /// A loopback port nothing listens on.
+    fn closed_port() -> u16 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_a_connect_error_retried_even_for_post_by_the_policy() {
+        let url = format!("http://127.0.0.1:{}/stock/7", closed_port());
+        let client = reqwest::Client::new();
+        let stack = Standard::builder("inventory").retry(quick_retry()).build();
+
+        let e = stack.send(client.get(&url)).await.unwrap_err();
+        let PipelineError::Failed(failed) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(failed.is_connect(), "{failed:?}");
+        assert!(failed.transport_error().unwrap().is::<reqwest::Error>());
+        assert_eq!(stack.stats().snapshot().attempts, 3, "GET retried");
+
+        // A POST whose connection was refused never left: tried again too.
+        let _ = stack
+            .send(client.post(&url).body("order"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            stack.stats().snapshot().attempts,
+            6,
+            "POST retried on connect"
         );
     }
 }

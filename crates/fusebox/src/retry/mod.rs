@@ -652,6 +652,13 @@ where
         self.map_retry_if(|_| retry_if)
     }
 
+    /// This policy, never retrying a timed-out attempt (for requests that
+    /// must not run twice).
+    pub(crate) fn without_timeout_retries(mut self) -> Self {
+        self.retry_timeouts = false;
+        self
+    }
+
     pub(crate) fn map_retry_if<P2>(self, f: impl FnOnce(P) -> P2) -> Retry<B, P2> {
         Retry {
             backoff: self.backoff,
