@@ -10,8 +10,8 @@
 //!   error; a `Retry-After` header (seconds or an HTTP date) is honoured up to
 //!   a cap, and past the cap the call is not retried.
 //! - [`Standard`]: the standard stack in one expression, for a
-//!   `reqwest::Client` ([`Standard::send`], feature `reqwest`) and for any
-//!   tower HTTP client ([`StandardLayer`], feature `tower`):
+//!   `reqwest::Client` (`Standard::send`, feature `reqwest`) and for any
+//!   tower HTTP client (`StandardLayer`, feature `tower`):
 //!
 //! ```text
 //! total timeout( retry with budget( breaker( bulkhead( attempt timeout( request ) ) ) ) )

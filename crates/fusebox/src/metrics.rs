@@ -29,7 +29,7 @@
 //! The last six come from a [`PolicyStats`] that a
 //! pipeline or an HTTP stack counts into (relaxed atomic adds, no lock, no
 //! allocation per call); export one with [`Metrics::track_stats`],
-//! [`Metrics::track_pipeline`] or (feature `http`) [`Metrics::track_standard`].
+//! [`Metrics::track_pipeline`] or (feature `http`) `Metrics::track_standard`.
 //!
 //! Counters and the histogram are updated by a [`MetricsListener`] on the
 //! breaker; their handles are created when the listener is, so a call costs
