@@ -110,6 +110,9 @@ pub mod bulkhead;
 #[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
 pub mod dashboard;
 pub mod fallback;
+#[cfg(feature = "fleet")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
+pub mod fleet;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;

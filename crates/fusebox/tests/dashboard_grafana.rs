@@ -175,10 +175,12 @@ fn check(key: &str, r: &Result, t: &Timeline) {
         }
         "Call duration p99" => {
             let s = [("name", "search")];
-            assert!(
-                r.max(&s, healthy.0, healthy.1) < 0.025,
-                "quick before: {r:#?}"
-            );
+            // Quick (2 ms) before the fault: the median point, not the
+            // maximum, since a loaded machine can stretch a few sleeps.
+            let mut before = r.values(&s, healthy.0, healthy.1);
+            assert!(!before.is_empty(), "{r:#?}");
+            before.sort_by(f64::total_cmp);
+            assert!(before[before.len() / 2] < 0.025, "quick before: {r:#?}");
             assert!(
                 r.max(&s, fault.0, fault.1) >= 0.025,
                 "30 ms calls during the fault: {r:#?}"

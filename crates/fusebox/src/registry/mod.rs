@@ -267,6 +267,28 @@ impl FuseboxBuilder {
         self
     }
 
+    /// Shares every breaker the registry builds with `fleet` (feature
+    /// `fleet`), under its registry name, for as long as the fleet lives;
+    /// see [`crate::fleet`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use fusebox::fleet::Fleet;
+    /// use fusebox::registry::Fusebox;
+    /// let fleet = Fleet::builder().redis_url("redis://127.0.0.1:1").namespace("shop").connect().await?;
+    /// let fusebox = Fusebox::builder().fleet(fleet.clone()).build()?;
+    /// fusebox.breaker("payments");
+    /// assert_eq!(fleet.status().shared, 1);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "fleet")]
+    pub fn fleet(self, fleet: crate::fleet::Fleet) -> Self {
+        self.observer(fleet.share_all())
+    }
+
     /// Validates the config, makes the registry and builds every breaker and
     /// bulkhead the config names.
     ///

@@ -1,0 +1,740 @@
+//! What one node shares with Redis: the connection, the scripts, and how
+//! their answers and the channel's messages are applied to the breakers.
+//! Every Redis exchange here runs on the fleet's own tasks (or in
+//! `Fleet::share` and the control calls), bounded by the fleet's timeout,
+//! never on a caller's path.
+
+use super::codec::{self, Kind, Message};
+use super::member::{has_rate_policy, Member};
+use super::scripts;
+use super::status::{Counters, FleetStatus, Link};
+use super::FleetError;
+use crate::breaker::Tally;
+use crate::sync::{lock, Mutex};
+use crate::State;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{PushInfo, PushKind, Script, Value};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{mpsc, Notify};
+
+/// Timeouts in a row after which the node drops its connection and makes a
+/// new one: a frozen or partitioned Redis keeps a TCP connection open
+/// without answering, and the client keeps every unanswered request until
+/// it answers; a new connection bounds that.
+const RENEW_AFTER_TIMEOUTS: u32 = 3;
+
+/// Makes the node's connection: RESP3, so the channel's pushes come on the
+/// one multiplexed connection, resubscribed by the client after each
+/// reconnect; pushes go to the bounded inbox.
+pub(crate) struct Connector {
+    client: redis::Client,
+    timeout: Duration,
+    max_delay: Duration,
+    inbox: mpsc::Sender<Vec<u8>>,
+    /// The node, once made (the pushes need it; it needs a connection).
+    shared: Arc<OnceLock<Weak<Shared>>>,
+}
+
+impl Connector {
+    pub(crate) fn new(
+        client: redis::Client,
+        settings: &Settings,
+        inbox: mpsc::Sender<Vec<u8>>,
+    ) -> Connector {
+        Connector {
+            client,
+            timeout: settings.timeout,
+            max_delay: settings.sync_every.min(Duration::from_secs(1)),
+            inbox,
+            shared: Arc::default(),
+        }
+    }
+
+    /// A connection manager (connecting lazily) whose pushes count only
+    /// while `generation` is the node's current connection.
+    pub(crate) fn connect(&self, generation: u64) -> redis::RedisResult<ConnectionManager> {
+        let inbox = self.inbox.clone();
+        let slot = Arc::clone(&self.shared);
+        // Runs on the connection's task: never blocks.
+        let push = move |info: PushInfo| -> Result<(), ()> {
+            let Some(shared) = slot.get().and_then(Weak::upgrade) else {
+                return Ok(());
+            };
+            // Relaxed: a stale connection's push is dropped either way.
+            if shared.generation.load(Ordering::Relaxed) != generation {
+                return Ok(());
+            }
+            match info.kind {
+                PushKind::Message => {
+                    let bytes = match info.data.get(1) {
+                        Some(Value::BulkString(b)) => b.clone(),
+                        _ => Vec::new(),
+                    };
+                    if inbox.try_send(bytes).is_err() {
+                        Counters::bump(&shared.counters.dropped);
+                    }
+                }
+                PushKind::Disconnection => {
+                    // Release: a flag for the sync task; nothing rides on it.
+                    shared.link_lost.store(true, Ordering::Release);
+                    shared.wake.notify_one();
+                }
+                _ => {}
+            }
+            Ok(())
+        };
+        let config = ConnectionManagerConfig::new()
+            .set_push_sender(push)
+            .set_automatic_resubscription()
+            .set_connection_timeout(Some(self.timeout))
+            .set_response_timeout(Some(self.timeout))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(self.max_delay);
+        ConnectionManager::new_lazy_with_config(self.client.clone(), config)
+    }
+}
+
+/// A fleet's settings, validated by the builder.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) namespace: String,
+    pub(crate) node: String,
+    pub(crate) sync_every: Duration,
+    pub(crate) quorum: u32,
+    pub(crate) window: Duration,
+    pub(crate) timeout: Duration,
+    pub(crate) lease: Duration,
+}
+
+/// Called with the status whenever the node connects or disconnects.
+pub(crate) type StatusHook = Arc<dyn Fn(&FleetStatus) + Send + Sync>;
+
+/// The scripts, hashed once (EVALSHA; the client loads them again after a
+/// Redis restart).
+struct Scripts {
+    sync: Script,
+    trip: Script,
+    close: Script,
+    control: Script,
+}
+
+/// What one node shares: settings, connection, members, status.
+pub(crate) struct Shared {
+    pub(crate) settings: Settings,
+    pub(crate) channel: String,
+    boot_key: String,
+    connector: Connector,
+    /// The connection in use (replaced after repeated timeouts).
+    conn: Mutex<ConnectionManager>,
+    /// Which connection is in use; pushes of older ones are ignored.
+    generation: AtomicU64,
+    /// Redis exchanges that timed out in a row.
+    timeouts: AtomicU32,
+    pub(crate) members: Mutex<BTreeMap<String, Arc<Member>>>,
+    link: Mutex<Link>,
+    pub(crate) counters: Counters,
+    /// Wakes the sync task: a transition left something to tell.
+    pub(crate) wake: Notify,
+    /// Set by the connection when it drops; the sync task marks the node
+    /// disconnected.
+    pub(crate) link_lost: AtomicBool,
+    pub(crate) next_id: AtomicU64,
+    on_status: Option<StatusHook>,
+    /// The namespace's boot marker as last read: a different one means
+    /// Redis lost its keys (a restart without persistence, a flush).
+    boot: Mutex<Option<String>>,
+    /// Whether the channel subscription was made once (the connection
+    /// manager renews it after every reconnect).
+    pub(crate) subscribed: AtomicBool,
+    scripts: Scripts,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A lease operation, decided per breaker at each sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LeaseOp {
+    None = 0,
+    Acquire = 1,
+    Renew = 2,
+    Release = 3,
+}
+
+/// One breaker's part of a sync.
+struct Entry {
+    member: Arc<Member>,
+    /// The tally read now, the delta since the last one sent, and the
+    /// window shape (no window: `None`).
+    tally: Tally,
+    delta: Tally,
+    window: Option<(u64, u64)>,
+    lease: LeaseOp,
+    epoch: u64,
+}
+
+impl Entry {
+    /// Records the tally as sent to the fleet's window.
+    fn sent(&self) {
+        if self.window.is_some() {
+            let mut book = self.member.book();
+            book.sent = self.tally;
+            book.sent_at = Instant::now();
+        }
+    }
+}
+
+/// The fleet's state of one breaker, as a sync read it.
+#[derive(Debug)]
+struct View {
+    totals: Tally,
+    failing_nodes: u64,
+    open_ms: i64,
+    ctl: Option<State>,
+    holder: String,
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+fn control_state(s: &str) -> Option<State> {
+    match s {
+        "force_open" => Some(State::ForcedOpen),
+        "disable" => Some(State::Disabled),
+        _ => None,
+    }
+}
+
+impl Shared {
+    /// The node; `conn` is `connector`'s generation 0.
+    pub(crate) fn new(
+        settings: Settings,
+        connector: Connector,
+        conn: ConnectionManager,
+        on_status: Option<StatusHook>,
+    ) -> Arc<Shared> {
+        let ns = &settings.namespace;
+        let slot = Arc::clone(&connector.shared);
+        let shared = Arc::new(Shared {
+            channel: format!("fusebox:{{{ns}}}:events"),
+            boot_key: format!("fusebox:{{{ns}}}:boot"),
+            settings,
+            connector,
+            conn: Mutex::new(conn),
+            generation: AtomicU64::new(0),
+            timeouts: AtomicU32::new(0),
+            members: Mutex::new(BTreeMap::new()),
+            link: Mutex::new(Link::new()),
+            counters: Counters::default(),
+            wake: Notify::new(),
+            link_lost: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+            on_status,
+            boot: Mutex::new(None),
+            subscribed: AtomicBool::new(false),
+            scripts: Scripts {
+                sync: Script::new(scripts::SYNC),
+                trip: Script::new(scripts::TRIP),
+                close: Script::new(scripts::CLOSE),
+                control: Script::new(scripts::CONTROL),
+            },
+        });
+        let _ = slot.set(Arc::downgrade(&shared));
+        shared
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        lock(&self.conn).clone()
+    }
+
+    /// Drops the connection for a new one (see [`RENEW_AFTER_TIMEOUTS`]).
+    fn renew_connection(&self) {
+        // Relaxed: a counter only this node's exchanges touch.
+        let generation = self.generation.load(Ordering::Relaxed) + 1;
+        if let Ok(conn) = self.connector.connect(generation) {
+            *lock(&self.conn) = conn;
+            self.generation.store(generation, Ordering::Relaxed);
+            // Release: pairs with the Acquire in `subscribe`.
+            self.subscribed.store(false, Ordering::Release);
+        }
+    }
+
+    pub(crate) fn members(&self) -> Vec<Arc<Member>> {
+        lock(&self.members).values().cloned().collect()
+    }
+
+    pub(crate) fn member(&self, name: &str) -> Option<Arc<Member>> {
+        lock(&self.members).get(name).cloned()
+    }
+
+    pub(crate) fn connected(&self) -> bool {
+        lock(&self.link).connected
+    }
+
+    pub(crate) fn status(&self) -> FleetStatus {
+        let shared = lock(&self.members).len();
+        let link = lock(&self.link);
+        FleetStatus {
+            namespace: self.settings.namespace.clone(),
+            node: self.settings.node.clone(),
+            connected: link.connected,
+            disconnected_since: link.down_since.map(|(wall, _)| wall),
+            disconnected_for: link.down_since.map(|(_, at)| at.elapsed()),
+            shared,
+            disconnects: link.disconnects,
+            syncs: Counters::get(&self.counters.syncs),
+            messages_received: Counters::get(&self.counters.received),
+            messages_dropped: Counters::get(&self.counters.dropped),
+            last_error: link.last_error.clone(),
+        }
+    }
+
+    /// Records whether Redis answers. On a change, every shared breaker's
+    /// probe gate follows (disconnected: decide alone), and the status hook
+    /// and a tracing event (feature `tracing`) say so.
+    pub(crate) fn set_connected(&self, up: bool, error: Option<&FleetError>) {
+        let changed = {
+            let mut link = lock(&self.link);
+            if let Some(e) = error {
+                link.last_error = Some(e.to_string());
+            }
+            if link.connected == up {
+                false
+            } else {
+                link.connected = up;
+                if up {
+                    link.down_since = None;
+                } else {
+                    link.disconnects += 1;
+                    link.down_since = Some((SystemTime::now(), Instant::now()));
+                }
+                true
+            }
+        };
+        if !changed {
+            return;
+        }
+        for m in self.members() {
+            if !up {
+                m.book().lease_since = None;
+            }
+            m.set_gate(up);
+        }
+        let status = self.status();
+        #[cfg(feature = "tracing")]
+        if up {
+            tracing::info!(target: "fusebox::fleet", namespace = %status.namespace, node = %status.node, "fleet connected");
+        } else {
+            tracing::warn!(target: "fusebox::fleet", namespace = %status.namespace, node = %status.node, error = ?status.last_error, "fleet disconnected: shared breakers work as local breakers");
+        }
+        if let Some(hook) = &self.on_status {
+            hook(&status);
+        }
+    }
+
+    /// Runs one Redis exchange within the fleet's timeout.
+    async fn run<T>(
+        &self,
+        op: impl Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, FleetError> {
+        match tokio::time::timeout(self.settings.timeout, op).await {
+            Ok(r) => {
+                // Relaxed (here and below): a counter, no data rides on it.
+                self.timeouts.store(0, Ordering::Relaxed);
+                r.map_err(FleetError::from)
+            }
+            Err(_) => {
+                if self.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= RENEW_AFTER_TIMEOUTS {
+                    self.timeouts.store(0, Ordering::Relaxed);
+                    self.renew_connection();
+                }
+                Err(FleetError::Timeout)
+            }
+        }
+    }
+
+    /// Subscribes to the namespace's channel (once; the connection manager
+    /// subscribes again after each reconnect).
+    pub(crate) async fn subscribe(&self) -> Result<(), FleetError> {
+        if self.subscribed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        self.run(conn.subscribe(&self.channel)).await?;
+        // Release: pairs with the Acquire above (a flag, nothing else).
+        self.subscribed.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// This breaker's part of a sync: the verdicts since the last one sent
+    /// (merged, whatever time passed, unless older than the window) and what
+    /// to do with the probe lease.
+    fn entry(&self, member: &Arc<Member>) -> Entry {
+        let breaker = &member.breaker;
+        let window = has_rate_policy(breaker).then(|| {
+            breaker.enable_tally(); // a reconfigure may have added a rate
+            let span = breaker.config().time_window.unwrap_or(self.settings.window);
+            let span = ms(span);
+            (span, (span / 10).max(1))
+        });
+        let state = breaker.state(); // the lazy Open -> HalfOpen step
+        let tally = breaker.tally();
+        let mut book = member.book();
+        if let Some((span, _)) = window {
+            if book.sent_at.elapsed() > Duration::from_millis(span) {
+                // Verdicts from before the fleet's window: judged locally
+                // already, too old for the fleet's.
+                book.sent = tally;
+                book.sent_at = Instant::now();
+            }
+        }
+        let delta = Tally {
+            calls: tally.calls.saturating_sub(book.sent.calls),
+            failures: tally.failures.saturating_sub(book.sent.failures),
+            slow: tally.slow.saturating_sub(book.sent.slow),
+        };
+        let lease = match book.lease_since {
+            Some(_) if state != State::HalfOpen => LeaseOp::Release,
+            // Held for a whole interval with no probe running (a permit
+            // dropped, or no traffic here): let another node probe.
+            Some(since)
+                if breaker.probes_in_flight() == 0
+                    && since.elapsed() >= self.settings.sync_every =>
+            {
+                LeaseOp::Release
+            }
+            Some(_) => LeaseOp::Renew,
+            None if state == State::HalfOpen => LeaseOp::Acquire,
+            None => LeaseOp::None,
+        };
+        drop(book);
+        Entry {
+            member: Arc::clone(member),
+            tally,
+            delta,
+            window,
+            lease,
+            // Acquire: see `apply_message`, which bumps it before applying.
+            epoch: member.epoch.load(Ordering::Acquire),
+        }
+    }
+
+    /// One round trip for `members`: their window deltas in, the fleet's
+    /// state of each out, applied. Marks the node connected or not.
+    pub(crate) async fn sync(&self, members: &[Arc<Member>]) -> Result<(), FleetError> {
+        let entries: Vec<Entry> = members.iter().map(|m| self.entry(m)).collect();
+        let proposal = format!(
+            "{}-{}",
+            self.settings.node,
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos()
+        );
+        let mut call = self.scripts.sync.prepare_invoke();
+        call.key(&self.boot_key)
+            .arg(proposal)
+            .arg(&self.settings.node)
+            .arg(ms(self.settings.lease))
+            .arg(self.settings.quorum);
+        for e in &entries {
+            let k = &e.member.keys;
+            call.key(&k.open).key(&k.ctl).key(&k.win).key(&k.probe);
+            let (span, bucket) = e.window.unwrap_or((0, 1));
+            call.arg(e.delta.calls)
+                .arg(e.delta.failures)
+                .arg(e.delta.slow)
+                .arg(span)
+                .arg(bucket)
+                .arg(e.lease as u8);
+        }
+        let mut conn = self.conn();
+        let result: Result<Vec<Value>, _> = self.run(call.invoke_async(&mut conn)).await;
+        let out = match result {
+            Ok(out) if out.len() == 1 + 7 * entries.len() => out,
+            Ok(_) => {
+                let e = FleetError::Redis("unexpected answer to the sync script".into());
+                self.set_connected(false, Some(&e));
+                return Err(e);
+            }
+            Err(e) => {
+                self.set_connected(false, Some(&e));
+                return Err(e);
+            }
+        };
+        Counters::bump(&self.counters.syncs);
+        self.set_connected(true, None);
+        let lost_keys = {
+            let boot = text(&out[0]);
+            let mut known = lock(&self.boot);
+            let lost = known.as_ref().is_some_and(|k| *k != boot);
+            *known = Some(boot);
+            lost
+        };
+        if lost_keys {
+            // What this sync read is an empty namespace, not the fleet's
+            // state (a missing control key is no reset): put back what this
+            // node knows, and read again next time.
+            for e in &entries {
+                e.sent();
+            }
+            return self.republish(members).await;
+        }
+        for (e, v) in entries.iter().zip(out[1..].chunks(7)) {
+            let view = View {
+                totals: Tally {
+                    calls: int(&v[0]).max(0) as u64,
+                    failures: int(&v[1]).max(0) as u64,
+                    slow: int(&v[2]).max(0) as u64,
+                },
+                failing_nodes: int(&v[3]).max(0) as u64,
+                open_ms: int(&v[4]),
+                ctl: control_state(&text(&v[5])),
+                holder: text(&v[6]),
+            };
+            self.apply_view(e, &view);
+        }
+        Ok(())
+    }
+
+    /// Applies what a sync read to one breaker.
+    fn apply_view(&self, e: &Entry, view: &View) {
+        let m = &e.member;
+        let b = &m.breaker;
+        e.sent();
+        // Acquire: pairs with the bump in `apply_message`.
+        if m.epoch.load(Ordering::Acquire) != e.epoch {
+            return; // a message arrived after this was read: it is newer
+        }
+        if let Some(ctl) = view.ctl {
+            {
+                let mut book = m.book();
+                book.remote_ctl = Some(ctl);
+                book.lease_since = None;
+            }
+            if b.state() != ctl {
+                b.set_remote(ctl);
+            }
+            m.set_gate(true);
+            return;
+        }
+        let missed_reset = m.book().remote_ctl.take();
+        if let Some(ctl) = missed_reset {
+            if b.state() == ctl {
+                b.set_remote(State::Closed);
+            }
+        }
+        if view.open_ms > 0 {
+            let remaining = Duration::from_millis(view.open_ms as u64);
+            m.fleet_open_for(remaining);
+            b.trip_remote(remaining);
+        }
+        {
+            let mut book = m.book();
+            book.lease_since = if view.holder == self.settings.node {
+                Some(book.lease_since.unwrap_or_else(Instant::now))
+            } else {
+                None
+            };
+        }
+        m.set_gate(true);
+        if e.window.is_some() && u64::from(self.settings.quorum) <= view.failing_nodes.max(1) {
+            // Relaxed (both): read back by the hook on this same thread,
+            // inside the judge call.
+            m.judging.store(true, Ordering::Relaxed);
+            b.judge_fleet(view.totals.calls, view.totals.failures, view.totals.slow);
+            m.judging.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Redis lost the namespace's keys: put back what this node knows, the
+    /// fleet's open periods and control states.
+    async fn republish(&self, members: &[Arc<Member>]) -> Result<(), FleetError> {
+        for m in members {
+            let ctl = m.book().remote_ctl;
+            if let Some(ctl) = ctl {
+                let kind = if ctl == State::Disabled {
+                    Kind::Disable
+                } else {
+                    Kind::ForceOpen
+                };
+                self.control(&m.name, kind).await?;
+            } else if let Some(remaining) = m.fleet_open_remaining() {
+                self.trip(m, remaining, 1).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells the fleet this breaker opened for `remaining`; counts toward
+    /// `quorum`. Returns whether the fleet's breaker is open now.
+    pub(crate) async fn trip(
+        &self,
+        m: &Member,
+        remaining: Duration,
+        quorum: u32,
+    ) -> Result<bool, FleetError> {
+        let k = &m.keys;
+        let mut call = self.scripts.trip.prepare_invoke();
+        call.key(&k.open)
+            .key(&k.trips)
+            .key(&k.ctl)
+            .key(&k.probe)
+            .arg(&self.settings.node)
+            .arg(codec::millis(remaining))
+            .arg(quorum)
+            .arg(ms(self.settings.window))
+            .arg(&self.channel)
+            .arg(codec::tail(
+                &self.settings.namespace,
+                &self.settings.node,
+                &m.name,
+            ));
+        let mut conn = self.conn();
+        let opened: i64 = self.run(call.invoke_async(&mut conn)).await?;
+        if opened > 0 {
+            m.fleet_open_for(remaining);
+        }
+        Ok(opened > 0)
+    }
+
+    /// Tells the fleet a probe here closed this breaker.
+    pub(crate) async fn close(&self, m: &Member) -> Result<(), FleetError> {
+        let k = &m.keys;
+        let message = self.message(&m.name, Kind::Close).encode();
+        let mut call = self.scripts.close.prepare_invoke();
+        call.key(&k.open)
+            .key(&k.probe)
+            .key(&k.trips)
+            .key(&k.win)
+            .arg(&self.channel)
+            .arg(message);
+        let mut conn = self.conn();
+        let _: i64 = self.run(call.invoke_async(&mut conn)).await?;
+        let mut book = m.book();
+        book.fleet_open_until = None;
+        book.lease_since = None;
+        Ok(())
+    }
+
+    /// Forces open, disables or resets breaker `name` fleet-wide.
+    pub(crate) async fn control(&self, name: &str, kind: Kind) -> Result<(), FleetError> {
+        let k = super::member::Keys::new(&self.settings.namespace, name);
+        let message = self.message(name, kind).encode();
+        let mut call = self.scripts.control.prepare_invoke();
+        call.key(&k.ctl)
+            .key(&k.open)
+            .key(&k.probe)
+            .key(&k.trips)
+            .key(&k.win)
+            .arg(kind.as_str())
+            .arg(&self.channel)
+            .arg(message);
+        let mut conn = self.conn();
+        let result: Result<i64, _> = self.run(call.invoke_async(&mut conn)).await;
+        if let Err(e) = &result {
+            self.set_connected(false, Some(e));
+        }
+        result.map(drop)
+    }
+
+    fn message(&self, name: &str, kind: Kind) -> Message {
+        Message::new(&self.settings.namespace, &self.settings.node, name, kind)
+    }
+
+    /// Applies one message from the channel. Malformed ones and those of
+    /// another namespace are dropped and counted; this node's own are
+    /// ignored (it applied them when it sent them).
+    pub(crate) fn apply_bytes(&self, bytes: &[u8]) {
+        let Ok(message) = codec::decode(bytes) else {
+            Counters::bump(&self.counters.dropped);
+            return;
+        };
+        if message.namespace != self.settings.namespace {
+            Counters::bump(&self.counters.dropped);
+            return;
+        }
+        Counters::bump(&self.counters.received);
+        if message.node == self.settings.node {
+            return;
+        }
+        if let Some(m) = self.member(&message.breaker) {
+            self.apply_message(&m, message.kind);
+        }
+    }
+
+    /// Applies `kind` to the member `m` (from the channel, or from this
+    /// node's own control call).
+    pub(crate) fn apply_message(&self, m: &Member, kind: Kind) {
+        // AcqRel: a sync that read its epoch before this sees the change.
+        m.epoch.fetch_add(1, Ordering::AcqRel);
+        let b = &m.breaker;
+        match kind {
+            Kind::Trip { remaining } => {
+                m.fleet_open_for(remaining);
+                b.trip_remote(remaining);
+            }
+            Kind::Close => {
+                {
+                    let mut book = m.book();
+                    book.fleet_open_until = None;
+                    book.lease_since = None;
+                }
+                b.close_remote();
+            }
+            Kind::ForceOpen | Kind::Disable => {
+                let state = if kind == Kind::Disable {
+                    State::Disabled
+                } else {
+                    State::ForcedOpen
+                };
+                {
+                    let mut book = m.book();
+                    book.remote_ctl = Some(state);
+                    book.lease_since = None;
+                }
+                b.set_remote(state);
+            }
+            Kind::Reset => {
+                {
+                    let mut book = m.book();
+                    book.remote_ctl = None;
+                    book.fleet_open_until = None;
+                    book.lease_since = None;
+                }
+                b.set_remote(State::Closed);
+            }
+        }
+        m.set_gate(self.connected());
+    }
+}

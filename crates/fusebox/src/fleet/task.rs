@@ -1,0 +1,117 @@
+//! The fleet's two tasks: the sync task (a round trip every `sync_every`,
+//! and whatever a transition left to tell, as soon as it happens) and the
+//! inbox task (applies the channel's messages). Neither is ever awaited by
+//! a caller of a breaker.
+
+use super::link::Shared;
+use super::member::Member;
+use super::FleetError;
+use crate::State;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+use tokio::time::MissedTickBehavior;
+
+/// Runs until the fleet is dropped (`stop`'s sender goes away).
+pub(crate) async fn sync_loop(shared: Arc<Shared>, mut stop: watch::Receiver<()>) {
+    let mut tick = tokio::time::interval(shared.settings.sync_every);
+    // After a stall (Redis stopped), carry on from now: no burst of syncs.
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        let ticked = tokio::select! {
+            _ = stop.changed() => return,
+            _ = tick.tick() => true,
+            _ = shared.wake.notified() => false,
+        };
+        // Acquire: a flag from the connection's task; nothing rides on it.
+        if shared.link_lost.swap(false, Ordering::Acquire) {
+            shared.set_connected(false, Some(&FleetError::Redis("connection lost".into())));
+        }
+        if ticked || !shared.connected() {
+            // The heartbeat and window sync; while disconnected, also the
+            // probe that finds Redis back.
+            let members = shared.members();
+            if shared.sync(&members).await.is_ok() && shared.subscribe().await.is_err() {
+                continue;
+            }
+        }
+        if shared.connected() {
+            flush(&shared).await;
+        }
+    }
+}
+
+/// Tells the fleet what transitions left pending. What cannot be told now
+/// stays pending (merged flags), for the next try.
+async fn flush(shared: &Shared) {
+    let mut join = Vec::new();
+    for m in shared.members() {
+        let p = m.take();
+        if p == Default::default() {
+            continue;
+        }
+        // A failed probe reopens the fleet at once if it probed for the
+        // fleet; a node that tripped alone (below the quorum) and probed
+        // alone counts toward the quorum again.
+        let bypass = p.bypass_quorum || (p.probe_failed && m.book().fleet_open_until.is_some());
+        if let Err(e) = tell(shared, &m, p.trip, bypass, p.close).await {
+            m.add(p);
+            shared.set_connected(false, Some(&e));
+            return;
+        }
+        if p.lease || p.join {
+            join.push(m);
+        }
+    }
+    if !join.is_empty() && shared.sync(&join).await.is_err() {
+        for m in join {
+            m.add(super::member::Pending {
+                join: true,
+                ..Default::default()
+            });
+        }
+    }
+}
+
+/// Publishes this node's own trip or close of `m`, as the breaker is now.
+async fn tell(
+    shared: &Shared,
+    m: &Member,
+    trip: bool,
+    bypass_quorum: bool,
+    close: bool,
+) -> Result<(), FleetError> {
+    if trip {
+        if let Some(remaining) = m.breaker.open_remaining().filter(|d| !d.is_zero()) {
+            let quorum = if bypass_quorum {
+                1
+            } else {
+                shared.settings.quorum
+            };
+            shared.trip(m, remaining, quorum).await?;
+            m.set_gate(true);
+        }
+    }
+    if close && m.breaker.state() == State::Closed {
+        shared.close(m).await?;
+        m.set_gate(true);
+    }
+    Ok(())
+}
+
+/// Applies the channel's messages as they come.
+pub(crate) async fn inbox_loop(
+    shared: Arc<Shared>,
+    mut inbox: mpsc::Receiver<Vec<u8>>,
+    mut stop: watch::Receiver<()>,
+) {
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            message = inbox.recv() => match message {
+                Some(bytes) => shared.apply_bytes(&bytes),
+                None => return,
+            },
+        }
+    }
+}

@@ -1,0 +1,925 @@
+//! The fleet's rules against real `redis-server` processes started here on
+//! free loopback ports (skipped, with one line saying so, when redis-server
+//! is missing, unless FUSEBOX_REQUIRE_REDIS=1).
+#![cfg(feature = "fleet")]
+
+use fusebox::fleet::{Fleet, LocalRedis, Membership};
+use fusebox::{CircuitBreaker, Reason, State};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SYNC: Duration = Duration::from_millis(50);
+
+async fn node(redis: &LocalRedis, ns: &str, id: &str) -> Fleet {
+    node_with_quorum(redis, ns, id, 1).await
+}
+
+async fn node_with_quorum(redis: &LocalRedis, ns: &str, id: &str, quorum: u32) -> Fleet {
+    node_with(redis, ns, id, quorum, SYNC).await
+}
+
+async fn node_with(redis: &LocalRedis, ns: &str, id: &str, quorum: u32, sync: Duration) -> Fleet {
+    Fleet::builder()
+        .redis_url(redis.url())
+        .namespace(ns)
+        .node(id)
+        .sync_every(sync)
+        .quorum(quorum)
+        .timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Polls `cond` every 2 ms for up to 5 s; true if it held.
+async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    cond()
+}
+
+async fn connected(fleets: &[&Fleet]) {
+    for f in fleets {
+        assert!(
+            eventually(|| f.status().connected).await,
+            "{:?}",
+            f.status()
+        );
+    }
+}
+
+fn payments(b: fusebox::Builder) -> CircuitBreaker {
+    b.name("payments").build().unwrap()
+}
+
+fn consecutive(n: u32, open: Duration) -> CircuitBreaker {
+    payments(
+        CircuitBreaker::builder()
+            .consecutive_failures(n)
+            .open_for(open),
+    )
+}
+
+/// A failure-rate breaker: 50 % over the last 100 calls, `min_calls`.
+fn rate(min_calls: u32) -> CircuitBreaker {
+    payments(
+        CircuitBreaker::builder()
+            .failure_rate(0.5)
+            .count_window(100)
+            .min_calls(min_calls)
+            .open_for(Duration::from_secs(5)),
+    )
+}
+
+/// Opens after one failure for `open`, then one probe at a time.
+fn probing(open: Duration) -> CircuitBreaker {
+    payments(
+        CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .open_for(open)
+            .half_open_probes(1),
+    )
+}
+
+/// Waits until every node's breaker is in `state` (fails after 5 s).
+async fn all_become(nodes: &[(Fleet, CircuitBreaker, Membership)], state: State) {
+    for (f, b, _) in nodes {
+        assert!(
+            eventually(|| b.state() == state).await,
+            "{:?} on {}",
+            b.state(),
+            f.status().node
+        );
+    }
+}
+
+fn fail(b: &CircuitBreaker, n: usize) {
+    for _ in 0..n {
+        let _ = b.call(|| Err::<(), _>("down"));
+    }
+}
+
+/// N nodes of one namespace, each sharing a breaker made by `make`.
+async fn fleet_of(
+    redis: &LocalRedis,
+    ns: &str,
+    n: usize,
+    make: impl Fn() -> CircuitBreaker,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    fleet_with_quorum(redis, ns, n, 1, make).await
+}
+
+async fn fleet_with_quorum(
+    redis: &LocalRedis,
+    ns: &str,
+    n: usize,
+    quorum: u32,
+    make: impl Fn() -> CircuitBreaker,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    fleet_with(redis, ns, n, quorum, SYNC, make).await
+}
+
+async fn fleet_with(
+    redis: &LocalRedis,
+    ns: &str,
+    n: usize,
+    quorum: u32,
+    sync: Duration,
+    make: impl Fn() -> CircuitBreaker,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let f = node_with(redis, ns, &format!("n{i}"), quorum, sync).await;
+        connected(&[&f]).await;
+        let b = make();
+        let m = f.share(&b).await.unwrap();
+        out.push((f, b, m));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trips_travel_to_every_node_for_the_rest_of_the_period() {
+    let Some(redis) = LocalRedis::start_or_skip("trips_travel") else {
+        return;
+    };
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&heard);
+    let make = move || {
+        let log = Arc::clone(&log);
+        payments(
+            CircuitBreaker::builder()
+                .consecutive_failures(3)
+                .open_for(Duration::from_secs(2))
+                .on_transition(move |t| log.lock().unwrap().push((t.to, t.reason))),
+        )
+    };
+    // Syncs a minute apart: only a pushed message arrives within seconds.
+    let nodes = fleet_with(&redis, "travel", 3, 1, Duration::from_secs(60), make).await;
+    let started = Instant::now();
+    fail(&nodes[0].1, 3);
+    assert_eq!(nodes[0].1.state(), State::Open);
+    all_become(&nodes[1..], State::Open).await;
+    eprintln!("trip reached every node in {:?}", started.elapsed());
+    // The rest of the same period: a little under 2 s, not a fresh 2 s.
+    let r = nodes[1].1.try_acquire().unwrap_err().retry_after().unwrap();
+    assert!(
+        r <= Duration::from_secs(2) && r > Duration::from_millis(1500),
+        "{r:?}"
+    );
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.iter().filter(|(to, _)| *to == State::Open).count(), 3);
+    assert_eq!(
+        heard
+            .iter()
+            .filter(|(_, why)| *why == Reason::Remote)
+            .count(),
+        2,
+        "two nodes opened for a remote trip: {heard:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_window_trips_nodes_that_are_each_below_min_calls() {
+    let Some(redis) = LocalRedis::start_or_skip("fleet_window") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "window", 3, || rate(10)).await;
+    // 3 failures per node: 9 over the fleet, below min_calls.
+    for (_, b, _) in &nodes {
+        fail(b, 3);
+    }
+    tokio::time::sleep(SYNC * 6).await;
+    for (_, b, _) in &nodes {
+        assert_eq!(b.state(), State::Closed, "9 calls < min_calls 10");
+        assert_eq!(b.snapshot().calls, 3, "each node's own window");
+    }
+    // One more failure on one node: 10 over the fleet, all failed.
+    fail(&nodes[2].1, 1);
+    all_become(&nodes, State::Open).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_window_is_not_tripped_by_successes() {
+    let Some(redis) = LocalRedis::start_or_skip("fleet_window_rate") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "window-ok", 2, || rate(10)).await;
+    for (_, b, _) in &nodes {
+        fail(b, 4);
+        for _ in 0..6 {
+            b.call(|| Ok::<_, ()>(())).unwrap();
+        }
+    }
+    tokio::time::sleep(SYNC * 6).await;
+    for (_, b, _) in &nodes {
+        assert_eq!(b.state(), State::Closed, "40 % < 50 %");
+    }
+}
+
+/// Admits on whichever node gets a permit; returns the permits taken.
+fn try_all(nodes: &[(Fleet, CircuitBreaker, Membership)]) -> Vec<(usize, fusebox::Permit)> {
+    nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, b, _))| b.try_acquire().ok().map(|p| (i, p)))
+        .collect()
+}
+
+/// Asks `b` until it admits a call (fails after 5 s); returns the permit.
+async fn admitted(b: &CircuitBreaker) -> fusebox::Permit {
+    let mut permit = None;
+    assert!(
+        eventually(|| {
+            permit = permit.take().or_else(|| b.try_acquire().ok());
+            permit.is_some()
+        })
+        .await
+    );
+    permit.unwrap()
+}
+
+/// Tries every node until some admit a probe; returns those permits.
+async fn first_probes(
+    nodes: &[(Fleet, CircuitBreaker, Membership)],
+) -> Vec<(usize, fusebox::Permit)> {
+    let mut held = Vec::new();
+    assert!(
+        eventually(|| {
+            held.extend(try_all(nodes));
+            !held.is_empty()
+        })
+        .await
+    );
+    held
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k_probes_in_the_whole_fleet_and_the_verdict_travels() {
+    let Some(redis) = LocalRedis::start_or_skip("probes") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "probes", 3, || probing(Duration::from_millis(300))).await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    // After the open period, one probe in the whole fleet.
+    let mut held = first_probes(&nodes).await;
+    tokio::time::sleep(SYNC * 3).await;
+    held.extend(try_all(&nodes));
+    assert_eq!(held.len(), 1, "one probe fleet-wide");
+    let (prober, permit) = held.pop().unwrap();
+    let other = (prober + 1) % 3;
+    let r = nodes[other].1.try_acquire().unwrap_err();
+    assert_eq!(r.state(), State::HalfOpen);
+    assert_eq!(r.retry_after(), Some(Duration::ZERO));
+    // The probe fails: every node reopens.
+    permit.failure();
+    all_become(&nodes, State::Open).await;
+    // Next round, the probe succeeds: every node closes.
+    let mut held = first_probes(&nodes).await;
+    assert_eq!(held.len(), 1);
+    held.pop().unwrap().1.success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_probers_lease_expires_and_another_node_probes() {
+    let Some(redis) = LocalRedis::start_or_skip("dead_prober") else {
+        return;
+    };
+    let mut nodes = fleet_of(&redis, "dead", 2, || probing(Duration::from_millis(200))).await;
+    fail(&nodes[0].1, 1);
+    assert!(eventually(|| nodes[1].1.state() == State::Open).await);
+    // Wait until node 0 holds the probe (node 1 gets no traffic).
+    let permit = admitted(&nodes[0].1).await;
+    // Node 0 dies mid-probe: its tasks stop, its lease is never released.
+    let (dead, _breaker, membership) = nodes.remove(0);
+    std::mem::forget(permit);
+    drop(membership);
+    drop(dead);
+    let (_, b1, _) = &nodes[0];
+    assert!(
+        b1.try_acquire().is_err(),
+        "the dead node's lease still holds"
+    );
+    // After the lease (3 x sync_every) expires, node 1 probes.
+    admitted(b1).await.success();
+    assert_eq!(b1.state(), State::Closed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_quorum_of_two_one_nodes_trip_protects_only_itself() {
+    let Some(redis) = LocalRedis::start_or_skip("quorum") else {
+        return;
+    };
+    let nodes = fleet_with_quorum(&redis, "quorum", 3, 2, || {
+        consecutive(1, Duration::from_secs(5))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    assert_eq!(nodes[0].1.state(), State::Open, "its own trip protects it");
+    tokio::time::sleep(SYNC * 6).await;
+    assert_eq!(nodes[1].1.state(), State::Closed, "one node is no quorum");
+    assert_eq!(nodes[2].1.state(), State::Closed);
+    fail(&nodes[1].1, 1);
+    assert!(
+        eventually(|| nodes[2].1.state() == State::Open).await,
+        "two are"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_quorum_of_two_one_nodes_failures_do_not_trip_the_fleet_window() {
+    let Some(redis) = LocalRedis::start_or_skip("quorum_window") else {
+        return;
+    };
+    let nodes = fleet_with_quorum(&redis, "quorum-window", 2, 2, || rate(20)).await;
+    // Node 0 sees only failures (its network path is broken); node 1 is fine.
+    fail(&nodes[0].1, 15);
+    for _ in 0..10 {
+        nodes[1].1.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    tokio::time::sleep(SYNC * 6).await;
+    assert_eq!(
+        nodes[1].1.state(),
+        State::Closed,
+        "one failing node is no quorum"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_reaches_every_node_and_later_joiners() {
+    let Some(redis) = LocalRedis::start_or_skip("control") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "control", 2, || {
+        consecutive(5, Duration::from_secs(5))
+    })
+    .await;
+    let (a, _, _) = &nodes[0];
+    a.force_open("payments").await.unwrap();
+    all_become(&nodes, State::ForcedOpen).await;
+    let late = node(&redis, "control", "late").await;
+    connected(&[&late]).await;
+    let b = consecutive(5, Duration::from_secs(5));
+    let _m = late.share(&b).await.unwrap();
+    assert_eq!(b.state(), State::ForcedOpen, "a joiner starts forced open");
+
+    nodes[1].0.disable("payments").await.unwrap();
+    for b in nodes.iter().map(|n| &n.1).chain([&b]) {
+        assert!(eventually(|| b.state() == State::Disabled).await);
+    }
+    late.reset("payments").await.unwrap();
+    for b in nodes.iter().map(|n| &n.1).chain([&b]) {
+        assert!(eventually(|| b.state() == State::Closed).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_an_open_fleet_starts_open_for_what_remains() {
+    let Some(redis) = LocalRedis::start_or_skip("join_open") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "join", 1, || consecutive(1, Duration::from_secs(2))).await;
+    fail(&nodes[0].1, 1);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let late = node(&redis, "join", "late").await;
+    connected(&[&late]).await;
+    let b = consecutive(1, Duration::from_secs(2));
+    let _m = late.share(&b).await.unwrap();
+    let r = b.try_acquire().unwrap_err().retry_after().unwrap();
+    assert!(
+        r < Duration::from_millis(1500) && r > Duration::from_millis(500),
+        "{r:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaces_are_apart_and_bad_messages_are_dropped() {
+    let Some(redis) = LocalRedis::start_or_skip("namespaces") else {
+        return;
+    };
+    let x = fleet_of(&redis, "x", 1, || consecutive(1, Duration::from_secs(5))).await;
+    let y = fleet_of(&redis, "y", 1, || consecutive(1, Duration::from_secs(5))).await;
+    fail(&x[0].1, 1);
+    tokio::time::sleep(SYNC * 4).await;
+    assert_eq!(y[0].1.state(), State::Closed, "another namespace's trip");
+
+    // Forged and garbage messages on y's channel: dropped, counted.
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let channel = "fusebox:{y}:events";
+    let forged =
+        fusebox::fleet::Message::new("x", "intruder", "payments", fusebox::fleet::Kind::ForceOpen);
+    let big = vec![b'a'; 100_000];
+    for payload in [forged.encode(), b"\xff\xfe garbage".to_vec(), big] {
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(channel)
+            .arg(payload)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    assert!(
+        eventually(|| y[0].0.status().messages_dropped == 3).await,
+        "{:?}",
+        y[0].0.status()
+    );
+    assert_eq!(y[0].1.state(), State::Closed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_membership_stops_sharing() {
+    let Some(redis) = LocalRedis::start_or_skip("membership") else {
+        return;
+    };
+    let mut nodes = fleet_of(&redis, "leave", 2, || {
+        consecutive(1, Duration::from_secs(5))
+    })
+    .await;
+    let (_f, b, m) = nodes.pop().unwrap();
+    drop(m);
+    fail(&nodes[0].1, 1);
+    tokio::time::sleep(SYNC * 4).await;
+    assert_eq!(b.state(), State::Closed);
+    fail(&b, 1); // and its own trips stay local
+    tokio::time::sleep(SYNC * 2).await;
+    assert_eq!(_f.status().shared, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registry_shares_every_breaker_it_builds() {
+    let Some(redis) = LocalRedis::start_or_skip("registry") else {
+        return;
+    };
+    let a = node(&redis, "registry", "a").await;
+    let b = node(&redis, "registry", "b").await;
+    connected(&[&a, &b]).await;
+    let fusebox = fusebox::registry::Fusebox::builder()
+        .fleet(a.clone())
+        .build()
+        .unwrap();
+    let mine = fusebox.breaker("payments");
+    let theirs = consecutive(1, Duration::from_secs(5));
+    let _m = b.share(&theirs).await.unwrap();
+    assert!(eventually(|| a.status().shared == 1).await);
+    tokio::time::sleep(SYNC * 2).await;
+    fail(&theirs, 1);
+    assert!(eventually(|| mine.state() == State::Open).await);
+    assert!(
+        b.share(&theirs).await.is_err(),
+        "one breaker per name per node"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_started_while_redis_is_down_works_locally_then_joins() {
+    let Some(mut redis) = LocalRedis::start_or_skip("redis_down_at_start") else {
+        return;
+    };
+    redis.kill();
+    let a = node(&redis, "late-redis", "a").await;
+    let breaker = consecutive(2, Duration::from_secs(5));
+    let _m = a.share(&breaker).await.unwrap();
+    let status = a.status();
+    assert!(
+        !status.connected && status.disconnected_since.is_some(),
+        "{status:?}"
+    );
+    assert!(format!("{status:?}").contains("connected: false"));
+    fail(&breaker, 2);
+    assert_eq!(breaker.state(), State::Open, "a local breaker meanwhile");
+    redis.restart().unwrap();
+    assert!(eventually(|| a.status().connected).await);
+    // Its trip, made while away, reaches a node that joins now.
+    let b = node(&redis, "late-redis", "b").await;
+    connected(&[&b]).await;
+    let theirs = consecutive(2, Duration::from_secs(5));
+    let _m2 = b.share(&theirs).await.unwrap();
+    assert!(eventually(|| theirs.state() == State::Open).await);
+}
+
+/// Call durations: how many took each whole microsecond (up to 10 ms),
+/// and the slowest.
+#[derive(Debug)]
+struct Latency {
+    micros: Vec<u64>,
+    slowest: Duration,
+}
+
+impl Latency {
+    fn calls(&self) -> u64 {
+        self.micros.iter().sum()
+    }
+    /// The duration that 99.9 % of the calls took at most (whole µs;
+    /// "10 ms" for anything above).
+    fn p999(&self) -> Duration {
+        let target = self.calls() - self.calls() / 1000;
+        let mut seen = 0;
+        for (us, n) in self.micros.iter().enumerate() {
+            seen += n;
+            if seen >= target {
+                return Duration::from_micros(us as u64 + 1);
+            }
+        }
+        Duration::from_millis(10)
+    }
+}
+
+/// Calls through `breaker` on a thread until `stop`.
+fn load(
+    breaker: CircuitBreaker,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Latency> {
+    std::thread::spawn(move || {
+        let mut lat = Latency {
+            micros: vec![0; 10_001],
+            slowest: Duration::ZERO,
+        };
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let t = Instant::now();
+            let _ = breaker.call(|| Ok::<_, ()>(()));
+            let took = t.elapsed();
+            lat.slowest = lat.slowest.max(took);
+            lat.micros[(took.as_micros() as usize).min(10_000)] += 1;
+        }
+        lat
+    })
+}
+
+async fn latency_during(breaker: &CircuitBreaker, d: Duration) -> Latency {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = load(breaker.clone(), Arc::clone(&stop));
+    tokio::time::sleep(d).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    h.join().unwrap()
+}
+
+/// No call waited on Redis: a call that did would take at least the
+/// fleet's timeout (300 ms here); and 99.9 % of calls are within a few ms
+/// of the calls made with Redis up (the slowest of either is the
+/// scheduler's, on a shared machine).
+fn assert_no_call_waited(up: &Latency, down: &Latency) {
+    eprintln!(
+        "calls with Redis up: {} (p99.9 {:?}, slowest {:?}); with Redis away: {} (p99.9 {:?}, slowest {:?})",
+        up.calls(),
+        up.p999(),
+        up.slowest,
+        down.calls(),
+        down.p999(),
+        down.slowest
+    );
+    assert!(
+        down.slowest < Duration::from_millis(300),
+        "a call waited on Redis: {down:?}"
+    );
+    assert!(
+        down.p999() <= up.p999() + Duration::from_millis(3),
+        "{:?} vs {:?}",
+        down.p999(),
+        up.p999()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_stopped_for_two_seconds_under_load_blocks_no_call_and_states_resync() {
+    let Some(redis) = LocalRedis::start_or_skip("sigstop") else {
+        return;
+    };
+    let make = || {
+        payments(
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .count_window(50)
+                .min_calls(5)
+                .open_for(Duration::from_secs(5)),
+        )
+    };
+    let nodes = fleet_of(&redis, "stop", 2, make).await;
+    let up = latency_during(&nodes[0].1, Duration::from_millis(300)).await;
+    redis.pause();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = load(nodes[0].1.clone(), Arc::clone(&stop));
+    assert!(
+        eventually(|| !nodes[0].0.status().connected).await,
+        "disconnected"
+    );
+    let status = nodes[0].0.status();
+    assert!(status.disconnected_for.is_some(), "{status:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stopped = h.join().unwrap();
+    // Node 1 trips while Redis is stopped: locally at once.
+    fail(&nodes[1].1, 5);
+    assert_eq!(nodes[1].1.state(), State::Open);
+    redis.resume();
+    assert_no_call_waited(&up, &stopped);
+    for (f, b, _) in &nodes {
+        assert!(eventually(|| f.status().connected).await);
+        assert!(eventually(|| b.state() == State::Open).await, "resynced");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_killed_and_restarted_empty_gets_the_fleets_state_back() {
+    let Some(mut redis) = LocalRedis::start_or_skip("restart") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "restart", 2, || {
+        consecutive(1, Duration::from_secs(10))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    assert!(eventually(|| nodes[1].1.state() == State::Open).await);
+    let other = consecutive(1, Duration::from_secs(10));
+    let other = CircuitBreaker::builder()
+        .name("search")
+        .config(other.config())
+        .build()
+        .unwrap();
+    let _m = nodes[1].0.share(&other).await.unwrap();
+    nodes[1].0.force_open("search").await.unwrap();
+    let up = latency_during(&nodes[0].1, Duration::from_millis(300)).await;
+
+    redis.kill();
+    let during = latency_during(&nodes[0].1, Duration::from_millis(500)).await;
+    for (f, _, _) in &nodes {
+        assert!(eventually(|| !f.status().connected).await);
+    }
+    redis.restart().unwrap();
+    for (f, _, _) in &nodes {
+        assert!(eventually(|| f.status().connected).await);
+    }
+    assert_no_call_waited(&up, &during);
+    // A node joining now learns what the empty Redis was told again.
+    let late = node(&redis, "restart", "late").await;
+    connected(&[&late]).await;
+    let b = consecutive(1, Duration::from_secs(10));
+    let s = CircuitBreaker::builder()
+        .name("search")
+        .config(b.config())
+        .build()
+        .unwrap();
+    let _m1 = late.share(&b).await.unwrap();
+    let _m2 = late.share(&s).await.unwrap();
+    assert!(
+        eventually(|| b.state() == State::Open && s.state() == State::ForcedOpen).await,
+        "{:?} {:?}",
+        b.state(),
+        s.state()
+    );
+    // And pushed messages flow again (the subscription came back).
+    late.reset("payments").await.unwrap();
+    assert!(eventually(|| nodes[0].1.state() == State::Closed).await);
+}
+
+/// The child side of `separate_processes_share_one_breaker`: this test
+/// binary run again, as another OS process, with `FLEET_CHILD_URL` set. It
+/// joins, says READY, waits for the parent's trip and says OPEN. Not a test
+/// by itself: in a normal run (no `FLEET_CHILD_URL`) it returns at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_process_node() {
+    let Ok(url) = std::env::var("FLEET_CHILD_URL") else {
+        return;
+    };
+    let id = std::env::var("FLEET_CHILD_ID").unwrap();
+    let fleet = Fleet::builder()
+        .redis_url(url)
+        .namespace("processes")
+        .node(id)
+        .sync_every(SYNC)
+        .connect()
+        .await
+        .unwrap();
+    connected(&[&fleet]).await;
+    let b = consecutive(1, Duration::from_secs(10));
+    let _m = fleet.share(&b).await.unwrap();
+    println!("READY");
+    assert!(eventually(|| b.state() == State::Open).await);
+    println!("OPEN {:?}", b.try_acquire().unwrap_err().retry_after());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn separate_processes_share_one_breaker() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let Some(redis) = LocalRedis::start_or_skip("separate_processes") else {
+        return;
+    };
+    let exe = std::env::current_exe().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut children = Vec::new();
+    for i in 0..2 {
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                "child_process_node",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("FLEET_CHILD_URL", redis.url())
+            .env("FLEET_CHILD_ID", format!("process-{i}"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send((i, line));
+            }
+        });
+        children.push(child);
+    }
+    let wait_for = |word: &str| {
+        let mut seen = std::collections::BTreeSet::new();
+        while seen.len() < 2 {
+            let (i, line) = rx.recv_timeout(Duration::from_secs(20)).expect(word);
+            if line.contains(word) {
+                seen.insert(i);
+            }
+        }
+    };
+    wait_for("READY");
+    let parent = node(&redis, "processes", "parent").await;
+    connected(&[&parent]).await;
+    let b = consecutive(1, Duration::from_secs(10));
+    let _m = parent.share(&b).await.unwrap();
+    fail(&b, 1);
+    wait_for("OPEN");
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_permit_dropped_without_verdict_frees_the_lease_for_another_node() {
+    let Some(redis) = LocalRedis::start_or_skip("dropped_probe") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "dropped", 2, || probing(Duration::from_millis(200))).await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    let mut held = first_probes(&nodes).await;
+    let (prober, permit) = held.pop().unwrap();
+    drop(permit); // a cancelled call: no verdict
+
+    // Only the other node calls now; it gets the probe once the lease is freed.
+    admitted(&nodes[1 - prober].1).await.success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_the_url_works_and_is_never_shown() {
+    let Some(redis) = LocalRedis::start_with_or_skip("password", &["--requirepass", "s3cret-pw"])
+    else {
+        return;
+    };
+    let url = redis.url().replace("redis://", "redis://:s3cret-pw@");
+    let make = |id: &str, url: &str| {
+        Fleet::builder()
+            .redis_url(url)
+            .namespace("auth")
+            .node(id)
+            .sync_every(SYNC)
+    };
+    let a = make("a", &url).connect().await.unwrap();
+    let b = make("b", &url).connect().await.unwrap();
+    connected(&[&a, &b]).await;
+    let (ba, bb) = (
+        consecutive(1, Duration::from_secs(5)),
+        consecutive(1, Duration::from_secs(5)),
+    );
+    let _ma = a.share(&ba).await.unwrap();
+    let _mb = b.share(&bb).await.unwrap();
+    fail(&ba, 1);
+    assert!(eventually(|| bb.state() == State::Open).await);
+    // A wrong password: the node runs, disconnected, saying why, never the password.
+    let wrong = redis.url().replace("redis://", "redis://:not-the-pw@");
+    let builder = make("c", &wrong);
+    assert!(!format!("{builder:?}").contains("not-the-pw"));
+    let c = builder.connect().await.unwrap();
+    tokio::time::sleep(SYNC * 4).await;
+    let status = c.status();
+    assert!(!status.connected, "{status:?}");
+    let shown = format!("{status:?} {c:?}");
+    assert!(!shown.contains("not-the-pw"), "{shown}");
+}
+
+#[cfg(feature = "prometheus")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_redis_is_an_event_and_a_metric() {
+    let Some(mut redis) = LocalRedis::start_or_skip("status_events") else {
+        return;
+    };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let fleet = Fleet::builder()
+        .redis_url(redis.url())
+        .namespace("events")
+        .node("a")
+        .sync_every(SYNC)
+        .on_status(move |s| log.lock().unwrap().push(s.connected))
+        .connect()
+        .await
+        .unwrap();
+    let mut registry = prometheus_client::registry::Registry::default();
+    fleet.register_metrics(&mut registry);
+    let scrape = |registry: &prometheus_client::registry::Registry| {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        text
+    };
+    connected(&[&fleet]).await;
+    assert!(scrape(&registry).contains(r#"fusebox_fleet_connected{namespace="events",node="a"} 1"#));
+    redis.kill();
+    assert!(eventually(|| !fleet.status().connected).await);
+    let text = scrape(&registry);
+    assert!(
+        text.contains(r#"fusebox_fleet_connected{namespace="events",node="a"} 0"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fusebox_fleet_disconnects_total{namespace="events",node="a"} 1"#),
+        "{text}"
+    );
+    redis.restart().unwrap();
+    assert!(eventually(|| fleet.status().connected).await);
+    assert_eq!(seen.lock().unwrap().as_slice(), [true, false, true]);
+}
+
+/// The handles can be shared across threads and tasks, and sharing a
+/// breaker can be awaited inside `tokio::spawn`.
+#[test]
+fn handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    fn send<T: Send>(_: &T) {}
+    send_sync::<Fleet>();
+    send_sync::<Membership>();
+    send_sync::<fusebox::fleet::FleetStatus>();
+    send_sync::<fusebox::fleet::FleetError>();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let fleet = Fleet::builder()
+            .redis_url("redis://127.0.0.1:1")
+            .namespace("types")
+            .connect()
+            .await
+            .unwrap();
+        let b = consecutive(1, Duration::from_secs(1));
+        let share = fleet.share(&b);
+        send(&share);
+        let control = fleet.reset("payments");
+        send(&control);
+        drop((share, control));
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_quorum_a_lone_nodes_failed_probe_does_not_open_the_fleet() {
+    let Some(redis) = LocalRedis::start_or_skip("quorum_probe") else {
+        return;
+    };
+    let nodes = fleet_with_quorum(&redis, "quorum-probe", 2, 2, || {
+        probing(Duration::from_millis(150))
+    })
+    .await;
+    let (lone, healthy) = (&nodes[0].1, &nodes[1].1);
+    fail(lone, 1);
+    // Its own open period ends; it probes (alone), and the probe fails.
+    admitted(lone).await.failure();
+    assert_eq!(lone.state(), State::Open);
+    tokio::time::sleep(SYNC * 6).await;
+    assert_eq!(
+        healthy.state(),
+        State::Closed,
+        "one node is still no quorum"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_redis_up_a_node_is_connected_when_connect_returns_and_joins_at_once() {
+    let Some(redis) = LocalRedis::start_or_skip("connect_at_once") else {
+        return;
+    };
+    let a = node(&redis, "at-once", "a").await;
+    assert!(a.status().connected, "{:?}", a.status());
+    a.disable("payments").await.unwrap();
+    let b = node(&redis, "at-once", "b").await;
+    let breaker = consecutive(1, Duration::from_secs(5));
+    let _m = b.share(&breaker).await.unwrap();
+    assert_eq!(
+        breaker.state(),
+        State::Disabled,
+        "no wait: share applied it"
+    );
+}
