@@ -654,6 +654,7 @@ where
 
     /// This policy, never retrying a timed-out attempt (for requests that
     /// must not run twice).
+    #[cfg(feature = "http")]
     pub(crate) fn without_timeout_retries(mut self) -> Self {
         self.retry_timeouts = false;
         self
