@@ -309,6 +309,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     } else {
                         FaultOutcome::Error
                     },
+                    replicas: None,
                 });
                 at += len + 100 + g.next(600);
             }
@@ -349,6 +350,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     retries: 0,
                 },
                 strategies,
+                fleet: None,
             }
         })
         .collect()

@@ -109,6 +109,7 @@ pub(super) fn run(
             .unwrap_or_else(|p| p.into_inner()),
         calls,
         transitions: guard.transitions(),
+        fleet: None,
     }
 }
 
@@ -132,7 +133,9 @@ fn worker(sh: &Shared<'_>) -> Vec<CallRecord> {
         let mut now = sh.clock.now();
         // Only this worker touches the request until it ends: work on a copy.
         let mut r = lock(&sh.requests)[request];
-        while let Some((ticket, plan)) = start_attempt(sh.scenario, sh.guard, &mut r, now) {
+        while let Some((ticket, plan)) =
+            start_attempt(sh.scenario, sh.guard, &mut r, now, (0, false))
+        {
             sleep_until(sh.origin + now + plan.duration);
             let end = sh.clock.now();
             calls.push(CallRecord {

@@ -16,7 +16,7 @@ pub enum FaultOutcome {
 }
 
 /// One `[[downstream.faults]]` entry: calls starting in `[from, until)` fail.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Fault {
     /// Start of the fault (inclusive).
     pub from: Duration,
@@ -26,6 +26,18 @@ pub struct Fault {
     pub latency: Duration,
     /// Error, or hang.
     pub outcome: FaultOutcome,
+    /// `replicas`: the replicas (numbered from 1) whose calls it hits; `None`
+    /// = all of them (a fleet scenario's broken network path hits some only).
+    pub replicas: Option<Vec<usize>>,
+}
+
+impl Fault {
+    /// Whether it hits the calls of replica `replica` (numbered from 0).
+    pub fn hits(&self, replica: usize) -> bool {
+        self.replicas
+            .as_ref()
+            .is_none_or(|r| r.contains(&(replica + 1)))
+    }
 }
 
 /// The dependency: `[downstream]`.
@@ -65,19 +77,31 @@ pub struct CallPlan {
 }
 
 impl Downstream {
-    /// The fault active at `start`, if any.
+    /// The fault active at `start`, if any (for replica 0: the only one
+    /// outside fleet scenarios).
     pub fn fault_at(&self, start: Duration) -> Option<&Fault> {
-        self.faults
-            .iter()
-            .find(|f| f.from <= start && start < f.until)
+        self.fault_on(0, start)
     }
 
-    /// The plan for a call starting at `start`, given the client's timeout.
+    /// The fault active at `start` on the calls of `replica` (from 0), if any.
+    pub fn fault_on(&self, replica: usize, start: Duration) -> Option<&Fault> {
+        self.faults
+            .iter()
+            .find(|f| f.from <= start && start < f.until && f.hits(replica))
+    }
+
+    /// The plan for a call starting at `start`, given the client's timeout
+    /// (of replica 0: the only one outside fleet scenarios).
     ///
     /// A call that would take longer than `timeout` ends at the timeout as a
     /// [`CallResult::Timeout`]; one taking exactly `timeout` completes.
     pub fn plan(&self, start: Duration, timeout: Option<Duration>) -> CallPlan {
-        let (latency, result) = match self.fault_at(start) {
+        self.plan_on(0, start, timeout)
+    }
+
+    /// [`plan`](Self::plan) for a call of `replica` (from 0).
+    pub fn plan_on(&self, replica: usize, start: Duration, timeout: Option<Duration>) -> CallPlan {
+        let (latency, result) = match self.fault_on(replica, start) {
             None => (Some(self.latency), CallResult::Success),
             Some(f) => match f.outcome {
                 FaultOutcome::Error => (Some(f.latency), CallResult::Error),
@@ -125,12 +149,14 @@ mod tests {
                     until: ms(1500),
                     latency: ms(150),
                     outcome: FaultOutcome::Error,
+                    replicas: None,
                 },
                 Fault {
                     from: ms(2000),
                     until: ms(2500),
                     latency: ms(0),
                     outcome: FaultOutcome::Hang,
+                    replicas: None,
                 },
             ],
         }

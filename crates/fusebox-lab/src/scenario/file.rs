@@ -4,8 +4,8 @@ use super::duration::Dur;
 use super::error::{int_in, Ctx, ScenarioError};
 use super::strategy::RawStrategy;
 use super::{
-    Client, Downstream, Fault, FaultOutcome, Problem, Scenario, StrategySpec, MAX_QUEUE,
-    MAX_RETRIES, MAX_WORKERS,
+    Client, Downstream, Fault, FaultOutcome, Fleet, Problem, Scenario, Sharing, StrategySpec,
+    MAX_QUEUE, MAX_REPLICAS, MAX_RETRIES, MAX_WORKERS,
 };
 use serde::Deserialize;
 use std::ops::Range;
@@ -31,6 +31,17 @@ struct RawScenario {
     downstream: RawDownstream,
     client: Option<RawClient>,
     strategy: Vec<Spanned<RawStrategy>>,
+    fleet: Option<Spanned<RawFleet>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFleet {
+    replicas: Spanned<i64>,
+    sharing: Spanned<String>,
+    quorum: Option<Spanned<i64>>,
+    sync_every: Option<Spanned<Dur>>,
+    propagation: Option<Spanned<Dur>>,
 }
 
 #[derive(Deserialize)]
@@ -48,6 +59,7 @@ struct RawFault {
     until: Spanned<Dur>,
     latency: Spanned<Dur>,
     outcome: Spanned<String>,
+    replicas: Option<Spanned<Vec<i64>>>,
 }
 
 #[derive(Deserialize)]
@@ -65,7 +77,19 @@ impl RawScenario {
                 .map(|f| f.get_ref())
         };
         let client = self.client.as_ref();
+        let fleet = self.fleet.as_ref().map(|f| (f.span(), f.get_ref()));
         let span = match p.key {
+            "fleet.replicas" => fleet.map(|f| f.1.replicas.span()),
+            "fleet.quorum" => fleet.map(|f| f.1.quorum.as_ref().map_or(f.0.clone(), |q| q.span())),
+            "fleet.sync_every" => fleet
+                .and_then(|f| f.1.sync_every.as_ref())
+                .map(|v| v.span()),
+            "fleet.propagation" => fleet
+                .and_then(|f| f.1.propagation.as_ref())
+                .map(|v| v.span()),
+            "downstream.faults.replicas" => fault(p.index)
+                .and_then(|f| f.replicas.as_ref())
+                .map(|r| r.span()),
             "rate" => Some(self.rate.span()),
             "workers" => Some(self.workers.span()),
             "queue" => self.queue.as_ref().map(|q| q.span()),
@@ -119,11 +143,21 @@ impl RawScenario {
                     ))
                 }
             };
+            let replicas = match &r.replicas {
+                None => None,
+                Some(list) => Some(
+                    list.get_ref()
+                        .iter()
+                        .map(|&n| usize::try_from(n).unwrap_or(0))
+                        .collect(),
+                ),
+            };
             faults.push(Fault {
                 from: r.from.get_ref().0,
                 until: r.until.get_ref().0,
                 latency: r.latency.get_ref().0,
                 outcome,
+                replicas,
             });
         }
         let mut scenario = Scenario {
@@ -142,6 +176,10 @@ impl RawScenario {
             },
             client,
             strategies: Vec::new(),
+            fleet: match &self.fleet {
+                None => None,
+                Some(f) => Some(fleet(ctx, f.get_ref())?),
+            },
         };
         if let Err(p) = scenario.check() {
             return Err(ctx.err(self.span_of(&p), p.key, p.message));
@@ -163,8 +201,44 @@ impl RawScenario {
                     format!("{:?} is used by two strategies", spec.name),
                 ));
             }
+            if scenario.shares_trips() && spec.fleet_open_for().is_err() {
+                let why = spec.fleet_open_for().unwrap_err();
+                return Err(ctx.err(s.span(), "strategy", why));
+            }
             scenario.strategies.push(spec);
         }
         Ok(scenario)
     }
+}
+
+/// Reads `[fleet]`; its limits are checked with the others in [`Scenario::check`].
+fn fleet(ctx: &Ctx<'_>, f: &RawFleet) -> Result<Fleet, ScenarioError> {
+    let sharing = match f.sharing.get_ref().as_str() {
+        "none" => Sharing::None,
+        "fleet" => Sharing::Fleet,
+        other => {
+            return Err(ctx.err(
+                f.sharing.span(),
+                "fleet.sharing",
+                format!("{other:?} is not one of \"none\", \"fleet\""),
+            ))
+        }
+    };
+    let replicas = int_in(ctx, &f.replicas, "fleet.replicas", 1, MAX_REPLICAS as i64)? as usize;
+    Ok(Fleet {
+        replicas,
+        sharing,
+        quorum: match &f.quorum {
+            Some(q) => int_in(ctx, q, "fleet.quorum", 1, replicas as i64)? as usize,
+            None => 1,
+        },
+        sync_every: f
+            .sync_every
+            .as_ref()
+            .map_or(Duration::from_secs(1), |d| d.get_ref().0),
+        propagation: f
+            .propagation
+            .as_ref()
+            .map_or(Duration::ZERO, |d| d.get_ref().0),
+    })
 }
