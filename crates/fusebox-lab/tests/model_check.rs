@@ -516,7 +516,9 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
 /// the replica probing for the fleet; an opened fleet holds every other
 /// replica open from `propagation` after the trip to `open_for` after it,
 /// and then rejecting until the prober's close arrives (`propagation` after
-/// it). The tripping replica probes for the fleet and is held no more.
+/// it). Holding a replica holds its breaker open (`Guard::hold`), the close
+/// closes it (`Guard::release`). The tripping replica probes for the fleet
+/// and is held no more.
 /// Events at one time: verdicts (in call start order), then arrivals of
 /// trips and closes, then requests.
 ///
@@ -589,7 +591,9 @@ fn fleet_model(
                         };
                         if let (true, Some(o)) = (opens, open_for) {
                             prober = Some(r);
-                            hold[r] = None;
+                            if hold[r].take().is_some() {
+                                guards[r].release(tr.at);
+                            }
                             sent += 1;
                             messages.push((tr.at + fleet.propagation, sent, r, Some(tr.at + o)));
                         }
@@ -608,14 +612,24 @@ fn fleet_model(
                     .unwrap()
                     .0;
                 let (_, _, from, what) = messages.remove(first);
+                clock.set(at);
                 for r in 0..n {
                     if r == from {
                         continue;
                     }
                     match what {
-                        Some(until) if prober != Some(r) => hold[r] = Some(Some(until)),
+                        Some(until) if prober != Some(r) => {
+                            if hold[r].is_none() {
+                                guards[r].hold(at);
+                            }
+                            hold[r] = Some(Some(until));
+                        }
                         Some(_) => {}
-                        None => hold[r] = None,
+                        None => {
+                            if hold[r].take().is_some() {
+                                guards[r].release(at);
+                            }
+                        }
                     }
                 }
             }

@@ -10,7 +10,7 @@
 //!   after a failed call the same worker retries at once while retries
 //!   remain ([`end_attempt`]).
 
-use super::{Outcome, RequestRecord, TransitionRecord};
+use super::{Outcome, RequestRecord};
 use crate::guard::{Admission, Guard, Ticket};
 use crate::scenario::{CallPlan, CallResult, Scenario, StrategySpec, FLEET_WINDOW};
 use std::time::Duration;
@@ -108,9 +108,11 @@ struct Delivery {
 ///   [`FLEET_WINDOW`]), every other replica is held open `propagation` later,
 ///   until the end of the tripping replica's open period (carried as a
 ///   duration: `open_for` from the trip);
+///   (its breaker is held open: [`Guard::hold`]);
 /// - **probes fleet-wide**: the replica whose trip opened the fleet probes for
 ///   it; the others, once the open period is over, reject calls until its
-///   close arrives (`propagation` after it closes) or its failed probe, which
+///   close arrives (`propagation` after it closes; it closes their breakers,
+///   [`Guard::release`]) or its failed probe, which
 ///   reopens the fleet at once (a trip that travels whatever the quorum);
 /// - **quorum**: a replica's own trip always protects it; a trip that does
 ///   not make the quorum stays local (and a failed probe of a replica that
@@ -175,15 +177,16 @@ impl FleetRules {
 
     /// Replica `r`'s breaker has these transitions so far: the new ones are
     /// trips or closes that may travel.
-    pub(super) fn observe(&mut self, r: usize, transitions: &[TransitionRecord]) {
+    pub(super) fn observe(&mut self, r: usize, guard: &dyn Guard) {
         if !self.share {
             return;
         }
+        let transitions = guard.transitions();
         let new = transitions[self.seen[r]..].to_vec();
         self.seen[r] = transitions.len();
         for t in new {
             match (t.from, t.to) {
-                (_, "open") => self.tripped(r, t.at, t.from == "half_open"),
+                (_, "open") => self.tripped(r, t.at, t.from == "half_open", guard),
                 ("half_open", "closed") if self.prober == Some(r) => {
                     self.prober = None;
                     self.send(r, t.at, None);
@@ -193,7 +196,7 @@ impl FleetRules {
         }
     }
 
-    fn tripped(&mut self, r: usize, at: Duration, failed_probe: bool) {
+    fn tripped(&mut self, r: usize, at: Duration, failed_probe: bool, guard: &dyn Guard) {
         let Some(open_for) = self.open_for else {
             return;
         };
@@ -207,7 +210,7 @@ impl FleetRules {
             }
         }
         self.prober = Some(r);
-        self.release(r, at);
+        self.release(r, at, guard);
         self.send(r, at, Some(at + open_for));
     }
 
@@ -219,7 +222,10 @@ impl FleetRules {
         });
     }
 
-    fn release(&mut self, r: usize, at: Duration) {
+    fn release(&mut self, r: usize, at: Duration, guard: &dyn Guard) {
+        if self.holds[r] != Hold::Free {
+            guard.release(at);
+        }
         self.holds[r] = Hold::Free;
         if let Some(last) = self.held[r].last_mut() {
             if last.1.is_none() {
@@ -228,8 +234,10 @@ impl FleetRules {
         }
     }
 
-    /// Hands out every trip and close due by `now`, in the order they were sent.
-    pub(super) fn deliver(&mut self, now: Duration) {
+    /// Hands out every trip and close due by `now`, in the order they were
+    /// sent: a trip holds a replica's breaker open ([`Guard::hold`]), a close
+    /// releases it ([`Guard::release`]).
+    pub(super) fn deliver<'a>(&mut self, now: Duration, guards: impl Fn(usize) -> &'a dyn Guard) {
         let (due, later): (Vec<Delivery>, Vec<Delivery>) =
             self.pending.drain(..).partition(|d| d.at <= now);
         self.pending = later;
@@ -239,11 +247,12 @@ impl FleetRules {
                     Some(until) if self.prober != Some(r) => {
                         if self.holds[r] == Hold::Free {
                             self.held[r].push((d.at, None));
+                            guards(r).hold(d.at);
                         }
                         self.holds[r] = Hold::Open(until);
                     }
                     Some(_) => {}
-                    None => self.release(r, d.at),
+                    None => self.release(r, d.at, guards(r)),
                 }
             }
         }

@@ -115,11 +115,11 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             if end_attempt(scenario, b.ticket, &mut requests[b.request], t, b.result) {
                 rep.workers[w] = Worker::Retry(b.request);
             }
-            fleet.observe(r, &rep.guard.transitions());
+            fleet.observe(r, rep.guard.as_ref());
         }
 
         // 2. Trips and closes of other replicas arriving at t.
-        fleet.deliver(t);
+        fleet.deliver(t, |r| replicas[r].guard.as_ref());
 
         // 3. Arrivals at t.
         while next_arrival < n && arrival(next_arrival) == t {

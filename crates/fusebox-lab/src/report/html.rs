@@ -359,6 +359,37 @@ fn figures_table(report: &ScenarioReport) -> String {
     out
 }
 
+/// A fleet's figures per replica and in total, one table per strategy (the
+/// same cells as the terminal's); empty without `[fleet]`.
+fn fleet_tables(report: &ScenarioReport) -> String {
+    let Some(line) = model::fleet_line(&report.scenario) else {
+        return String::new();
+    };
+    let mut out = format!("<p class=note>{}</p>", esc(&line));
+    for sum in &report.summaries {
+        let Some(rows) = model::fleet_rows(sum) else {
+            continue;
+        };
+        out.push_str(&format!(
+            "<h3>per replica, {}</h3><table class=fleet><tr><th></th>",
+            esc(&sum.name)
+        ));
+        for f in model::FLEET_FIGURES {
+            out.push_str(&format!("<th>{}</th>", esc(f.label)));
+        }
+        out.push_str("</tr>");
+        for (label, r) in rows {
+            out.push_str(&format!("<tr><td>{}</td>", esc(&label)));
+            for f in model::FLEET_FIGURES {
+                out.push_str(&format!("<td>{}</td>", esc(&(f.value)(r).text())));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+    }
+    out
+}
+
 /// The per-window outcomes as a table (the same cells as the terminal's).
 fn windows_table(report: &ScenarioReport) -> String {
     let cols: Vec<Column> = columns(report)
@@ -430,6 +461,7 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
             .collect();
         let _ = write!(out, "<p class=note>bars: {}</p>", names.join(", "));
         out.push_str(&windows_table(r));
+        out.push_str(&fleet_tables(r));
     }
     out.push_str("<h2>glossary</h2>");
     out.push_str(&glossary());

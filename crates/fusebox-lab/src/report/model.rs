@@ -4,7 +4,7 @@
 //! HTML page render this model; none of them lists rows of its own.
 
 use super::article::ArticleFigures;
-use super::{secs, ScenarioReport, Summary, Window};
+use super::{secs, ReplicaFigures, ScenarioReport, Summary, Window};
 use crate::engine::{Outcome, TransitionRecord};
 use serde_json::Value;
 use std::time::Duration;
@@ -386,3 +386,70 @@ pub const STATE_OPEN: &str = "#fbd5d5";
 pub const STATE_HALF_OPEN: &str = "#fff1b8";
 /// The downstream's fault bar.
 pub const FAULT: &str = "#555";
+
+/// One figure of a fleet run, per replica and in total.
+#[derive(Debug)]
+pub struct FleetFigure {
+    /// Column label (short: one column per figure, one row per replica).
+    pub label: &'static str,
+    /// Its key in the JSON's `fleet` objects.
+    pub json: &'static str,
+    /// Its value.
+    pub value: fn(&ReplicaFigures) -> Cell,
+}
+
+/// The figures of a fleet run, per replica and in total, in display order.
+pub const FLEET_FIGURES: &[FleetFigure] = &[
+    FleetFigure {
+        label: "calls in fault",
+        json: "calls_during_fault",
+        value: |r| Cell::Count(r.calls_during_fault),
+    },
+    FleetFigure {
+        label: "failing calls",
+        json: "failing_calls",
+        value: |r| Cell::Count(r.failing_calls),
+    },
+    FleetFigure {
+        label: "recovery probes",
+        json: "recovery_probes",
+        value: |r| Cell::Count(r.recovery_probes),
+    },
+    FleetFigure {
+        label: "recovery lag s",
+        json: "recovery_lag_s",
+        value: |r| opt(r.recovery_lag, Cell::Secs),
+    },
+    FleetFigure {
+        label: "ff while healthy",
+        json: "healthy_fast_fails",
+        value: |r| Cell::Count(r.healthy_fast_fails),
+    },
+];
+
+/// The rows of a strategy's fleet table: `replica 1`, ..., `total`, with
+/// their figures (`None` without `[fleet]`).
+pub fn fleet_rows(sum: &Summary) -> Option<Vec<(String, &ReplicaFigures)>> {
+    let f = sum.fleet.as_ref()?;
+    let mut rows: Vec<(String, &ReplicaFigures)> = f
+        .replicas
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("replica {}", i + 1), r))
+        .collect();
+    rows.push(("total".into(), &f.total));
+    Some(rows)
+}
+
+/// What a fleet scenario's report says about its fleet, in one line.
+pub fn fleet_line(sc: &crate::scenario::Scenario) -> Option<String> {
+    let f = sc.fleet.as_ref()?;
+    Some(format!(
+        "fleet: {} replicas (round-robin, {} workers each), sharing = {}, quorum {}, propagation {}",
+        f.replicas,
+        sc.workers,
+        f.sharing.as_str(),
+        f.quorum,
+        crate::scenario::format_duration(f.propagation)
+    ))
+}
