@@ -550,7 +550,9 @@ fn fleet_model(
     let mut messages: Vec<(Duration, usize, usize, Option<Duration>)> = Vec::new();
     let mut sent = 0;
     let mut pending: BinaryHeap<Reverse<(Duration, u64, usize)>> = BinaryHeap::new();
-    let mut tickets: Vec<Option<(Box<dyn Ticket>, CallResult, usize)>> = Vec::new();
+    // A call in flight: its ticket, its result, its replica.
+    type InFlight = (Box<dyn Ticket>, CallResult, usize);
+    let mut tickets: Vec<Option<InFlight>> = Vec::new();
     let mut busy: Vec<Vec<Duration>> = vec![Vec::new(); n];
     let mut out = Vec::new();
     let count = sc.request_count() as usize;
@@ -577,7 +579,7 @@ fn fleet_model(
                 clock.set(end);
                 ticket.finish(end, result);
                 let all = guards[r].transitions();
-                for tr in all[seen[r]..].to_vec() {
+                for tr in all[seen[r]..].iter().copied() {
                     if tr.to == "open" {
                         let fleet_probe = tr.from == "half_open" && prober == Some(r);
                         let opens = fleet_probe || {

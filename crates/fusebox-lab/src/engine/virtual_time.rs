@@ -202,7 +202,7 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
         requests,
         calls,
         transitions: per_replica[0].clone(),
-        fleet: scenario.fleet.is_some().then(|| FleetRun {
+        fleet: scenario.fleet.is_some().then_some(FleetRun {
             transitions: per_replica,
             held: fleet.held,
         }),

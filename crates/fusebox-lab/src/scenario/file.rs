@@ -143,15 +143,13 @@ impl RawScenario {
                     ))
                 }
             };
-            let replicas = match &r.replicas {
-                None => None,
-                Some(list) => Some(
-                    list.get_ref()
-                        .iter()
-                        .map(|&n| usize::try_from(n).unwrap_or(0))
-                        .collect(),
-                ),
-            };
+            // Out of range (0 for a negative number) is refused by `check`.
+            let replicas = r.replicas.as_ref().map(|list| {
+                list.get_ref()
+                    .iter()
+                    .map(|&n| usize::try_from(n).unwrap_or(0))
+                    .collect()
+            });
             faults.push(Fault {
                 from: r.from.get_ref().0,
                 until: r.until.get_ref().0,
