@@ -11,6 +11,9 @@ use fusebox_lab::scenario::{
     CallResult, Client, Downstream, Fault, FaultOutcome, Fleet, Scenario, SeedConfig, Sharing,
     StrategyKind, StrategySpec,
 };
+mod common;
+
+use common::shipped;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -356,6 +359,25 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
         .collect()
 }
 
+/// The simulation's requests are the model's, one by one.
+fn assert_same_requests(
+    sc: &Scenario,
+    spec: &StrategySpec,
+    sim: &RunResult,
+    model: &[RequestRecord],
+) {
+    assert_eq!(
+        sim.requests.len(),
+        model.len(),
+        "{} / {}",
+        sc.name,
+        spec.name
+    );
+    for (i, (a, b)) in sim.requests.iter().zip(model).enumerate() {
+        assert_eq!(a, b, "{} / {}: request {i}", sc.name, spec.name);
+    }
+}
+
 #[test]
 fn event_simulation_matches_the_per_request_model() {
     let mut scenarios = Scenario::embedded();
@@ -368,16 +390,7 @@ fn event_simulation_matches_the_per_request_model() {
         for spec in &sc.strategies {
             let sim = sim(sc, spec);
             let (requests, transitions) = per_request_model(sc, spec);
-            assert_eq!(
-                sim.requests.len(),
-                requests.len(),
-                "{} / {}",
-                sc.name,
-                spec.name
-            );
-            for (i, (a, b)) in sim.requests.iter().zip(&requests).enumerate() {
-                assert_eq!(a, b, "{} / {}: request {i}", sc.name, spec.name);
-            }
+            assert_same_requests(sc, spec, &sim, &requests);
             assert_eq!(sim.transitions, transitions, "{} / {}", sc.name, spec.name);
             compared += 1;
         }
@@ -448,13 +461,6 @@ fn fusebox_ignores_stale_failures_and_probes_earlier() {
     let seed = summary(sc, "seed");
     assert!(s.successes > seed.successes);
     assert_eq!(s.downstream_errors, seed.downstream_errors);
-}
-
-fn shipped(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(format!("{name}.toml"));
-    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -740,16 +746,7 @@ fn fleet_simulation_matches_the_fleet_model() {
         for spec in &sc.strategies {
             let sim = sim(&sc, spec);
             let (requests, transitions) = fleet_model(&sc, spec);
-            assert_eq!(
-                sim.requests.len(),
-                requests.len(),
-                "{} / {}",
-                sc.name,
-                spec.name
-            );
-            for (i, (a, b)) in sim.requests.iter().zip(&requests).enumerate() {
-                assert_eq!(a, b, "{} / {}: request {i}", sc.name, spec.name);
-            }
+            assert_same_requests(&sc, spec, &sim, &requests);
             let fleet = sim.fleet.as_ref().expect("a fleet run");
             assert_eq!(
                 fleet.transitions, transitions,

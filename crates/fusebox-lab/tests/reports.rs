@@ -8,6 +8,9 @@ use fusebox_lab::report::{html, json, table, ScenarioReport};
 use fusebox_lab::scenario::{Scenario, EMBEDDED};
 use serde_json::Value;
 
+mod common;
+use common::shipped;
+
 fn report(sc: Scenario) -> ScenarioReport {
     ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
 }
@@ -194,13 +197,6 @@ fn json_has_every_figure_key_and_the_requests() {
         json::document(&two)["scenarios"].as_array().unwrap().len(),
         2
     );
-}
-
-fn shipped(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(format!("{name}.toml"));
-    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
