@@ -208,6 +208,12 @@ fn fleet_figures_agree_in_table_json_and_html() {
     let doc = json::scenario(&r);
     let page = html::page(std::slice::from_ref(&r));
     assert_eq!(doc["fleet"]["quorum"], 1);
+    // One stacked timeline (a row per replica) per strategy.
+    assert_eq!(
+        page.matches("breaker state of each replica").count(),
+        r.summaries.len()
+    );
+    assert!(page.contains("replica 3: half_open"));
     for (k, sum) in r.summaries.iter().enumerate() {
         let rows = fleet_rows(sum).expect("a fleet run has fleet rows");
         assert_eq!(rows.len(), 21);

@@ -380,6 +380,24 @@ pub fn state_fill(state: &str) -> Option<&'static str> {
     }
 }
 
+/// A breaker's states as bands `(from, until, state)` from time zero (closed)
+/// to `end`, from its transitions.
+pub fn state_bands(
+    transitions: &[TransitionRecord],
+    end: Duration,
+) -> Vec<(Duration, Duration, &'static str)> {
+    let mut state = "closed";
+    let mut since = Duration::ZERO;
+    let mut bands = Vec::new();
+    for t in transitions {
+        bands.push((since, t.at, state));
+        state = t.to;
+        since = t.at;
+    }
+    bands.push((since, end, state));
+    bands
+}
+
 /// Background of an open breaker.
 pub const STATE_OPEN: &str = "#fbd5d5";
 /// Background of a half-open breaker.
