@@ -347,6 +347,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 downstream: Downstream {
                     latency: ms(1 + g.next(20)),
                     faults,
+                    transport: Default::default(),
                 },
                 client: Client {
                     timeout,

@@ -476,3 +476,54 @@ fn bad_fleet_keys_name_file_line_and_key() {
         assert!(e.message.contains(message), "{e}");
     }
 }
+
+#[test]
+fn http_transport_keys_load_and_bad_ones_are_named() {
+    use fusebox_lab::scenario::{HttpConfig, Transport};
+    let with = |keys: &str| base().replace("[downstream]", &format!("[downstream]\n{keys}"));
+    let sc = Scenario::parse(
+        "x.toml",
+        &with("transport = \"http\"\npool_max_idle = 3\nconnect_timeout = \"250ms\""),
+    )
+    .unwrap();
+    assert_eq!(
+        sc.downstream.transport,
+        Transport::Http(HttpConfig {
+            pool_max_idle: 3,
+            connect_timeout: Duration::from_millis(250)
+        })
+    );
+    let cases = [
+        (
+            "transport = \"grpc\"",
+            "transport",
+            "downstream.transport",
+            "not one of",
+        ),
+        (
+            "pool_max_idle = 3",
+            "pool_max_idle",
+            "downstream.pool_max_idle",
+            "needs transport",
+        ),
+        (
+            "transport = \"http\"\npool_max_idle = -1",
+            "pool_max_idle",
+            "downstream.pool_max_idle",
+            "out of range",
+        ),
+        (
+            "transport = \"http\"\nconnect_timeout = \"0s\"",
+            "connect_timeout",
+            "downstream.connect_timeout",
+            "> 0",
+        ),
+    ];
+    for (keys, prefix, key, message) in cases {
+        let text = with(keys);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{e}");
+        assert_eq!(e.line, Some(line_of(&text, prefix)), "{e}");
+        assert!(e.message.contains(message), "{e}");
+    }
+}

@@ -4,11 +4,13 @@
 //!
 //! Imports `guard` and `scenario` (below it).
 
+mod http;
 mod real;
 mod rules;
 mod virtual_time;
 
 pub use crate::guard::{Breakers, Mode, TransitionRecord};
+pub use http::{serve_downstream, use_lab_binary};
 
 use crate::scenario::{CallResult, Scenario, StrategySpec};
 use std::time::Duration;

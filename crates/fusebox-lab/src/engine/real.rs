@@ -9,10 +9,11 @@
 //! from the scheduled arrival, so time a request spent waiting for a late load
 //! generator counts against the run, not for it.
 
+use super::http::HttpDownstream;
 use super::rules::{end_attempt, queue_admits, start_attempt};
 use super::{CallRecord, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, Guard, LabClock};
-use crate::scenario::{Scenario, StrategySpec};
+use crate::scenario::{Scenario, StrategySpec, Transport};
 use crate::sync::lock;
 use fusebox::Clock;
 use std::collections::VecDeque;
@@ -39,6 +40,8 @@ struct Shared<'a> {
     queue: Mutex<Queue>,
     ready: Condvar,
     requests: Mutex<Vec<RequestRecord>>,
+    /// `transport = "http"`: the server and the client.
+    http: Option<&'a HttpDownstream>,
 }
 
 fn sleep_until(deadline: Instant) {
@@ -56,6 +59,14 @@ pub(super) fn run(
     shared: Option<&Breakers>,
     name: &str,
 ) -> RunResult {
+    // The server process starts before the run's clock does.
+    let http = match scenario.downstream.transport {
+        Transport::Call => None,
+        Transport::Http(config) => Some(
+            HttpDownstream::start(scenario, config)
+                .unwrap_or_else(|e| panic!("scenario {}: {e}", scenario.name)),
+        ),
+    };
     let origin = Instant::now() + LEAD;
     let clock = LabClock::Real { origin };
     let breakers = match shared {
@@ -77,6 +88,7 @@ pub(super) fn run(
         }),
         ready: Condvar::new(),
         requests: Mutex::new((0..n).map(|i| RequestRecord::arrived(arrival(i))).collect()),
+        http: http.as_ref(),
     };
 
     let mut calls: Vec<CallRecord> = thread::scope(|s| {
@@ -136,15 +148,21 @@ fn worker(sh: &Shared<'_>) -> Vec<CallRecord> {
         while let Some((ticket, plan)) =
             start_attempt(sh.scenario, sh.guard, &mut r, now, (0, false))
         {
-            sleep_until(sh.origin + now + plan.duration);
+            let result = match sh.http {
+                None => {
+                    sleep_until(sh.origin + now + plan.duration);
+                    plan.result
+                }
+                Some(http) => http.call(now, 0),
+            };
             let end = sh.clock.now();
             calls.push(CallRecord {
                 request,
                 start: now,
                 end,
-                result: plan.result,
+                result,
             });
-            if !end_attempt(sh.scenario, ticket, &mut r, end, plan.result) {
+            if !end_attempt(sh.scenario, ticket, &mut r, end, result) {
                 break;
             }
             now = end;

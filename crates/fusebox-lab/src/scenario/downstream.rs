@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 /// What a faulty call does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FaultOutcome {
     /// Fails with an error after the fault's latency.
     Error,
@@ -16,7 +16,7 @@ pub enum FaultOutcome {
 }
 
 /// One `[[downstream.faults]]` entry: calls starting in `[from, until)` fail.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Fault {
     /// Start of the fault (inclusive).
     pub from: Duration,
@@ -41,12 +41,46 @@ impl Fault {
 }
 
 /// The dependency: `[downstream]`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Downstream {
     /// A healthy call succeeds after this.
     pub latency: Duration,
     /// Fault schedule; the first fault containing a call's start applies.
     pub faults: Vec<Fault>,
+    /// `transport`: how real mode reaches it.
+    pub transport: Transport,
+}
+
+/// `[downstream] transport`: how real mode reaches the downstream (virtual
+/// mode always simulates it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Transport {
+    /// `"call"` (the default): a function call that sleeps for the latency.
+    #[default]
+    Call,
+    /// `"http"`: an HTTP server on 127.0.0.1 in a process of its own applies
+    /// the latency and the fault schedule; the workers call it through one
+    /// HTTP client with a connection pool.
+    Http(HttpConfig),
+}
+
+/// The HTTP client's pool: `[downstream]` keys with `transport = "http"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HttpConfig {
+    /// `pool_max_idle`: idle connections kept to the server (8 by default).
+    pub pool_max_idle: usize,
+    /// `connect_timeout`: a connection not set up by then fails the call
+    /// (1 s by default).
+    pub connect_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            pool_max_idle: 8,
+            connect_timeout: Duration::from_secs(1),
+        }
+    }
 }
 
 /// How one downstream call ends.
@@ -142,6 +176,7 @@ mod tests {
 
     fn ds() -> Downstream {
         Downstream {
+            transport: Transport::Call,
             latency: ms(5),
             faults: vec![
                 Fault {

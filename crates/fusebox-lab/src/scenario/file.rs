@@ -1,5 +1,6 @@
 //! The TOML layout of a scenario file, and its validation into a [`Scenario`].
 
+use super::downstream::{HttpConfig, Transport};
 use super::duration::Dur;
 use super::error::{int_in, Ctx, ScenarioError};
 use super::strategy::RawStrategy;
@@ -48,6 +49,9 @@ struct RawFleet {
 #[serde(deny_unknown_fields)]
 struct RawDownstream {
     latency: Spanned<Dur>,
+    transport: Option<Spanned<String>>,
+    pool_max_idle: Option<Spanned<i64>>,
+    connect_timeout: Option<Spanned<Dur>>,
     #[serde(default)]
     faults: Vec<Spanned<RawFault>>,
 }
@@ -171,6 +175,7 @@ impl RawScenario {
             downstream: Downstream {
                 latency: self.downstream.latency.get_ref().0,
                 faults,
+                transport: transport(ctx, &self.downstream)?,
             },
             client,
             strategies: Vec::new(),
@@ -240,3 +245,50 @@ fn fleet(ctx: &Ctx<'_>, f: &RawFleet) -> Result<Fleet, ScenarioError> {
             .map_or(Duration::ZERO, |d| d.get_ref().0),
     })
 }
+
+/// Reads `transport` and the HTTP pool's keys of `[downstream]`.
+fn transport(ctx: &Ctx<'_>, d: &RawDownstream) -> Result<Transport, ScenarioError> {
+    let http = match d
+        .transport
+        .as_ref()
+        .map(|t| (t.span(), t.get_ref().as_str()))
+    {
+        None | Some((_, "call")) => false,
+        Some((_, "http")) => true,
+        Some((span, other)) => {
+            return Err(ctx.err(
+                span,
+                "downstream.transport",
+                format!("{other:?} is not one of \"call\", \"http\""),
+            ))
+        }
+    };
+    if !http {
+        if let Some(p) = &d.pool_max_idle {
+            return Err(ctx.err(p.span(), "downstream.pool_max_idle", NEEDS_HTTP));
+        }
+        if let Some(c) = &d.connect_timeout {
+            return Err(ctx.err(c.span(), "downstream.connect_timeout", NEEDS_HTTP));
+        }
+        return Ok(Transport::Call);
+    }
+    let mut config = HttpConfig::default();
+    if let Some(p) = &d.pool_max_idle {
+        config.pool_max_idle =
+            int_in(ctx, p, "downstream.pool_max_idle", 0, MAX_WORKERS as i64)? as usize;
+    }
+    if let Some(c) = &d.connect_timeout {
+        let t = c.get_ref().0;
+        if t.is_zero() || t > Duration::from_secs(60) {
+            return Err(ctx.err(
+                c.span(),
+                "downstream.connect_timeout",
+                "must be > 0 and at most 60s",
+            ));
+        }
+        config.connect_timeout = t;
+    }
+    Ok(Transport::Http(config))
+}
+
+const NEEDS_HTTP: &str = "is a key of the HTTP transport: needs transport = \"http\"";

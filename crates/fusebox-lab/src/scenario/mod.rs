@@ -15,7 +15,9 @@ mod param;
 pub mod strategy;
 pub mod sweep;
 
-pub use downstream::{CallPlan, CallResult, Downstream, Fault, FaultOutcome};
+pub use downstream::{
+    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Transport,
+};
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
 pub use param::ParamValue;
