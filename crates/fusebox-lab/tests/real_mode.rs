@@ -59,16 +59,20 @@ fn real_mode_matches_virtual_mode() {
     }
 }
 
-/// The article's experiment over HTTP (`seed000-50rps-http.toml`: a server
-/// process on 127.0.0.1, reqwest with a pool of 8) against virtual mode,
-/// within the same bounds: `cargo test --release -p fusebox-lab -- --ignored http`.
+/// The article's two experiments over HTTP (`seed000-50rps-http.toml`,
+/// `seed000-100rps-http.toml`: a server process on 127.0.0.1, reqwest with a
+/// pool of 8) against virtual mode, within the same bounds (~20 s):
+/// `cargo test --release -p fusebox-lab -- --ignored http`.
 #[test]
-#[ignore = "real time: ~10 s, timing depends on machine load"]
+#[ignore = "real time: ~20 s, timing depends on machine load"]
 fn http_transport_matches_virtual_mode() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/seed000-50rps-http.toml");
-    assert_real_agrees_with_virtual(&Scenario::load(&path).unwrap());
+    for name in ["seed000-50rps-http", "seed000-100rps-http"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(format!("{name}.toml"));
+        assert_real_agrees_with_virtual(&Scenario::load(&path).unwrap());
+    }
 }
 
 /// Over HTTP each call ends as the schedule says for its start time: 200
