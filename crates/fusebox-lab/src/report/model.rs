@@ -447,6 +447,29 @@ pub const FLEET_FIGURES: &[FleetFigure] = &[
 
 /// The rows of a strategy's fleet table: `replica 1`, ..., `total`, with
 /// their figures (`None` without `[fleet]`).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::engine::Mode;
+/// use fusebox_lab::report::{model, ScenarioReport};
+/// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+///
+/// let text = EMBEDDED[0].1.replace(
+///     "[downstream]",
+///     "[fleet]\nreplicas = 2\nsharing = \"none\"\n\n[downstream]",
+/// );
+/// let sc = Scenario::parse("fleet.toml", &text)?;
+/// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {});
+/// let rows = model::fleet_rows(&report.summaries[1]).unwrap();
+/// let labels: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+/// assert_eq!(labels, ["replica 1", "replica 2", "total"]);
+/// assert_eq!(
+///     rows[2].1.failing_calls,
+///     rows[0].1.failing_calls + rows[1].1.failing_calls
+/// );
+/// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+/// ```
 pub fn fleet_rows(sum: &Summary) -> Option<Vec<(String, &ReplicaFigures)>> {
     let f = sum.fleet.as_ref()?;
     let mut rows: Vec<(String, &ReplicaFigures)> = f

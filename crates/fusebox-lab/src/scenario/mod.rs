@@ -136,6 +136,22 @@ pub struct Client {
 
 impl Scenario {
     /// Number of replicas (1 without `[fleet]`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+    ///
+    /// let text = EMBEDDED[0].1.replace(
+    ///     "[downstream]",
+    ///     "[fleet]\nreplicas = 3\nsharing = \"fleet\"\n\n[downstream]",
+    /// );
+    /// let sc = Scenario::parse("fleet.toml", &text)?;
+    /// assert_eq!((sc.replicas(), sc.replica_of(7)), (3, 1));
+    /// assert!(sc.shares_trips());
+    /// assert_eq!(Scenario::embedded()[0].replicas(), 1);
+    /// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+    /// ```
     pub fn replicas(&self) -> usize {
         self.fleet.as_ref().map_or(1, |f| f.replicas)
     }
