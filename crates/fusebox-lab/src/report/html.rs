@@ -110,17 +110,23 @@ fn trim(v: f64) -> String {
     }
 }
 
-/// Per-request latency against arrival time, over the breaker's state bands.
-fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
-    let sc = &report.scenario;
+/// The time axis of a run's charts: to the end of the run or of its last
+/// request, whichever is later; `(max, step)` in seconds.
+fn time_axis(report: &ScenarioReport, run: &RunResult) -> (f64, f64) {
     let end = run
         .requests
         .iter()
         .map(|r| r.end)
         .max()
         .unwrap_or_default()
-        .max(sc.duration);
-    let (x_max, x_step) = nice(end.as_secs_f64());
+        .max(report.scenario.duration);
+    nice(end.as_secs_f64())
+}
+
+/// Per-request latency against arrival time, over the breaker's state bands.
+fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
+    let sc = &report.scenario;
+    let (x_max, x_step) = time_axis(report, run);
     let lat_max = run
         .requests
         .iter()
@@ -358,14 +364,7 @@ fn fleet_timelines(report: &ScenarioReport, run: &RunResult) -> String {
     };
     const ROW: f64 = 12.0;
     let sc = &report.scenario;
-    let end = run
-        .requests
-        .iter()
-        .map(|r| r.end)
-        .max()
-        .unwrap_or_default()
-        .max(sc.duration);
-    let (x_max, x_step) = nice(end.as_secs_f64());
+    let (x_max, x_step) = time_axis(report, run);
     let x = |d: Duration| LEFT + d.as_secs_f64() / x_max * (W - LEFT - RIGHT);
     let rows = fleet.transitions.len() as f64;
     let height = TOP + rows * ROW + BOTTOM;
