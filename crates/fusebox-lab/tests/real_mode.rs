@@ -77,7 +77,8 @@ fn http_transport_matches_virtual_mode() {
 
 /// Over HTTP each call ends as the schedule says for its start time: 200
 /// when healthy, 500 in an error fault, no answer before the client's
-/// timeout in a hanging one (short; asserts no timing).
+/// timeout in a hanging one (short; asserts no timing: a healthy call has
+/// 250 ms before it would time out).
 #[test]
 fn http_calls_follow_the_fault_schedule() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
@@ -94,7 +95,7 @@ fn http_calls_follow_the_fault_schedule() {
         .replace("latency = \"150ms\"", "latency = \"2ms\"")
         .replacen(
             "[[strategy]]",
-            "[[downstream.faults]]\nfrom = \"200ms\"\nuntil = \"240ms\"\nlatency = \"0ms\"\noutcome = \"hang\"\n\n[client]\ntimeout = \"50ms\"\n\n[[strategy]]", 1,
+            "[[downstream.faults]]\nfrom = \"200ms\"\nuntil = \"240ms\"\nlatency = \"0ms\"\noutcome = \"hang\"\n\n[client]\ntimeout = \"250ms\"\n\n[[strategy]]", 1,
         );
     let sc = Scenario::parse("short-http", &text).unwrap();
     let none = &sc.strategies[0];
