@@ -215,3 +215,42 @@ fn http_downstream_process_answers_by_the_schedule() {
     let _ = child.wait();
     assert_eq!(got, ["200", "500", "200", "200"]);
 }
+
+/// A `down` fault over HTTP stops the server process: calls in it are
+/// refused (errors, at once), and the restarted server answers again on the
+/// same port (calls well after the fault succeed; the restart itself takes a
+/// process start, so calls just after the fault's end are not asserted).
+#[test]
+fn http_down_fault_stops_and_restarts_the_server() {
+    engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
+    let text = scenario::EMBEDDED[0]
+        .1
+        .replace("duration = \"3s\"", "duration = \"500ms\"")
+        .replace("rate = 50.0", "rate = 100.0")
+        .replace(
+            "latency = \"5ms\"          # a healthy call succeeds after this",
+            "latency = \"1ms\"\ntransport = \"http\"",
+        )
+        .replace("from = \"500ms\"", "from = \"100ms\"")
+        .replace("until = \"1500ms\"", "until = \"200ms\"")
+        .replace("latency = \"150ms\"", "latency = \"0ms\"")
+        .replace("outcome = \"error\"", "outcome = \"down\"");
+    let sc = Scenario::parse("short-down", &text).unwrap();
+    let r = engine::run(&sc, &sc.strategies[0], Mode::Real, None);
+    let ms = Duration::from_millis;
+    let (mut refused, mut after) = (0, 0);
+    for c in &r.calls {
+        if c.start >= ms(105) && c.start < ms(195) {
+            assert_eq!(c.result, scenario::CallResult::Error, "at {:?}", c.start);
+            refused += 1;
+        }
+        if c.start >= ms(350) || c.start < ms(95) {
+            assert_eq!(c.result, scenario::CallResult::Success, "at {:?}", c.start);
+            after += 1;
+        }
+    }
+    assert!(
+        refused >= 8 && after >= 20,
+        "{refused} refused, {after} healthy"
+    );
+}

@@ -527,3 +527,18 @@ fn http_transport_keys_load_and_bad_ones_are_named() {
         assert!(e.message.contains(message), "{e}");
     }
 }
+
+#[test]
+fn a_down_fault_is_instant_and_hits_every_replica() {
+    let text = base().replace("outcome = \"error\"", "outcome = \"down\"");
+    let sc = Scenario::parse("x.toml", &text).unwrap();
+    let plan = sc.downstream.plan(Duration::from_millis(600), None);
+    assert_eq!(plan.duration, Duration::ZERO);
+    assert_eq!(plan.result, fusebox_lab::scenario::CallResult::Error);
+    let text = fleet_text("replicas = 2\nsharing = \"none\"", "replicas = [1]")
+        .replace("outcome = \"error\"", "outcome = \"down\"");
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("downstream.faults.replicas"));
+    assert_eq!(e.line, Some(line_of(&text, "replicas = [1]")));
+    assert!(e.message.contains("every replica"), "{e}");
+}

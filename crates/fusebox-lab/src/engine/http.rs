@@ -11,10 +11,11 @@
 //! a timeout as a timeout, anything else (5xx, refused, reset) as an error.
 
 use crate::scenario::{CallResult, Downstream, FaultOutcome, HttpConfig, Scenario};
+use crate::sync::lock;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 static LAB_BINARY: OnceLock<PathBuf> = OnceLock::new();
@@ -38,14 +39,54 @@ struct Setup {
     downstream: Downstream,
     /// How long a hanging call is held (past any client timeout).
     hang: Duration,
+    /// The port to listen on (0, the default: any free one; a restart after
+    /// a `down` fault takes the port it had).
+    #[serde(default)]
+    port: u16,
 }
 
 /// The server process of one run, and the client that calls it; the process
 /// is killed when this is dropped.
 pub(super) struct HttpDownstream {
-    child: Child,
+    /// The server process (`None` while a `down` fault stops it).
+    child: Mutex<Option<Child>>,
+    binary: PathBuf,
+    setup: Setup,
     client: reqwest::blocking::Client,
     url: String,
+}
+
+/// Starts the server process with `setup`; returns it and the address it listens on.
+fn spawn(binary: &PathBuf, setup: &Setup) -> Result<(Child, String), String> {
+    let mut child = Command::new(binary)
+        .arg("http-downstream")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {} http-downstream: {e}", binary.display()))?;
+    let sent = child.stdin.take().map(|mut stdin| {
+        stdin.write_all(&serde_json::to_vec(setup).expect("plain data serializes"))
+    });
+    let mut line = String::new();
+    let read = child
+        .stdout
+        .take()
+        .map(|out| BufReader::new(out).read_line(&mut line));
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .map(str::to_string);
+    match (sent, read, addr) {
+        (Some(Ok(())), Some(Ok(_)), Some(addr)) => Ok((child, addr)),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(format!(
+                "the HTTP downstream did not start (it said {line:?})"
+            ))
+        }
+    }
 }
 
 impl HttpDownstream {
@@ -57,36 +98,17 @@ impl HttpDownstream {
                 std::env::current_exe().map_err(|e| format!("cannot find the lab binary: {e}"))?
             }
         };
-        let mut child = Command::new(&binary)
-            .arg("http-downstream")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start {} http-downstream: {e}", binary.display()))?;
-        let setup = Setup {
+        let mut setup = Setup {
             downstream: scenario.downstream.clone(),
             hang: scenario.duration + Duration::from_secs(60),
+            port: 0,
         };
-        let sent = child.stdin.take().map(|mut stdin| {
-            stdin.write_all(&serde_json::to_vec(&setup).expect("plain data serializes"))
-        });
-        let mut line = String::new();
-        let read = child
-            .stdout
-            .take()
-            .map(|out| BufReader::new(out).read_line(&mut line));
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .map(str::to_string);
-        let (Some(Ok(())), Some(Ok(_)), Some(addr)) = (sent, read, addr) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "the HTTP downstream did not start (it said {line:?})"
-            ));
-        };
+        let (child, addr) = spawn(&binary, &setup)?;
+        setup.port = addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
         let client = reqwest::blocking::Client::builder()
             .pool_max_idle_per_host(config.pool_max_idle)
             .connect_timeout(config.connect_timeout)
@@ -94,10 +116,30 @@ impl HttpDownstream {
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(HttpDownstream {
-            child,
+            child: Mutex::new(Some(child)),
+            binary,
+            setup,
             client,
             url: format!("http://{addr}/call"),
         })
+    }
+
+    /// Stops the server process (a `down` fault begins): calls are refused.
+    pub(super) fn stop(&self) {
+        if let Some(mut child) = lock(&self.child).take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on its port (a `down` fault ends); calls fail
+    /// until it listens.
+    pub(super) fn restart(&self) -> Result<(), String> {
+        let mut slot = lock(&self.child);
+        if slot.is_none() {
+            *slot = Some(spawn(&self.binary, &self.setup)?.0);
+        }
+        Ok(())
     }
 
     /// One call, started at `start` (since the run's origin) by `replica`.
@@ -119,8 +161,7 @@ impl HttpDownstream {
 
 impl Drop for HttpDownstream {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 
@@ -139,7 +180,7 @@ pub fn serve_downstream() -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", setup.port))
             .await
             .map_err(|e| format!("cannot listen: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
@@ -176,6 +217,9 @@ async fn answer(setup: &Setup, headers: &axum::http::HeaderMap) -> axum::http::S
         Some(f) => match f.outcome {
             FaultOutcome::Error => (f.latency, StatusCode::INTERNAL_SERVER_ERROR),
             FaultOutcome::Hang => (setup.hang, StatusCode::SERVICE_UNAVAILABLE),
+            // Stopped by the lab for the fault; a call that reaches it anyway
+            // (the restart beat the fault's end) fails at once.
+            FaultOutcome::Down => (Duration::ZERO, StatusCode::SERVICE_UNAVAILABLE),
         },
     };
     tokio::time::sleep(wait).await;

@@ -13,7 +13,7 @@ use super::http::HttpDownstream;
 use super::rules::{end_attempt, queue_admits, start_attempt};
 use super::{CallRecord, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, Guard, LabClock};
-use crate::scenario::{Scenario, StrategySpec, Transport};
+use crate::scenario::{FaultOutcome, Scenario, StrategySpec, Transport};
 use crate::sync::lock;
 use fusebox::Clock;
 use std::collections::VecDeque;
@@ -95,6 +95,21 @@ pub(super) fn run(
         let handles: Vec<_> = (0..scenario.workers)
             .map(|_| s.spawn(|| worker(&shared)))
             .collect();
+        // Over HTTP, a `down` fault really stops the server process.
+        if let Some(http) = shared.http {
+            s.spawn(move || {
+                for f in &scenario.downstream.faults {
+                    if f.outcome == FaultOutcome::Down {
+                        sleep_until(origin + f.from);
+                        http.stop();
+                        sleep_until(origin + f.until);
+                        if let Err(e) = http.restart() {
+                            eprintln!("scenario {}: {e}", scenario.name);
+                        }
+                    }
+                }
+            });
+        }
         for i in 0..n {
             sleep_until(origin + arrival(i));
             let mut q = lock(&shared.queue);

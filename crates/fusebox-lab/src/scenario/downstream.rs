@@ -13,6 +13,10 @@ pub enum FaultOutcome {
     Error,
     /// Never answers: the call ends only at the client's timeout.
     Hang,
+    /// The dependency's process is stopped: a call fails at once (connection
+    /// refused). Over HTTP the lab stops the server process at the fault's
+    /// start and starts it again at its end.
+    Down,
 }
 
 /// One `[[downstream.faults]]` entry: calls starting in `[from, until)` fail.
@@ -140,6 +144,7 @@ impl Downstream {
             Some(f) => match f.outcome {
                 FaultOutcome::Error => (Some(f.latency), CallResult::Error),
                 FaultOutcome::Hang => (None, CallResult::Timeout),
+                FaultOutcome::Down => (Some(Duration::ZERO), CallResult::Error),
             },
         };
         match (latency, timeout) {

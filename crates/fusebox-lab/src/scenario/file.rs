@@ -139,11 +139,12 @@ impl RawScenario {
             let outcome = match r.outcome.get_ref().as_str() {
                 "error" => FaultOutcome::Error,
                 "hang" => FaultOutcome::Hang,
+                "down" => FaultOutcome::Down,
                 other => {
                     return Err(ctx.err(
                         r.outcome.span(),
                         "downstream.faults.outcome",
-                        format!("{other:?} is not one of \"error\", \"hang\""),
+                        format!("{other:?} is not one of \"error\", \"hang\", \"down\""),
                     ))
                 }
             };

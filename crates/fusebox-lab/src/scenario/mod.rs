@@ -392,6 +392,15 @@ impl Scenario {
             }
         }
         for (i, f) in self.downstream.faults.iter().enumerate() {
+            if f.outcome == FaultOutcome::Down && f.replicas.is_some() {
+                return fail(
+                    "downstream.faults.replicas",
+                    Some(i),
+                    "a fault with outcome = \"down\" stops the dependency for every replica: \
+                     leave replicas out"
+                        .into(),
+                );
+            }
             let Some(list) = &f.replicas else { continue };
             let n = self.replicas();
             if self.fleet.is_none() {
