@@ -10,7 +10,7 @@
 //! answer before the client's timeout. The client classifies 2xx as success,
 //! a timeout as a timeout, anything else (5xx, refused, reset) as an error.
 
-use crate::scenario::{CallResult, Downstream, FaultOutcome, HttpConfig, Scenario};
+use crate::scenario::{CallResult, Downstream, HttpConfig, Scenario};
 use crate::sync::lock;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -211,16 +211,15 @@ async fn answer(setup: &Setup, headers: &axum::http::HeaderMap) -> axum::http::S
         return StatusCode::BAD_REQUEST;
     };
     let replica = num("x-lab-replica").unwrap_or(0) as usize;
-    let ds = &setup.downstream;
-    let (wait, status) = match ds.fault_on(replica, Duration::from_nanos(start)) {
-        None => (ds.latency, StatusCode::OK),
-        Some(f) => match f.outcome {
-            FaultOutcome::Error => (f.latency, StatusCode::INTERNAL_SERVER_ERROR),
-            FaultOutcome::Hang => (setup.hang, StatusCode::SERVICE_UNAVAILABLE),
-            // Stopped by the lab for the fault; a call that reaches it anyway
-            // (the restart beat the fault's end) fails at once.
-            FaultOutcome::Down => (Duration::ZERO, StatusCode::SERVICE_UNAVAILABLE),
-        },
+    // A `down` fault's calls fail at once: the lab stopped this process for
+    // the fault, so only a call racing the restart gets here.
+    let (wait, status) = match setup
+        .downstream
+        .answer(replica, Duration::from_nanos(start))
+    {
+        (Some(latency), CallResult::Success) => (latency, StatusCode::OK),
+        (Some(latency), _) => (latency, StatusCode::INTERNAL_SERVER_ERROR),
+        (None, _) => (setup.hang, StatusCode::SERVICE_UNAVAILABLE),
     };
     tokio::time::sleep(wait).await;
     status

@@ -128,6 +128,21 @@ impl Downstream {
             .find(|f| f.from <= start && start < f.until && f.hits(replica))
     }
 
+    /// What the dependency does with a call of `replica` (from 0) starting at
+    /// `start`, whatever the client's timeout: answers after `Some(latency)`
+    /// with the result, or never (`None`: it hangs). The model's plans and
+    /// the HTTP downstream's answers both come from here.
+    pub fn answer(&self, replica: usize, start: Duration) -> (Option<Duration>, CallResult) {
+        match self.fault_on(replica, start) {
+            None => (Some(self.latency), CallResult::Success),
+            Some(f) => match f.outcome {
+                FaultOutcome::Error => (Some(f.latency), CallResult::Error),
+                FaultOutcome::Hang => (None, CallResult::Timeout),
+                FaultOutcome::Down => (Some(Duration::ZERO), CallResult::Error),
+            },
+        }
+    }
+
     /// The plan for a call starting at `start`, given the client's timeout
     /// (of replica 0: the only one outside fleet scenarios).
     ///
@@ -139,14 +154,7 @@ impl Downstream {
 
     /// [`plan`](Self::plan) for a call of `replica` (from 0).
     pub fn plan_on(&self, replica: usize, start: Duration, timeout: Option<Duration>) -> CallPlan {
-        let (latency, result) = match self.fault_on(replica, start) {
-            None => (Some(self.latency), CallResult::Success),
-            Some(f) => match f.outcome {
-                FaultOutcome::Error => (Some(f.latency), CallResult::Error),
-                FaultOutcome::Hang => (None, CallResult::Timeout),
-                FaultOutcome::Down => (Some(Duration::ZERO), CallResult::Error),
-            },
-        };
+        let (latency, result) = self.answer(replica, start);
         match (latency, timeout) {
             (Some(l), Some(t)) if l > t => CallPlan {
                 duration: t,
