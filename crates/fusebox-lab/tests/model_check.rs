@@ -8,9 +8,12 @@ use fusebox_lab::guard::{self, Admission, Breakers, LabClock, Ticket};
 use fusebox_lab::report::{article, Summary};
 use fusebox_lab::scenario::fusebox::BreakerConfig;
 use fusebox_lab::scenario::{
-    CallResult, Client, Downstream, Fault, FaultOutcome, Scenario, SeedConfig, StrategyKind,
-    StrategySpec,
+    CallResult, Client, Downstream, Fault, FaultOutcome, Fleet, Scenario, SeedConfig, Sharing,
+    StrategyKind, StrategySpec,
 };
+mod common;
+
+use common::shipped;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Duration;
@@ -309,6 +312,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     } else {
                         FaultOutcome::Error
                     },
+                    replicas: None,
                 });
                 at += len + 100 + g.next(600);
             }
@@ -343,15 +347,36 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 downstream: Downstream {
                     latency: ms(1 + g.next(20)),
                     faults,
+                    transport: Default::default(),
                 },
                 client: Client {
                     timeout,
                     retries: 0,
                 },
                 strategies,
+                fleet: None,
             }
         })
         .collect()
+}
+
+/// The simulation's requests are the model's, one by one.
+fn assert_same_requests(
+    sc: &Scenario,
+    spec: &StrategySpec,
+    sim: &RunResult,
+    model: &[RequestRecord],
+) {
+    assert_eq!(
+        sim.requests.len(),
+        model.len(),
+        "{} / {}",
+        sc.name,
+        spec.name
+    );
+    for (i, (a, b)) in sim.requests.iter().zip(model).enumerate() {
+        assert_eq!(a, b, "{} / {}: request {i}", sc.name, spec.name);
+    }
 }
 
 #[test]
@@ -366,16 +391,7 @@ fn event_simulation_matches_the_per_request_model() {
         for spec in &sc.strategies {
             let sim = sim(sc, spec);
             let (requests, transitions) = per_request_model(sc, spec);
-            assert_eq!(
-                sim.requests.len(),
-                requests.len(),
-                "{} / {}",
-                sc.name,
-                spec.name
-            );
-            for (i, (a, b)) in sim.requests.iter().zip(&requests).enumerate() {
-                assert_eq!(a, b, "{} / {}: request {i}", sc.name, spec.name);
-            }
+            assert_same_requests(sc, spec, &sim, &requests);
             assert_eq!(sim.transitions, transitions, "{} / {}", sc.name, spec.name);
             compared += 1;
         }
@@ -448,13 +464,6 @@ fn fusebox_ignores_stale_failures_and_probes_earlier() {
     assert_eq!(s.downstream_errors, seed.downstream_errors);
 }
 
-fn shipped(name: &str) -> Scenario {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenarios")
-        .join(format!("{name}.toml"));
-    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
-}
-
 #[test]
 fn retries_multiply_load_unless_a_breaker_fast_fails_them() {
     let sc = shipped("retries");
@@ -503,4 +512,280 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
     let flapping_ends = ms(1500);
     assert!(first_open("consecutive").unwrap() > flapping_ends);
     assert!(first_open("rate/20 calls").unwrap() < flapping_ends);
+}
+
+/// The independent model of a fleet, per request, for generated fleets
+/// where every request starts at its arrival (workers to spare: no queue,
+/// no retries). Replica `i % n` takes request `i`. Its own rules, written
+/// from `fusebox::fleet`'s documentation: a replica's breaker opening is a
+/// trip; the trip opens the fleet if the replicas that tripped within the
+/// fleet's window (10 s) are at least `quorum`, or if it is a failed probe of
+/// the replica probing for the fleet; an opened fleet holds every other
+/// replica open from `propagation` after the trip to `open_for` after it,
+/// and then rejecting until the prober's close arrives (`propagation` after
+/// it). Holding a replica holds its breaker open (`Guard::hold`), the close
+/// closes it (`Guard::release`). The tripping replica probes for the fleet
+/// and is held no more.
+/// Events at one time: verdicts (in call start order), then arrivals of
+/// trips and closes, then requests.
+///
+/// Not modelled, here or in the lab: the fleet's window for rate policies,
+/// probe leases (hand-over, expiry), lost messages caught up by a sync.
+fn fleet_model(
+    sc: &Scenario,
+    spec: &StrategySpec,
+) -> (Vec<RequestRecord>, Vec<Vec<TransitionRecord>>) {
+    let fleet = sc.fleet.as_ref().expect("a fleet scenario");
+    let n = fleet.replicas;
+    let open_for = match &spec.kind {
+        StrategyKind::Seed(c) => Some(c.open_for),
+        StrategyKind::Fusebox(c) => c.open_for,
+        _ => None,
+    };
+    let clock = fusebox::ManualClock::new();
+    let lab_clock = LabClock::Virtual(clock.clone());
+    let breakers = Breakers::for_run(&lab_clock);
+    let guards: Vec<_> = (0..n)
+        .map(|r| guard::build(spec, &lab_clock, &breakers, &format!("m{r}")))
+        .collect();
+    // Per replica: held open until (Some), or waiting for the prober (None).
+    let mut hold: Vec<Option<Option<Duration>>> = vec![None; n];
+    let mut seen = vec![0usize; n];
+    let mut tripped_at: Vec<Option<Duration>> = vec![None; n];
+    let mut prober: Option<usize> = None;
+    // (time, order sent, from, Some(until) = trip / None = close)
+    let mut messages: Vec<(Duration, usize, usize, Option<Duration>)> = Vec::new();
+    let mut sent = 0;
+    let mut pending: BinaryHeap<Reverse<(Duration, u64, usize)>> = BinaryHeap::new();
+    // A call in flight: its ticket, its result, its replica.
+    type InFlight = (Box<dyn Ticket>, CallResult, usize);
+    let mut tickets: Vec<Option<InFlight>> = Vec::new();
+    let mut busy: Vec<Vec<Duration>> = vec![Vec::new(); n];
+    let mut out = Vec::new();
+    let count = sc.request_count() as usize;
+    let mut seq = 0u64;
+    for i in 0..=count {
+        let t = (i < count).then(|| Duration::from_nanos(sc.arrival_ns(i as u64)));
+        // Verdicts and messages up to t, in time order (verdicts first at a tie).
+        loop {
+            let verdict = pending.peek().map(|Reverse((end, _, _))| *end);
+            let message = messages.iter().map(|m| m.0).min();
+            let take_verdict = match (verdict, message) {
+                (Some(v), Some(m)) => v <= m,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let at = if take_verdict { verdict } else { message }.unwrap();
+            if t.is_some_and(|t| at > t) {
+                break;
+            }
+            if take_verdict {
+                let Reverse((end, _, k)) = pending.pop().unwrap();
+                let (ticket, result, r) = tickets[k].take().unwrap();
+                clock.set(end);
+                ticket.finish(end, result);
+                let all = guards[r].transitions();
+                for tr in all[seen[r]..].iter().copied() {
+                    if tr.to == "open" {
+                        let fleet_probe = tr.from == "half_open" && prober == Some(r);
+                        let opens = fleet_probe || {
+                            tripped_at[r] = Some(tr.at);
+                            tripped_at
+                                .iter()
+                                .flatten()
+                                .filter(|&&x| tr.at - x < Duration::from_secs(10))
+                                .count()
+                                >= fleet.quorum
+                        };
+                        if let (true, Some(o)) = (opens, open_for) {
+                            prober = Some(r);
+                            if hold[r].take().is_some() {
+                                guards[r].release(tr.at);
+                            }
+                            sent += 1;
+                            messages.push((tr.at + fleet.propagation, sent, r, Some(tr.at + o)));
+                        }
+                    } else if tr.from == "half_open" && tr.to == "closed" && prober == Some(r) {
+                        prober = None;
+                        sent += 1;
+                        messages.push((tr.at + fleet.propagation, sent, r, None));
+                    }
+                }
+                seen[r] = all.len();
+            } else {
+                let first = messages
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, m)| (m.0, m.1))
+                    .unwrap()
+                    .0;
+                let (_, _, from, what) = messages.remove(first);
+                clock.set(at);
+                for r in 0..n {
+                    if r == from {
+                        continue;
+                    }
+                    match what {
+                        Some(until) if prober != Some(r) => {
+                            if hold[r].is_none() {
+                                guards[r].hold(at);
+                            }
+                            hold[r] = Some(Some(until));
+                        }
+                        Some(_) => {}
+                        None => {
+                            if hold[r].take().is_some() {
+                                guards[r].release(at);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let Some(t) = t else { break };
+        let r = i % n;
+        busy[r].retain(|&e| e > t);
+        assert!(
+            busy[r].len() < sc.workers,
+            "the fleet model needs a free worker"
+        );
+        clock.set(t);
+        let held = match hold[r] {
+            None => false,
+            Some(Some(until)) if t < until => true,
+            Some(_) => {
+                hold[r] = Some(None);
+                true
+            }
+        };
+        if held {
+            out.push(RequestRecord {
+                arrival: t,
+                start: Some(t),
+                end: t,
+                outcome: Outcome::FastFail,
+                attempts: 0,
+            });
+            continue;
+        }
+        match guards[r].admit(t) {
+            Admission::FastFail => out.push(RequestRecord {
+                arrival: t,
+                start: Some(t),
+                end: t,
+                outcome: Outcome::FastFail,
+                attempts: 0,
+            }),
+            Admission::Call(ticket) => {
+                let plan = sc.downstream.plan_on(r, t, sc.client.timeout);
+                seq += 1;
+                tickets.push(Some((ticket, plan.result, r)));
+                pending.push(Reverse((t + plan.duration, seq, tickets.len() - 1)));
+                busy[r].push(t + plan.duration);
+                out.push(RequestRecord {
+                    arrival: t,
+                    start: Some(t),
+                    end: t + plan.duration,
+                    outcome: Outcome::of(plan.result),
+                    attempts: 1,
+                });
+            }
+        }
+    }
+    (out, guards.iter().map(|g| g.transitions()).collect())
+}
+
+/// Fleets of 2 to 6 replicas with workers to spare, sharing trips, faults on
+/// all replicas or on some, quorum 1 to the number of replicas.
+fn generated_fleets(seed: u64, count: usize) -> Vec<Scenario> {
+    let mut g = Lcg(seed);
+    (0..count)
+        .map(|k| {
+            let replicas = 2 + g.next(5) as usize;
+            let mut sc = generated(seed * 1000 + k as u64, 1).remove(0);
+            sc.name = format!("fleet-{seed}-{k}");
+            sc.queue = 0;
+            sc.workers = 64;
+            sc.client = Client::default();
+            sc.rate = replicas as f64 * g.pick(&[5.0, 10.0, 20.0, 40.0]);
+            for f in &mut sc.downstream.faults {
+                f.outcome = FaultOutcome::Error;
+                if g.next(2) == 0 {
+                    let mut some: Vec<usize> = (1..=replicas).filter(|_| g.next(2) == 0).collect();
+                    if some.is_empty() {
+                        some.push(1 + g.next(replicas as u64) as usize);
+                    }
+                    f.replicas = Some(some);
+                }
+            }
+            // Room for recovery after the last fault.
+            sc.duration = sc.fault_span().unwrap().1 + ms(1000 + g.next(1000));
+            sc.fleet = Some(Fleet {
+                replicas,
+                sharing: Sharing::Fleet,
+                quorum: if g.next(2) == 0 {
+                    1
+                } else {
+                    1 + g.next(replicas as u64) as usize
+                },
+                sync_every: ms(500),
+                propagation: ms(g.next(20)),
+            });
+            sc.strategies.retain(|s| s.kind.as_str() != "none");
+            sc.check().unwrap_or_else(|p| panic!("{}: {p:?}", sc.name));
+            sc
+        })
+        .collect()
+}
+
+#[test]
+fn fleet_simulation_matches_the_fleet_model() {
+    let mut compared = 0;
+    let (mut held, mut quorum_held_back) = (0, 0);
+    for sc in generated_fleets(11, 60) {
+        for spec in &sc.strategies {
+            let sim = sim(&sc, spec);
+            let (requests, transitions) = fleet_model(&sc, spec);
+            assert_same_requests(&sc, spec, &sim, &requests);
+            let fleet = sim.fleet.as_ref().expect("a fleet run");
+            assert_eq!(
+                fleet.transitions, transitions,
+                "{} / {}",
+                sc.name, spec.name
+            );
+            held += fleet.held.iter().filter(|h| !h.is_empty()).count();
+            let tripped = transitions
+                .iter()
+                .filter(|t| t.iter().any(|x| x.to == "open"))
+                .count();
+            let q = sc.fleet.as_ref().unwrap().quorum;
+            if q > 1 && tripped > 0 && tripped < q {
+                quorum_held_back += 1;
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 100, "{compared}");
+    // Worth something only if trips travelled, and some were held back by a quorum.
+    assert!(held > 50, "replicas held by a travelling trip: {held}");
+    assert!(
+        quorum_held_back > 3,
+        "runs where the quorum kept trips local: {quorum_held_back}"
+    );
+}
+
+#[test]
+fn a_fleet_does_not_run_in_real_mode() {
+    let mut sc = Scenario::embedded()[0].clone();
+    sc.fleet = Some(Fleet {
+        replicas: 2,
+        sharing: Sharing::None,
+        quorum: 1,
+        sync_every: ms(500),
+        propagation: ms(0),
+    });
+    assert!(engine::check(&sc, Mode::Virtual).is_ok());
+    let e = engine::check(&sc, Mode::Real).unwrap_err();
+    assert!(e.contains("virtual mode only"), "{e}");
 }

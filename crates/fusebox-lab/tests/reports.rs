@@ -8,6 +8,9 @@ use fusebox_lab::report::{html, json, table, ScenarioReport};
 use fusebox_lab::scenario::{Scenario, EMBEDDED};
 use serde_json::Value;
 
+mod common;
+use common::shipped;
+
 fn report(sc: Scenario) -> ScenarioReport {
     ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
 }
@@ -194,4 +197,99 @@ fn json_has_every_figure_key_and_the_requests() {
         json::document(&two)["scenarios"].as_array().unwrap().len(),
         2
     );
+}
+
+#[test]
+fn fleet_figures_agree_in_table_json_and_html() {
+    use fusebox_lab::engine::Outcome;
+    use fusebox_lab::report::model::{fleet_rows, FLEET_FIGURES};
+    let r = report(shipped("fleet20-path-quorum1"));
+    let text = table::render_scenario(&r);
+    let doc = json::scenario(&r);
+    let page = html::page(std::slice::from_ref(&r));
+    assert_eq!(doc["fleet"]["quorum"], 1);
+    // One stacked timeline (a row per replica) per strategy.
+    assert_eq!(
+        page.matches("breaker state of each replica").count(),
+        r.summaries.len()
+    );
+    assert!(page.contains("replica 3: half_open"));
+    for (k, sum) in r.summaries.iter().enumerate() {
+        let rows = fleet_rows(sum).expect("a fleet run has fleet rows");
+        assert_eq!(rows.len(), 21);
+        let j = &doc["strategies"][k]["fleet"];
+        for (i, (label, figures)) in rows.iter().enumerate() {
+            let cells: Vec<String> = FLEET_FIGURES
+                .iter()
+                .map(|f| (f.value)(figures).text())
+                .collect();
+            // The terminal's row: the label, then the same cells.
+            assert!(
+                text.lines()
+                    .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                        == [
+                            label.split(' ').collect::<Vec<_>>(),
+                            cells.iter().map(String::as_str).collect()
+                        ]
+                        .concat()),
+                "{label}: {cells:?} not in the table"
+            );
+            let jv = if i == 20 {
+                &j["total"]
+            } else {
+                &j["replicas"][i]
+            };
+            for f in FLEET_FIGURES {
+                assert_eq!(jv[f.json], (f.value)(figures).json(), "{label} {}", f.json);
+            }
+            assert!(page.contains(&format!(
+                "<tr><td>{label}</td>{}</tr>",
+                cells
+                    .iter()
+                    .map(|c| format!("<td>{c}</td>"))
+                    .collect::<String>()
+            )));
+        }
+        // The total is the replicas' sum, and healthy fast-fails are counted
+        // from the requests: replica 3's path is the only broken one.
+        let run = &r.runs[k];
+        let fleet = sum.fleet.as_ref().unwrap();
+        assert_eq!(
+            fleet.total.failing_calls,
+            run.calls.iter().filter(|c| !c.result.is_ok()).count()
+        );
+        let ff_elsewhere = run
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(i, q)| i % 20 != 2 && q.outcome == Outcome::FastFail)
+            .count();
+        let healthy_elsewhere: usize = fleet
+            .replicas
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 2)
+            .map(|(_, f)| f.healthy_fast_fails)
+            .sum();
+        assert_eq!(healthy_elsewhere, ff_elsewhere);
+    }
+}
+
+#[test]
+fn a_shared_fleet_probes_once_and_quorum_two_spares_the_healthy_replicas() {
+    let total = |name: &str, k: usize| {
+        let r = report(shipped(name));
+        r.summaries[k].fleet.as_ref().unwrap().total
+    };
+    // The article's breaker (strategy 1) on 20 replicas.
+    let (local, shared) = (total("fleet20-local", 1), total("fleet20-shared", 1));
+    assert_eq!((local.recovery_probes, shared.recovery_probes), (20, 1));
+    assert!(shared.failing_calls < local.failing_calls);
+    let (q1, q2) = (
+        total("fleet20-path-quorum1", 1),
+        total("fleet20-path-quorum2", 1),
+    );
+    assert!(q1.healthy_fast_fails > 100, "{q1:?}");
+    // Quorum 2: only replica 3's own fast-fails after its path healed.
+    assert_eq!(q2.healthy_fast_fails, 2, "{q2:?}");
 }

@@ -348,3 +348,197 @@ fn the_articles_breaker_is_checked_by_the_librarys_validation() {
     assert_eq!(e.key.as_deref(), Some("strategy.open_for"), "{e}");
     assert!(e.message.contains("must be above zero"), "{e}");
 }
+
+/// The article's scenario as a fleet: `[fleet]` with `fleet_keys`, and
+/// `fault_keys` added to its fault.
+fn fleet_text(fleet_keys: &str, fault_keys: &str) -> String {
+    base()
+        .replace(
+            "[downstream]",
+            &format!("[fleet]\n{fleet_keys}\n\n[downstream]"),
+        )
+        .replace(
+            "outcome = \"error\"",
+            &format!("outcome = \"error\"\n{fault_keys}"),
+        )
+}
+
+fn line_of(text: &str, prefix: &str) -> usize {
+    text.lines().position(|l| l.starts_with(prefix)).unwrap() + 1
+}
+
+#[test]
+fn fleet_keys_load() {
+    let text = fleet_text(
+        "replicas = 4\nsharing = \"fleet\"\nquorum = 2\nsync_every = \"250ms\"\npropagation = \"2ms\"",
+        "replicas = [3]",
+    );
+    let sc = Scenario::parse("x.toml", &text).unwrap();
+    let f = sc.fleet.as_ref().unwrap();
+    assert_eq!((f.replicas, f.quorum), (4, 2));
+    assert_eq!(f.sync_every, Duration::from_millis(250));
+    assert_eq!(f.propagation, Duration::from_millis(2));
+    assert!(sc.shares_trips());
+    let fault = &sc.downstream.faults[0];
+    assert!(fault.hits(2) && !fault.hits(0) && !fault.hits(3));
+    assert_eq!(sc.replica_of(6), 2);
+}
+
+#[test]
+fn bad_fleet_keys_name_file_line_and_key() {
+    let ok = "replicas = 4\nsharing = \"fleet\"";
+    let cases: &[(String, &str, &str, &str)] = &[
+        (
+            fleet_text("replicas = 0\nsharing = \"fleet\"", ""),
+            "replicas = 0",
+            "fleet.replicas",
+            "out of range",
+        ),
+        (
+            fleet_text("replicas = 4\nsharing = \"all\"", ""),
+            "sharing",
+            "fleet.sharing",
+            "not one of",
+        ),
+        (
+            fleet_text(&format!("{ok}\nquorum = 5"), ""),
+            "quorum",
+            "fleet.quorum",
+            "1..=4",
+        ),
+        (
+            fleet_text(&format!("{ok}\nsync_every = \"0s\""), ""),
+            "sync_every",
+            "fleet.sync_every",
+            "> 0",
+        ),
+        (
+            fleet_text(&format!("{ok}\npropagation = \"9s\""), ""),
+            "propagation",
+            "fleet.propagation",
+            "longer than the run",
+        ),
+        (
+            fleet_text(&format!("{ok}\nquroum = 1"), ""),
+            "quroum",
+            "quroum",
+            "unknown field",
+        ),
+        (
+            fleet_text(ok, "replicas = [5]"),
+            "replicas = [5]",
+            "downstream.faults.replicas",
+            "replica 5 is out of range",
+        ),
+        (
+            fleet_text(ok, "replicas = []"),
+            "replicas = []",
+            "downstream.faults.replicas",
+            "at least one",
+        ),
+        (
+            base().replace("outcome = \"error\"", "outcome = \"error\"\nreplicas = [1]"),
+            "replicas = [1]",
+            "downstream.faults.replicas",
+            "needs a [fleet]",
+        ),
+        (
+            {
+                // The fusebox strategy (the last) with a backoff for open_for.
+                let t = fleet_text(ok, "");
+                let at = t.rfind("open_for = \"500ms\"").unwrap();
+                format!(
+                    "{}open_backoff = {{ initial = \"1s\", factor = 2.0, max = \"4s\" }}{}",
+                    &t[..at],
+                    &t[at + "open_for = \"500ms\"".len()..]
+                )
+            },
+            "[[strategy]]",
+            "strategy",
+            "fixed open period",
+        ),
+    ];
+    for (text, prefix, key, message) in cases {
+        let e = error_of(text);
+        let want_line = if *prefix == "[[strategy]]" {
+            text.lines()
+                .enumerate()
+                .filter(|(_, l)| l.starts_with(prefix))
+                .last()
+                .unwrap()
+                .0
+                + 1
+        } else {
+            line_of(text, prefix)
+        };
+        assert_eq!(e.key.as_deref(), Some(*key), "{e}");
+        assert_eq!(e.line, Some(want_line), "{e}");
+        assert!(e.message.contains(message), "{e}");
+    }
+}
+
+#[test]
+fn http_transport_keys_load_and_bad_ones_are_named() {
+    use fusebox_lab::scenario::{HttpConfig, Transport};
+    let with = |keys: &str| base().replace("[downstream]", &format!("[downstream]\n{keys}"));
+    let sc = Scenario::parse(
+        "x.toml",
+        &with("transport = \"http\"\npool_max_idle = 3\nconnect_timeout = \"250ms\""),
+    )
+    .unwrap();
+    assert_eq!(
+        sc.downstream.transport,
+        Transport::Http(HttpConfig {
+            pool_max_idle: 3,
+            connect_timeout: Duration::from_millis(250)
+        })
+    );
+    let cases = [
+        (
+            "transport = \"grpc\"",
+            "transport",
+            "downstream.transport",
+            "not one of",
+        ),
+        (
+            "pool_max_idle = 3",
+            "pool_max_idle",
+            "downstream.pool_max_idle",
+            "needs transport",
+        ),
+        (
+            "transport = \"http\"\npool_max_idle = -1",
+            "pool_max_idle",
+            "downstream.pool_max_idle",
+            "out of range",
+        ),
+        (
+            "transport = \"http\"\nconnect_timeout = \"0s\"",
+            "connect_timeout",
+            "downstream.connect_timeout",
+            "> 0",
+        ),
+    ];
+    for (keys, prefix, key, message) in cases {
+        let text = with(keys);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{e}");
+        assert_eq!(e.line, Some(line_of(&text, prefix)), "{e}");
+        assert!(e.message.contains(message), "{e}");
+    }
+}
+
+#[test]
+fn a_down_fault_is_instant_and_hits_every_replica() {
+    let text = base().replace("outcome = \"error\"", "outcome = \"down\"");
+    let sc = Scenario::parse("x.toml", &text).unwrap();
+    let plan = sc.downstream.plan(Duration::from_millis(600), None);
+    assert_eq!(plan.duration, Duration::ZERO);
+    assert_eq!(plan.result, fusebox_lab::scenario::CallResult::Error);
+    let text = fleet_text("replicas = 2\nsharing = \"none\"", "replicas = [1]")
+        .replace("outcome = \"error\"", "outcome = \"down\"");
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("downstream.faults.replicas"));
+    assert_eq!(e.line, Some(line_of(&text, "replicas = [1]")));
+    assert!(e.message.contains("every replica"), "{e}");
+}

@@ -26,7 +26,7 @@ use fusebox::retry::{Constant, Retry};
 use fusebox::tower::{
     BoxError, BulkheadLayer, CircuitBreakerLayer, FallbackLayer, RetryLayer, TimeoutLayer,
 };
-use fusebox::{Cause, PolicyError};
+use fusebox::Cause;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,15 +64,17 @@ async fn product_page(State(app): State<App>, Path(id): Path<u32>) -> String {
     format!("{product} | {price} | {reviews}")
 }
 
-/// The fallback: why the reviews are missing, from the boxed error.
-fn placeholder(err: BoxError) -> Result<String, BoxError> {
-    let why = match err.cause() {
+/// The fallback: why the reviews are missing (the one fallback shape: a
+/// `Cause` in, `Some(answer)` out).
+fn placeholder(why: Cause<'_, BoxError>) -> Option<String> {
+    let why = match why {
         Cause::Rejected(_) => "breaker open".to_string(),
         Cause::BulkheadFull(_) => "too many calls in flight".to_string(),
         Cause::TimedOut(_) => "timed out".to_string(),
-        _ => format!("failed: {err}"),
+        Cause::Failed(err) => format!("failed: {err}"),
+        _ => "unknown".to_string(),
     };
-    Ok(format!("(reviews unavailable: {why})"))
+    Some(format!("(reviews unavailable: {why})"))
 }
 
 #[tokio::main]

@@ -63,6 +63,85 @@ impl<E> Cause<'_, E> {
             Cause::Failed(_) => "failed",
         }
     }
+
+    /// A label for metrics: `rejected`, `bulkhead_full`, `timed_out` or
+    /// `failed` (the `cause` label of `fusebox_fallbacks_total`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, PolicyError};
+    /// let full = Bulkhead::new(0).try_acquire().unwrap_err();
+    /// assert_eq!(full.cause().label(), "bulkhead_full");
+    /// ```
+    pub fn label(&self) -> &'static str {
+        match self {
+            Cause::Rejected(_) => "rejected",
+            Cause::BulkheadFull(_) => "bulkhead_full",
+            Cause::TimedOut(_) => "timed_out",
+            Cause::Failed(_) => "failed",
+        }
+    }
+
+    /// How long until the breaker lets a probe through, when an open breaker
+    /// refused the call (`None` otherwise, and for a breaker forced open).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, PolicyError};
+    /// use std::time::Duration;
+    /// let breaker = CircuitBreaker::builder()
+    ///     .consecutive_failures(1)
+    ///     .open_for(Duration::from_secs(30))
+    ///     .clock(fusebox::ManualClock::new())
+    ///     .build()?;
+    /// let _ = breaker.call(|| Err::<(), _>("down"));
+    /// let e = breaker.call(|| Ok::<_, &str>(())).unwrap_err();
+    /// assert_eq!(e.cause().retry_after(), Some(Duration::from_secs(30)));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            Cause::Rejected(r) => r.retry_after(),
+            _ => None,
+        }
+    }
+}
+
+impl<'a, E> Cause<'a, E> {
+    /// The call's own error, when it ran and failed (by reference: the
+    /// original error, e.g. an HTTP 503, is still there).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{PipelineError, PolicyError};
+    /// let e = PipelineError::Failed(503u16);
+    /// assert_eq!(e.cause().error(), Some(&503));
+    /// ```
+    pub fn error(&self) -> Option<&'a E> {
+        match *self {
+            Cause::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Cause<'a, Box<dyn std::error::Error + Send + Sync>> {
+    /// The call's own error as a `T`, on the tower path where it is boxed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::PolicyError;
+    /// let e: Box<dyn std::error::Error + Send + Sync> = Box::new(std::io::Error::other("reset"));
+    /// let io = e.cause().downcast_ref::<std::io::Error>().unwrap();
+    /// assert_eq!(io.to_string(), "reset");
+    /// ```
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&'a T> {
+        self.error().and_then(|e| e.downcast_ref::<T>())
+    }
 }
 
 impl<E> Clone for Cause<'_, E> {

@@ -15,6 +15,13 @@
 //! The fallback returns `Some(value)` to answer instead, or `None` to let the
 //! original error through (a cache miss, say).
 //!
+//! This is the one fallback shape, `Fn(Cause<'_, E>) -> Option<T>`, wherever
+//! a fallback is taken: [`Fallback::new`], [`Pipeline`](crate::Pipeline)'s
+//! `fallback`, the tower `FallbackLayer::new` (where `E` is the boxed error
+//! and [`Cause::downcast_ref`] reaches the original) and the HTTP stack's
+//! `recover`. A breaker's refusal carries its [`retry_after`](Cause::retry_after);
+//! a failure carries the original error ([`Cause::error`]).
+//!
 //! # Seed 004's strategies
 //!
 //! **Cached value**: serve the last good answer, or the error on a miss.
@@ -144,14 +151,24 @@ impl<F> fmt::Debug for Fallback<F> {
 /// let e = std::io::Error::other("x");
 /// assert_eq!(f.fallback(e.cause()), Some("failed".to_string()));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a fallback for calls returning `Result<{T}, {E}>`",
+    note = "a fallback is a `Fn(Cause<'_, E>) -> Option<T>`: it gets why the call failed and answers `Some(value)` or `None`"
+)]
 pub trait FallbackFn<E, T> {
     /// The value to answer with for `cause`, or `None` to pass the error on.
     fn fallback(&self, cause: Cause<'_, E>) -> Option<T>;
 }
 
+impl<E, T, F: FallbackFn<E, T> + ?Sized> FallbackFn<E, T> for std::sync::Arc<F> {
+    fn fallback(&self, cause: Cause<'_, E>) -> Option<T> {
+        (**self).fallback(cause)
+    }
+}
+
 impl<E, T, F> FallbackFn<E, T> for F
 where
-    F: Fn(Cause<'_, E>) -> Option<T>,
+    F: Fn(Cause<'_, E>) -> Option<T> + ?Sized,
 {
     fn fallback(&self, cause: Cause<'_, E>) -> Option<T> {
         self(cause)

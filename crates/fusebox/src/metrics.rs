@@ -19,6 +19,17 @@
 //! | `fusebox_bulkhead_limit` | gauge | `name` | the bulkhead's limit |
 //! | `fusebox_bulkhead_waiting` | gauge | `name` | callers waiting for a slot |
 //! | `fusebox_bulkhead_rejections_total` | counter | `name` | calls refused |
+//! | `fusebox_policy_calls_total` | counter | `name` | guarded calls through a pipeline or HTTP stack |
+//! | `fusebox_retry_attempts_total` | counter | `name` | attempts, the first of each call included |
+//! | `fusebox_retries_total` | counter | `name` | attempts beyond the first |
+//! | `fusebox_retry_budget_refused_total` | counter | `name` | retries the retry budget refused |
+//! | `fusebox_timeouts_total` | counter | `name` | attempts (or whole calls) stopped by a timeout |
+//! | `fusebox_fallbacks_total` | counter | `name`, `cause` | fallback answers by cause: `rejected`, `bulkhead_full`, `timed_out`, `failed` |
+//!
+//! The last six come from a [`PolicyStats`] that a
+//! pipeline or an HTTP stack counts into (relaxed atomic adds, no lock, no
+//! allocation per call); export one with [`Metrics::track_stats`],
+//! [`Metrics::track_pipeline`] or (feature `http`) `Metrics::track_standard`.
 //!
 //! Counters and the histogram are updated by a [`MetricsListener`] on the
 //! breaker; their handles are created when the listener is, so a call costs
@@ -52,11 +63,13 @@
 //! ```
 
 use crate::observe::{Observer, Tags};
+use crate::retry::RetryBudget;
 use crate::sync::{lock, Mutex};
 use crate::{
     Builder, Bulkhead, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State,
     Transition,
 };
+use crate::{Pipeline, PolicyStats};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::NoLabelSet;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -197,6 +210,12 @@ struct Shared {
     transitions: Family<TransitionLabels, Counter>,
     tracked: Mutex<BTreeMap<String, Tracked>>,
     bulkheads: Mutex<BTreeMap<String, Bulkhead>>,
+    policies: Mutex<BTreeMap<String, TrackedPolicy>>,
+}
+
+struct TrackedPolicy {
+    stats: PolicyStats,
+    budget: Option<RetryBudget>,
 }
 
 struct Tracked {
@@ -234,11 +253,13 @@ impl Metrics {
             transitions: Family::default(),
             tracked: Mutex::new(BTreeMap::new()),
             bulkheads: Mutex::new(BTreeMap::new()),
+            policies: Mutex::new(BTreeMap::new()),
         });
         // One collector encodes everything, so that the snapshots (which
         // may move an open breaker to half-open) are taken before the
         // counters are written and one scrape is self-consistent.
         registry.register_collector(Box::new(SnapshotCollector(shared.clone())));
+        registry.register_collector(Box::new(PolicyCollector(shared.clone())));
         Metrics { shared }
     }
 
@@ -411,6 +432,202 @@ impl Metrics {
         let breaker = builder.name(name).listener(self.listener(name)).build()?;
         self.track(name, &Tags::new(), &breaker);
         Ok(breaker)
+    }
+}
+
+impl Metrics {
+    /// Exports the counters `stats` (calls, attempts, retries, timeouts,
+    /// fallbacks by cause) and the refusals of `budget` under `name`, read
+    /// at each scrape. Tracking a name again replaces what it reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::{Pipeline, PolicyStats};
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let stats = PolicyStats::new();
+    /// metrics.track_stats("reviews", &stats, None);
+    /// let p = Pipeline::builder().fallback_value(0).stats(stats).build();
+    /// let _ = p.call(|| Err::<u8, _>(std::io::Error::other("down")));
+    ///
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_fallbacks_total{name="reviews",cause="failed"} 1"#));
+    /// assert!(text.contains(r#"fusebox_retry_attempts_total{name="reviews"} 1"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_stats(&self, name: &str, stats: &PolicyStats, budget: Option<&RetryBudget>) {
+        lock(&self.shared.policies).insert(
+            name.to_owned(),
+            TrackedPolicy {
+                stats: stats.clone(),
+                budget: budget.cloned(),
+            },
+        );
+    }
+
+    /// The pipeline with counters exported under `name` (its own
+    /// [`PolicyStats`] if it has some, new ones otherwise), and its retry
+    /// budget's refusals; its bulkhead's gauges too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::{Bulkhead, Pipeline};
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let p = metrics.track_pipeline("reviews", Pipeline::builder().bulkhead(Bulkhead::new(2)).build());
+    /// let _ = p.call(|| Ok::<_, std::io::Error>(()));
+    ///
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_policy_calls_total{name="reviews"} 1"#));
+    /// assert!(text.contains(r#"fusebox_bulkhead_limit{name="reviews"} 2"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_pipeline<B, P, F, C>(
+        &self,
+        name: &str,
+        pipeline: Pipeline<B, P, F, C>,
+    ) -> Pipeline<B, P, F, C>
+    where
+        B: Iterator<Item = Duration> + Clone,
+    {
+        let stats = pipeline.stats().cloned().unwrap_or_default();
+        let budget = pipeline.retry().and_then(|r| r.budget()).cloned();
+        if let Some(b) = pipeline.bulkhead() {
+            self.track_bulkhead(name, b);
+        }
+        self.track_stats(name, &stats, budget.as_ref());
+        pipeline.into_builder().stats(stats).build()
+    }
+
+    /// Exports everything an HTTP [`Standard`](crate::http::Standard) stack
+    /// counts, under its name: its counters, its budget's refusals, its
+    /// breaker and bulkhead (feature `http`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// metrics.track_standard(&fusebox::http::Standard::builder("inventory").build());
+    ///
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_retry_budget_refused_total{name="inventory"} 0"#));
+    /// assert!(text.contains(r#"fusebox_circuit_state{name="inventory",state="closed"} 1"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn track_standard(&self, stack: &crate::http::Standard) {
+        let name = stack.name();
+        self.track_stats(name, stack.stats(), stack.retry().budget());
+        self.track_bulkhead(name, stack.bulkhead());
+        if !lock(&self.shared.tracked).contains_key(name) {
+            self.track(name, &Tags::new(), stack.breaker());
+        }
+    }
+}
+
+/// The text exposition of `registry` (what a `/metrics` route answers),
+/// fusebox's families and your own.
+///
+/// # Examples
+///
+/// ```
+/// use prometheus_client::registry::Registry;
+/// let mut registry = Registry::default();
+/// let metrics = fusebox::metrics::Metrics::new(&mut registry);
+/// metrics.build("db", fusebox::CircuitBreaker::builder())?;
+/// assert!(fusebox::metrics::encode_text(&registry).contains(r#"fusebox_circuit_state{name="db",state="closed"} 1"#));
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+pub fn encode_text(registry: &Registry) -> String {
+    let mut text = String::new();
+    // Writing to a String cannot fail; an encoder error leaves what was written.
+    let _ = prometheus_client::encoding::text::encode(&mut text, registry);
+    text
+}
+
+/// Encodes the counters of the tracked pipelines and stacks.
+struct PolicyCollector(Arc<Shared>);
+
+impl fmt::Debug for PolicyCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PolicyCollector")
+    }
+}
+
+impl Collector for PolicyCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let rows: Vec<(String, crate::StatsSnapshot, u64)> = lock(&self.0.policies)
+            .iter()
+            .map(|(n, t)| {
+                let refused = t.budget.as_ref().map_or(0, RetryBudget::refused);
+                (n.clone(), t.stats.snapshot(), refused)
+            })
+            .collect();
+        let counter = ConstCounter::new(0u64).metric_type();
+        type Read = fn(&crate::StatsSnapshot, u64) -> u64;
+        let families: [(&str, &str, Read); 5] = [
+            (
+                "fusebox_policy_calls",
+                "Guarded calls through a pipeline or HTTP stack",
+                |s, _| s.calls,
+            ),
+            (
+                "fusebox_retry_attempts",
+                "Attempts, the first of each call included",
+                |s, _| s.attempts,
+            ),
+            (
+                "fusebox_retries",
+                "Attempts beyond the first of each call",
+                |s, _| s.retries(),
+            ),
+            (
+                "fusebox_retry_budget_refused",
+                "Retries refused by the retry budget",
+                |_, r| r,
+            ),
+            (
+                "fusebox_timeouts",
+                "Attempts or calls stopped by a timeout",
+                |s, _| s.timeouts,
+            ),
+        ];
+        for (metric, help, read) in families {
+            let mut family = encoder.encode_descriptor(metric, help, None, counter)?;
+            for (name, snap, refused) in &rows {
+                let labels = [("name", name.as_str())];
+                ConstCounter::new(read(snap, *refused)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "fusebox_fallbacks",
+            "Fallback answers, by what stopped the call",
+            None,
+            counter,
+        )?;
+        for (name, snap, _) in &rows {
+            for (cause, n) in PolicyStats::CAUSES.iter().zip(snap.fallbacks) {
+                let labels = [("name", name.as_str()), ("cause", cause)];
+                ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -56,9 +56,11 @@ use crate::bulkhead::{Bulkhead, BulkheadFull};
 use crate::cause::{Cause, PolicyError};
 use crate::clock::{Clock, MonotonicClock};
 use crate::fallback::{FallbackFn, Value};
-use crate::retry::{AnyError, DefaultBackoff, Retry, RetryIf};
+use crate::retry::{AnyError, BoxBackoff, DefaultBackoff, Retry, RetryIf};
+use crate::stats::PolicyStats;
 use crate::timeout::Elapsed;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which policy stopped a call through a [`Pipeline`], or the call's own error.
@@ -176,12 +178,23 @@ impl<E: std::error::Error + 'static> std::error::Error for PipelineError<E> {
 /// assert_eq!(by_status.classify(&503), Outcome::Failure);
 /// assert_eq!(by_status.classify(&404), Outcome::Ignore);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot classify errors of type `{E}` for a pipeline's breaker",
+    label = "this classifier takes another error type",
+    note = "a pipeline classifier is a `Fn(&E) -> Outcome` over the call's own error `E` (not the `Result`, not `PipelineError<E>`)"
+)]
 pub trait Classify<E> {
     /// The breaker's verdict for a call that failed with `error`.
     fn classify(&self, error: &E) -> Outcome;
 }
 
-impl<E, F: Fn(&E) -> Outcome> Classify<E> for F {
+impl<E, C: Classify<E> + ?Sized> Classify<E> for Arc<C> {
+    fn classify(&self, error: &E) -> Outcome {
+        (**self).classify(error)
+    }
+}
+
+impl<E, F: Fn(&E) -> Outcome + ?Sized> Classify<E> for F {
     fn classify(&self, error: &E) -> Outcome {
         self(error)
     }
@@ -232,7 +245,8 @@ impl<E, T> FallbackFn<E, T> for NoFallback {
 /// The type parameters are the retry's backoff `B` and predicate `P`, the
 /// fallback `F` and the breaker classifier `C`; each has a default, so a
 /// pipeline without closures is just `Pipeline`. To store one with closures in
-/// a struct, use `fn` items instead of closures (`fn` pointers name easily).
+/// a struct or axum state, [`boxed`](Pipeline::boxed) makes it a
+/// [`BoxPipeline<T, E>`], a type you can write.
 ///
 /// # Examples
 ///
@@ -257,6 +271,7 @@ pub struct Pipeline<B = DefaultBackoff, P = AnyError, F = NoFallback, C = AllErr
     bulkhead: Option<Bulkhead>,
     timeout: Option<Duration>,
     classify: C,
+    stats: Option<PolicyStats>,
 }
 
 /// Builds a [`Pipeline`]; from [`Pipeline::builder`]. Every layer is
@@ -307,6 +322,7 @@ impl Pipeline {
                 bulkhead: None,
                 timeout: None,
                 classify: AllErrors,
+                stats: None,
             },
         }
     }
@@ -356,6 +372,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
                 bulkhead: i.bulkhead,
                 timeout: i.timeout,
                 classify: i.classify,
+                stats: i.stats,
             },
         }
     }
@@ -384,6 +401,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
                 bulkhead: i.bulkhead,
                 timeout: i.timeout,
                 classify: i.classify,
+                stats: i.stats,
             },
         }
     }
@@ -431,6 +449,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
                 bulkhead: i.bulkhead,
                 timeout: i.timeout,
                 classify,
+                stats: i.stats,
             },
         }
     }
@@ -461,6 +480,23 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.inner.timeout = Some(timeout);
+        self
+    }
+
+    /// Counts calls, attempts, timeouts and fallbacks into `stats` (export
+    /// them with `fusebox::metrics`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Pipeline, PolicyStats};
+    /// let stats = PolicyStats::new();
+    /// let p = Pipeline::builder().stats(stats.clone()).build();
+    /// let _ = p.call(|| Ok::<_, std::io::Error>(()));
+    /// assert_eq!(stats.snapshot().attempts, 1);
+    /// ```
+    pub fn stats(mut self, stats: PolicyStats) -> Self {
+        self.inner.stats = Some(stats);
         self
     }
 
@@ -509,11 +545,12 @@ where
         F: FallbackFn<E, T>,
         C: Classify<E>,
     {
+        self.count(PolicyStats::call);
         let result = match &self.retry {
             None => self.attempt(&mut op),
             Some(retry) => retry.call(|| self.attempt(&mut op)),
         };
-        result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
+        result.or_else(|e| self.answer(e))
     }
 
     /// One attempt through breaker, bulkhead and (sync) timeout. The
@@ -523,6 +560,7 @@ where
         Op: FnMut() -> Result<T, E>,
         C: Classify<E>,
     {
+        self.count(PolicyStats::attempt);
         match &self.breaker {
             None => self.inside_breaker(op),
             Some(b) => flatten(b.call_with(|r| self.verdict(r), || self.inside_breaker(op))),
@@ -548,9 +586,34 @@ where
         let start = clock.now();
         let result = op();
         if clock.now().saturating_sub(start) > limit {
+            self.count(PolicyStats::timeout);
             return Err(PipelineError::TimedOut(Elapsed::new(limit)));
         }
         result.map_err(PipelineError::Failed)
+    }
+
+    /// Counts into the stats, if any (a relaxed add; nothing without stats).
+    fn count(&self, counter: fn(&PolicyStats)) {
+        if let Some(s) = &self.stats {
+            counter(s);
+        }
+    }
+
+    /// The fallback's answer for `e`, or `e`; counts an answer by cause.
+    fn answer<T, E>(&self, e: PipelineError<E>) -> Result<T, PipelineError<E>>
+    where
+        F: FallbackFn<E, T>,
+    {
+        let cause = e.cause();
+        match self.fallback.fallback(cause) {
+            Some(v) => {
+                if let Some(s) = &self.stats {
+                    s.fallback(&cause);
+                }
+                Ok(v)
+            }
+            None => Err(e),
+        }
     }
 
     /// What an attempt means to the breaker: a full bulkhead says nothing
@@ -611,6 +674,100 @@ where
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout
     }
+
+    /// The counters this pipeline counts into, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Pipeline::builder().build().stats().is_none());
+    /// ```
+    pub fn stats(&self) -> Option<&PolicyStats> {
+        self.stats.as_ref()
+    }
+
+    /// A builder holding this pipeline's layers, to change some: how a
+    /// pipeline from a registry ([`Fusebox::pipeline`](crate::registry::Fusebox::pipeline))
+    /// gets a classifier, a fallback or stats that only code can give.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::Pipeline;
+    /// let p = Pipeline::builder().timeout(std::time::Duration::from_secs(1)).build();
+    /// let p = p.into_builder().fallback_value(7).build();
+    /// assert_eq!(p.timeout(), Some(std::time::Duration::from_secs(1)));
+    /// assert_eq!(p.call(|| Err::<i32, _>(std::io::Error::other("x"))).unwrap(), 7);
+    /// ```
+    pub fn into_builder(self) -> PipelineBuilder<B, P, F, C> {
+        PipelineBuilder { inner: self }
+    }
+}
+
+/// A [`Pipeline`] whose closures are boxed: one nameable type for calls
+/// returning `Result<T, E>`, to store in a struct or in axum state.
+///
+/// Made by [`Pipeline::boxed`]. It costs one allocation per call (the
+/// backoff's clone, with a retry) and a dynamic call per closure.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{BoxPipeline, Cause, Pipeline};
+///
+/// #[derive(Clone)]
+/// struct AppState {
+///     reviews: BoxPipeline<Vec<String>, std::io::Error>,
+/// }
+///
+/// let state = AppState {
+///     reviews: Pipeline::builder()
+///         .fallback(|_why: Cause<'_, std::io::Error>| Some(Vec::new()))
+///         .classify(|_e: &std::io::Error| fusebox::Outcome::Failure)
+///         .build()
+///         .boxed(),
+/// };
+/// let r = state.reviews.call(|| Err(std::io::Error::other("down")));
+/// assert!(r.unwrap().is_empty());
+/// ```
+pub type BoxPipeline<T, E> = Pipeline<
+    BoxBackoff,
+    Arc<dyn RetryIf<E> + Send + Sync>,
+    Arc<dyn FallbackFn<E, T> + Send + Sync>,
+    Arc<dyn Classify<E> + Send + Sync>,
+>;
+
+impl<B, P, F, C> Pipeline<B, P, F, C> {
+    /// This pipeline as a [`BoxPipeline`]: the same layers, closures boxed,
+    /// so its type can be written down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{BoxPipeline, Pipeline};
+    /// let p: BoxPipeline<u32, std::io::Error> = Pipeline::builder().fallback_value(1).build().boxed();
+    /// assert_eq!(p.call(|| Err(std::io::Error::other("x"))).unwrap(), 1);
+    /// ```
+    pub fn boxed<T, E>(self) -> BoxPipeline<T, E>
+    where
+        B: Iterator<Item = Duration> + Clone + Send + Sync + 'static,
+        P: RetryIf<E> + Send + Sync + 'static,
+        F: FallbackFn<E, T> + Send + Sync + 'static,
+        C: Classify<E> + Send + Sync + 'static,
+    {
+        Pipeline {
+            fallback: Arc::new(self.fallback),
+            retry: self.retry.map(|r| {
+                r.boxed_backoff()
+                    .map_retry_if(|p| Arc::new(p) as Arc<dyn RetryIf<E> + Send + Sync>)
+            }),
+            breaker: self.breaker,
+            bulkhead: self.bulkhead,
+            timeout: self.timeout,
+            classify: Arc::new(self.classify),
+            stats: self.stats,
+        }
+    }
 }
 
 #[cfg(feature = "tokio")]
@@ -658,11 +815,12 @@ where
         F: FallbackFn<E, T>,
         C: Classify<E>,
     {
+        self.count(PolicyStats::call);
         let result = match &self.retry {
             None => self.attempt_async(op()).await,
             Some(retry) => retry.call_async(|| self.attempt_async(op())).await,
         };
-        result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
+        result.or_else(|e| self.answer(e))
     }
 
     /// Runs one future through every layer but the retry (a future can run
@@ -692,8 +850,9 @@ where
         F: FallbackFn<E, T>,
         C: Classify<E>,
     {
+        self.count(PolicyStats::call);
         let result = self.attempt_async(fut).await;
-        result.or_else(|e| self.fallback.fallback(e.cause()).ok_or(e))
+        result.or_else(|e| self.answer(e))
     }
 
     async fn attempt_async<T, E, Fut>(&self, fut: Fut) -> Result<T, PipelineError<E>>
@@ -701,6 +860,7 @@ where
         Fut: std::future::Future<Output = Result<T, E>>,
         C: Classify<E>,
     {
+        self.count(PolicyStats::attempt);
         match &self.breaker {
             None => self.inside_breaker_async(fut).await,
             Some(b) => flatten(
@@ -722,7 +882,10 @@ where
             None => fut.await.map_err(PipelineError::Failed),
             Some(limit) => match crate::timeout::timeout(limit, fut).await {
                 Ok(r) => r.map_err(PipelineError::Failed),
-                Err(elapsed) => Err(PipelineError::TimedOut(elapsed)),
+                Err(elapsed) => {
+                    self.count(PolicyStats::timeout);
+                    Err(PipelineError::TimedOut(elapsed))
+                }
             },
         }
     }
@@ -744,6 +907,7 @@ impl<B: fmt::Debug, P, F, C> fmt::Debug for Pipeline<B, P, F, C> {
             .field("breaker", &self.breaker)
             .field("bulkhead", &self.bulkhead)
             .field("timeout", &self.timeout)
+            .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
 }

@@ -160,3 +160,58 @@ impl Observer for Tracing {
         builder.listener(TracingListener::new(name))
     }
 }
+
+/// The span of one guarded call: `fusebox.call` with `dependency = name`;
+/// [`record_call`] fills in `outcome` and `stopped_by` when it ends. The HTTP
+/// standard stack opens one per request.
+///
+/// # Examples
+///
+/// ```
+/// let span = fusebox::trace::call_span("inventory");
+/// fusebox::trace::record_call::<()>(&span, &Ok(()));
+/// ```
+pub fn call_span(name: &str) -> tracing::Span {
+    tracing::info_span!(
+        target: "fusebox",
+        "fusebox.call",
+        dependency = name,
+        outcome = tracing::field::Empty,
+        stopped_by = tracing::field::Empty,
+        retry_after_ms = tracing::field::Empty,
+    )
+}
+
+/// Records how a call ended on its [`call_span`]: `outcome` is `success` or
+/// the cause's label (`rejected`, `bulkhead_full`, `timed_out`, `failed`),
+/// and `stopped_by` the policy that decided (`breaker`, `bulkhead`,
+/// `timeout`, `call`).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{Bulkhead, PolicyError};
+/// let span = fusebox::trace::call_span("reviews");
+/// let full = Bulkhead::new(0).try_acquire().unwrap_err();
+/// fusebox::trace::record_call(&span, &Err(full.cause()));
+/// ```
+pub fn record_call<E>(span: &tracing::Span, result: &Result<(), crate::Cause<'_, E>>) {
+    match result {
+        Ok(()) => {
+            span.record("outcome", "success");
+        }
+        Err(cause) => {
+            let by = match cause {
+                crate::Cause::Rejected(_) => "breaker",
+                crate::Cause::BulkheadFull(_) => "bulkhead",
+                crate::Cause::TimedOut(_) => "timeout",
+                _ => "call",
+            };
+            span.record("outcome", cause.label());
+            span.record("stopped_by", by);
+            if let Some(d) = cause.retry_after() {
+                span.record("retry_after_ms", d.as_millis() as u64);
+            }
+        }
+    }
+}

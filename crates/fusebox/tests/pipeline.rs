@@ -264,6 +264,7 @@ fn panic_counts_as_failure_and_frees_the_slot() {
 #[test]
 fn no_allocation_per_sync_call() {
     let clock = ManualClock::new();
+    let stats = fusebox::PolicyStats::new();
     let p = Pipeline::builder()
         .fallback(|_why: Cause<'_, u32>| Some(0u64))
         .retry(
@@ -277,6 +278,7 @@ fn no_allocation_per_sync_call() {
         .breaker(breaker(&clock, 1_000_000))
         .bulkhead(Bulkhead::new(8))
         .timeout(Duration::from_secs(1))
+        .stats(stats.clone())
         .build();
     // Warm up (lazy statics, thread-locals).
     let _ = p.call(|| Ok::<u64, u32>(1));
@@ -290,6 +292,12 @@ fn no_allocation_per_sync_call() {
     let after = allocs();
     assert!(sum > 0);
     assert_eq!(after - before, 0, "allocations on the sync path");
+    // The counters counted without allocating: every third call fails three
+    // times and falls back.
+    let s = stats.snapshot();
+    assert_eq!(s.calls, 1001);
+    assert_eq!(s.attempts, 1001 + 2 * 334);
+    assert_eq!(s.fallbacks, [0, 0, 0, 334]);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use fusebox::tower::breaker::Classify;
 use fusebox::tower::{BoxError, CircuitBreakerLayer};
-use fusebox::{ManualClock, Outcome, Rejected, State};
+use fusebox::{Cause, ManualClock, Outcome, Rejected, State};
 use std::time::Duration;
 use tokio_test::{assert_pending, assert_ready, assert_ready_err, assert_ready_ok, task};
 use tower_test::mock;
@@ -375,8 +375,8 @@ mod fallback {
 
     #[tokio::test]
     async fn success_passes_untouched_and_failure_is_replaced_with_the_reason() {
-        let layer = FallbackLayer::new(|err: BoxError| {
-            Ok::<_, BoxError>(if err.is::<Boom>() {
+        let layer = FallbackLayer::new(|why: Cause<'_, BoxError>| {
+            Some(if why.downcast_ref::<Boom>().is_some() {
                 "fallback:boom"
             } else {
                 "fallback:other"
@@ -395,12 +395,9 @@ mod fallback {
 
     #[tokio::test]
     async fn fallback_may_let_the_error_through() {
-        let layer = FallbackLayer::new(|err: BoxError| {
-            if err.is::<Rejected>() {
-                Ok("degraded")
-            } else {
-                Err(err)
-            }
+        let layer = FallbackLayer::new(|why: Cause<'_, BoxError>| match why {
+            Cause::Rejected(_) => Some("degraded"),
+            _ => None,
         });
         let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(layer);
         let err = round_trip(&mut svc, &mut handle, Err(Boom))
@@ -412,12 +409,12 @@ mod fallback {
     #[tokio::test]
     async fn async_fallback_runs_after_the_failure() {
         let (backup, mut backup_handle) = mock::pair::<&'static str, &'static str>();
-        let layer = FallbackLayer::with_future(move |_err: BoxError| {
+        let layer = FallbackLayer::with_future(move |_why: Cause<'_, BoxError>| {
             let backup = backup.clone();
-            async move {
+            Some(async move {
                 use tower::ServiceExt;
                 backup.oneshot("from-backup").await
-            }
+            })
         });
         let (mut svc, mut handle) = mock::spawn_layer::<&str, &str, _>(layer);
         handle.allow(1);
@@ -440,9 +437,11 @@ mod fallback {
         let cb = breaker(&clock);
         cb.force_open();
         let stack = tower::ServiceBuilder::new()
-            .layer(FallbackLayer::new(|err: BoxError| {
-                let r = err.downcast_ref::<Rejected>().expect("a rejection");
-                Ok::<_, BoxError>(format!("cached ({})", r.state()))
+            .layer(FallbackLayer::new(|why: Cause<'_, BoxError>| {
+                let Cause::Rejected(r) = why else {
+                    panic!("a rejection")
+                };
+                Some(format!("cached ({})", r.state()))
             }))
             .layer(CircuitBreakerLayer::new(cb))
             .into_inner();
@@ -599,11 +598,14 @@ mod timeout {
 /// response futures are `Send` (and `Sync` where the inner parts are).
 #[allow(dead_code)]
 fn contracts() {
-    use fusebox::tower::{breaker, bulkhead, fallback, Bulkhead, CircuitBreaker, Fallback};
+    use fusebox::tower::breaker::CircuitBreaker;
+    use fusebox::tower::bulkhead::Bulkhead;
+    use fusebox::tower::fallback::Fallback;
+    use fusebox::tower::{breaker, bulkhead, fallback};
     use fusebox::tower::{BulkheadLayer, FallbackLayer};
     type Inner = mock::Mock<(), ()>;
     type InnerFut = mock::future::ResponseFuture<()>;
-    type Fb = fallback::FromFn<fn(BoxError) -> Result<(), BoxError>>;
+    type Fb = fallback::FromFn<fn(fusebox::Cause<'_, BoxError>) -> Option<()>>;
 
     fn layer<T: Clone + Send + Sync + 'static>() {}
     fn service<T: Send + Sync + 'static>() {}
@@ -620,7 +622,8 @@ fn contracts() {
     future::<fallback::future::ResponseFuture<InnerFut, Fb>>();
     #[cfg(feature = "tokio")]
     {
-        use fusebox::tower::{timeout, Timeout, TimeoutLayer};
+        use fusebox::tower::timeout::{self, Timeout};
+        use fusebox::tower::TimeoutLayer;
         layer::<TimeoutLayer>();
         service::<Timeout<Inner>>();
         future::<timeout::future::ResponseFuture<InnerFut>>();

@@ -38,6 +38,10 @@ enum Command {
     Run(RunArgs),
     /// Run one scenario for each value of a parameter, in virtual time by default.
     Sweep(SweepArgs),
+    /// The HTTP downstream of a real-mode run with `transport = "http"`
+    /// (started by the lab itself: setup on stdin).
+    #[command(hide = true)]
+    HttpDownstream,
 }
 
 #[derive(clap::Args, Debug, Default)]
@@ -118,6 +122,7 @@ pub fn main() -> ExitCode {
         Command::Sweep(args) => {
             sweep::cmd_sweep(&args.scenario, &args.param, args.clock, args.quiet)
         }
+        Command::HttpDownstream => crate::engine::serve_downstream().map_err(CliError::BadInput),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,8 +2,7 @@
 
 use super::serve::{self, Exported, Server};
 use super::{progress, CliError, RunArgs};
-use crate::engine::Mode;
-use crate::guard::peers;
+use crate::engine::{self, Mode};
 use crate::report::{self, ScenarioReport};
 use crate::scenario::{format_duration, Scenario};
 use indicatif::ProgressBar;
@@ -52,7 +51,7 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             .collect::<Result<_, _>>()?
     };
     for sc in &scenarios {
-        peers::check(sc, mode).map_err(CliError::BadInput)?;
+        engine::check(sc, mode).map_err(CliError::BadInput)?;
     }
     let total: usize = scenarios
         .iter()

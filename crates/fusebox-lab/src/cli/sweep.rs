@@ -3,7 +3,6 @@
 
 use super::{progress, CliError};
 use crate::engine::{self, Mode};
-use crate::guard::peers;
 use crate::report::sweep::{render, Row};
 use crate::report::Summary;
 use crate::scenario::sweep::{apply, Sweep};
@@ -45,7 +44,7 @@ pub fn run(
 /// The `sweep` subcommand.
 pub(super) fn cmd_sweep(path: &Path, param: &str, mode: Mode, quiet: bool) -> Result<(), CliError> {
     let scenario = Scenario::load(path).map_err(|e| CliError::BadInput(e.to_string()))?;
-    peers::check(&scenario, mode).map_err(CliError::BadInput)?;
+    engine::check(&scenario, mode).map_err(CliError::BadInput)?;
     let sweep = Sweep::parse(param).map_err(CliError::BadInput)?;
     let total = (sweep.values.len() * scenario.strategies.len()) as u64;
     let pb = progress(total, quiet, &format!("sweep {}", sweep.name));

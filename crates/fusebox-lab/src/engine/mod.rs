@@ -4,11 +4,13 @@
 //!
 //! Imports `guard` and `scenario` (below it).
 
+mod http;
 mod real;
 mod rules;
 mod virtual_time;
 
 pub use crate::guard::{Breakers, Mode, TransitionRecord};
+pub use http::{serve_downstream, use_lab_binary};
 
 use crate::scenario::{CallResult, Scenario, StrategySpec};
 use std::time::Duration;
@@ -109,8 +111,46 @@ pub struct RunResult {
     pub requests: Vec<RequestRecord>,
     /// Every downstream call, in start order.
     pub calls: Vec<CallRecord>,
-    /// The guard's state changes.
+    /// The guard's state changes (of replica 1 in a fleet).
     pub transitions: Vec<TransitionRecord>,
+    /// A fleet scenario's replicas (`None` without `[fleet]`).
+    pub fleet: Option<FleetRun>,
+}
+
+/// What each replica of a fleet run went through; replica `r` (from 0)
+/// served requests `r, r + replicas, ...`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetRun {
+    /// Each replica's breaker's own state changes.
+    pub transitions: Vec<Vec<TransitionRecord>>,
+    /// Each replica's periods held open or waiting by another replica's
+    /// trip: from, and until (`None`: to the end of the run).
+    pub held: Vec<Vec<(Duration, Option<Duration>)>>,
+}
+
+/// Whether `scenario` can run in `mode` here: a peer strategy needs real
+/// mode and the feature `peers`; a `[fleet]` runs in virtual mode only (the
+/// real-mode fleet, against `redis-server`, is not built yet).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::engine::{self, Mode};
+/// use fusebox_lab::scenario::Scenario;
+///
+/// let sc = &Scenario::embedded()[0];
+/// assert!(engine::check(sc, Mode::Virtual).is_ok());
+/// ```
+pub fn check(scenario: &Scenario, mode: Mode) -> Result<(), String> {
+    crate::guard::peers::check(scenario, mode)?;
+    if scenario.fleet.is_some() && mode == Mode::Real {
+        return Err(format!(
+            "scenario {:?}: a [fleet] runs in virtual mode only (--clock virtual); \
+             the real-mode fleet is not built yet",
+            scenario.name
+        ));
+    }
+    Ok(())
 }
 
 /// Runs one strategy of `scenario` in `mode`.
@@ -138,6 +178,12 @@ pub fn run(
     shared: Option<&Breakers>,
 ) -> RunResult {
     let name = format!("{}/{}", scenario.name, spec.name);
+    // A fleet in real mode is refused by `check`; its replicas run in virtual time.
+    let mode = if scenario.fleet.is_some() {
+        Mode::Virtual
+    } else {
+        mode
+    };
     match mode {
         Mode::Virtual => virtual_time::run(scenario, spec, &name),
         Mode::Real => real::run(scenario, spec, shared, &name),

@@ -9,10 +9,11 @@
 //! from the scheduled arrival, so time a request spent waiting for a late load
 //! generator counts against the run, not for it.
 
+use super::http::HttpDownstream;
 use super::rules::{end_attempt, queue_admits, start_attempt};
 use super::{CallRecord, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, Guard, LabClock};
-use crate::scenario::{Scenario, StrategySpec};
+use crate::scenario::{FaultOutcome, Scenario, StrategySpec, Transport};
 use crate::sync::lock;
 use fusebox::Clock;
 use std::collections::VecDeque;
@@ -39,6 +40,8 @@ struct Shared<'a> {
     queue: Mutex<Queue>,
     ready: Condvar,
     requests: Mutex<Vec<RequestRecord>>,
+    /// `transport = "http"`: the server and the client.
+    http: Option<&'a HttpDownstream>,
 }
 
 fn sleep_until(deadline: Instant) {
@@ -56,6 +59,14 @@ pub(super) fn run(
     shared: Option<&Breakers>,
     name: &str,
 ) -> RunResult {
+    // The server process starts before the run's clock does.
+    let http = match scenario.downstream.transport {
+        Transport::Call => None,
+        Transport::Http(config) => Some(
+            HttpDownstream::start(scenario, config)
+                .unwrap_or_else(|e| panic!("scenario {}: {e}", scenario.name)),
+        ),
+    };
     let origin = Instant::now() + LEAD;
     let clock = LabClock::Real { origin };
     let breakers = match shared {
@@ -77,12 +88,28 @@ pub(super) fn run(
         }),
         ready: Condvar::new(),
         requests: Mutex::new((0..n).map(|i| RequestRecord::arrived(arrival(i))).collect()),
+        http: http.as_ref(),
     };
 
     let mut calls: Vec<CallRecord> = thread::scope(|s| {
         let handles: Vec<_> = (0..scenario.workers)
             .map(|_| s.spawn(|| worker(&shared)))
             .collect();
+        // Over HTTP, a `down` fault really stops the server process.
+        if let Some(http) = shared.http {
+            s.spawn(move || {
+                for f in &scenario.downstream.faults {
+                    if f.outcome == FaultOutcome::Down {
+                        sleep_until(origin + f.from);
+                        http.stop();
+                        sleep_until(origin + f.until);
+                        if let Err(e) = http.restart() {
+                            eprintln!("scenario {}: {e}", scenario.name);
+                        }
+                    }
+                }
+            });
+        }
         for i in 0..n {
             sleep_until(origin + arrival(i));
             let mut q = lock(&shared.queue);
@@ -109,6 +136,7 @@ pub(super) fn run(
             .unwrap_or_else(|p| p.into_inner()),
         calls,
         transitions: guard.transitions(),
+        fleet: None,
     }
 }
 
@@ -132,16 +160,24 @@ fn worker(sh: &Shared<'_>) -> Vec<CallRecord> {
         let mut now = sh.clock.now();
         // Only this worker touches the request until it ends: work on a copy.
         let mut r = lock(&sh.requests)[request];
-        while let Some((ticket, plan)) = start_attempt(sh.scenario, sh.guard, &mut r, now) {
-            sleep_until(sh.origin + now + plan.duration);
+        while let Some((ticket, plan)) =
+            start_attempt(sh.scenario, sh.guard, &mut r, now, (0, false))
+        {
+            let result = match sh.http {
+                None => {
+                    sleep_until(sh.origin + now + plan.duration);
+                    plan.result
+                }
+                Some(http) => http.call(now, 0),
+            };
             let end = sh.clock.now();
             calls.push(CallRecord {
                 request,
                 start: now,
                 end,
-                result: plan.result,
+                result,
             });
-            if !end_attempt(sh.scenario, ticket, &mut r, end, plan.result) {
+            if !end_attempt(sh.scenario, ticket, &mut r, end, result) {
                 break;
             }
             now = end;

@@ -10,8 +10,8 @@
 //! Before every admission and verdict the run's [`fusebox::ManualClock`] is set
 //! to the event time, so fusebox sees exactly the simulated time.
 
-use super::rules::{end_attempt, queue_admits, start_attempt};
-use super::{CallRecord, RequestRecord, RunResult};
+use super::rules::{end_attempt, queue_admits, start_attempt, FleetRules};
+use super::{CallRecord, FleetRun, RequestRecord, RunResult, TransitionRecord};
 use crate::guard::{self, Breakers, LabClock, Ticket};
 use crate::scenario::{CallResult, Scenario, StrategySpec};
 use std::collections::VecDeque;
@@ -33,119 +33,178 @@ enum Worker {
     Retry(usize),
 }
 
+/// One replica: its workers, its queue, its breaker.
+struct Replica {
+    guard: std::sync::Arc<dyn guard::Guard>,
+    workers: Vec<Worker>,
+    queue: VecDeque<usize>,
+}
+
 /// Runs one strategy of `scenario` in virtual time.
+///
+/// A fleet runs its replicas on one timeline: request `i` goes to replica
+/// `i % replicas`; each phase below runs replica after replica, and trips
+/// and closes arrive ([`FleetRules::deliver`]) after the completions and
+/// before the arrivals at their time.
 pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunResult {
     let manual = fusebox::ManualClock::new();
     let clock = LabClock::Virtual(manual.clone());
-    let guard = guard::build(spec, &clock, &Breakers::for_run(&clock), name);
+    let breakers = Breakers::for_run(&clock);
+    let count = scenario.replicas();
+    let mut replicas: Vec<Replica> = (0..count)
+        .map(|r| Replica {
+            guard: if count == 1 {
+                guard::build(spec, &clock, &breakers, name)
+            } else {
+                guard::build(spec, &clock, &breakers, &format!("{name}#{}", r + 1))
+            },
+            workers: (0..scenario.workers).map(|_| Worker::Idle).collect(),
+            queue: VecDeque::new(),
+        })
+        .collect();
+    let mut fleet = FleetRules::new(scenario, spec);
     let n = scenario.request_count() as usize;
     let arrival = |i: usize| Duration::from_nanos(scenario.arrival_ns(i as u64));
 
     let mut requests: Vec<RequestRecord> =
         (0..n).map(|i| RequestRecord::arrived(arrival(i))).collect();
     let mut calls: Vec<CallRecord> = Vec::new();
-    let mut workers: Vec<Worker> = (0..scenario.workers).map(|_| Worker::Idle).collect();
-    let mut queue: VecDeque<usize> = VecDeque::new();
     let mut next_arrival = 0usize;
     let mut seq = 0u64;
 
     loop {
-        let next_completion = workers
+        let next_completion = replicas
             .iter()
+            .flat_map(|rep| rep.workers.iter())
             .filter_map(|w| match w {
                 Worker::Busy(b) => Some(b.end),
                 _ => None,
             })
             .min();
         let next_arr = (next_arrival < n).then(|| arrival(next_arrival));
-        let t = match (next_completion, next_arr) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) | (None, Some(a)) => a,
-            (None, None) => break,
+        let t = match [next_completion, next_arr, fleet.next_delivery()]
+            .into_iter()
+            .flatten()
+            .min()
+        {
+            Some(t) => t,
+            None => break,
         };
         manual.set(t);
 
         // 1. Completions at t, in the order their calls started.
-        let mut done: Vec<(u64, usize)> = workers
+        let mut done: Vec<(u64, usize, usize)> = replicas
             .iter()
             .enumerate()
-            .filter_map(|(w, s)| match s {
-                Worker::Busy(b) if b.end == t => Some((b.seq, w)),
-                _ => None,
+            .flat_map(|(r, rep)| {
+                rep.workers
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(w, s)| match s {
+                        Worker::Busy(b) if b.end == t => Some((b.seq, r, w)),
+                        _ => None,
+                    })
             })
             .collect();
         done.sort_unstable();
-        for (_, w) in done {
-            let Worker::Busy(b) = std::mem::replace(&mut workers[w], Worker::Idle) else {
+        for (_, r, w) in done {
+            let rep = &mut replicas[r];
+            let Worker::Busy(b) = std::mem::replace(&mut rep.workers[w], Worker::Idle) else {
                 unreachable!("selected busy workers above")
             };
             if end_attempt(scenario, b.ticket, &mut requests[b.request], t, b.result) {
-                workers[w] = Worker::Retry(b.request);
+                rep.workers[w] = Worker::Retry(b.request);
             }
+            fleet.observe(r, rep.guard.as_ref());
         }
 
-        // 2. Arrivals at t.
+        // 2. Trips and closes of other replicas arriving at t.
+        fleet.deliver(t, |r| replicas[r].guard.as_ref());
+
+        // 3. Arrivals at t.
         while next_arrival < n && arrival(next_arrival) == t {
-            let idle = workers.iter().filter(|w| matches!(w, Worker::Idle)).count();
-            if queue_admits(scenario, queue.len(), idle) {
-                queue.push_back(next_arrival);
+            let rep = &mut replicas[scenario.replica_of(next_arrival)];
+            let idle = rep
+                .workers
+                .iter()
+                .filter(|w| matches!(w, Worker::Idle))
+                .count();
+            if queue_admits(scenario, rep.queue.len(), idle) {
+                rep.queue.push_back(next_arrival);
             } // else: stays Rejected, end = arrival.
             next_arrival += 1;
         }
 
-        // 3. Starts: retries first, then idle workers take queued requests.
-        let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| match start_attempt(
-            scenario,
-            guard.as_ref(),
-            &mut requests[request],
-            t,
-        ) {
-            None => workers[w] = Worker::Idle,
-            Some((ticket, plan)) => {
-                seq += 1;
-                calls.push(CallRecord {
-                    request,
-                    start: t,
-                    end: t + plan.duration,
-                    result: plan.result,
-                });
-                workers[w] = Worker::Busy(Busy {
-                    request,
-                    seq,
-                    end: t + plan.duration,
-                    result: plan.result,
-                    ticket,
-                });
+        // 4. Starts: retries first, then idle workers take queued requests.
+        for (r, rep) in replicas.iter_mut().enumerate() {
+            let Replica {
+                guard,
+                workers,
+                queue,
+            } = rep;
+            let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| {
+                let held = !fleet.admits(r, t);
+                match start_attempt(
+                    scenario,
+                    guard.as_ref(),
+                    &mut requests[request],
+                    t,
+                    (r, held),
+                ) {
+                    None => workers[w] = Worker::Idle,
+                    Some((ticket, plan)) => {
+                        seq += 1;
+                        calls.push(CallRecord {
+                            request,
+                            start: t,
+                            end: t + plan.duration,
+                            result: plan.result,
+                        });
+                        workers[w] = Worker::Busy(Busy {
+                            request,
+                            seq,
+                            end: t + plan.duration,
+                            result: plan.result,
+                            ticket,
+                        });
+                    }
+                }
+            };
+            for w in 0..workers.len() {
+                if let Worker::Retry(request) = workers[w] {
+                    start(w, request, workers);
+                }
             }
-        };
-        for w in 0..workers.len() {
-            if let Worker::Retry(request) = workers[w] {
-                start(w, request, &mut workers);
-            }
-        }
-        for w in 0..workers.len() {
-            if queue.is_empty() {
-                break;
-            }
-            if matches!(workers[w], Worker::Idle) {
-                let request = queue.pop_front().expect("checked non-empty");
-                start(w, request, &mut workers);
-                // A fast-failed start leaves the worker idle: it takes the next request.
-                while matches!(workers[w], Worker::Idle) {
-                    let Some(request) = queue.pop_front() else {
-                        break;
-                    };
-                    start(w, request, &mut workers);
+            for w in 0..workers.len() {
+                if queue.is_empty() {
+                    break;
+                }
+                if matches!(workers[w], Worker::Idle) {
+                    let request = queue.pop_front().expect("checked non-empty");
+                    start(w, request, workers);
+                    // A fast-failed start leaves the worker idle: it takes the next request.
+                    while matches!(workers[w], Worker::Idle) {
+                        let Some(request) = queue.pop_front() else {
+                            break;
+                        };
+                        start(w, request, workers);
+                    }
                 }
             }
         }
     }
 
+    let per_replica: Vec<Vec<TransitionRecord>> =
+        replicas.iter().map(|rep| rep.guard.transitions()).collect();
     RunResult {
         strategy: spec.name.clone(),
         kind: spec.kind.as_str(),
         requests,
         calls,
-        transitions: guard.transitions(),
+        transitions: per_replica[0].clone(),
+        fleet: scenario.fleet.is_some().then_some(FleetRun {
+            transitions: per_replica,
+            held: fleet.held,
+        }),
     }
 }

@@ -187,4 +187,12 @@ impl Guard for FuseboxGuard {
     fn transitions(&self) -> Vec<TransitionRecord> {
         lock(&self.log).clone()
     }
+
+    fn hold(&self, _now: Duration) {
+        self.breaker.force_open();
+    }
+
+    fn release(&self, _now: Duration) {
+        self.breaker.reset();
+    }
 }

@@ -93,6 +93,14 @@ pub trait Guard: Send + Sync {
     fn admit(&self, now: Duration) -> Admission;
     /// State changes so far, in order.
     fn transitions(&self) -> Vec<TransitionRecord>;
+    /// A fleet holds this breaker open from `now` (another replica's trip
+    /// arrived) until [`release`](Guard::release): it rejects every call and
+    /// ignores the verdicts of calls still in flight (fusebox: `force_open`).
+    /// Nothing for a guard that never opens.
+    fn hold(&self, _now: Duration) {}
+    /// The fleet's close arrived at `now`: closed again, counters cleared
+    /// (fusebox: `reset`).
+    fn release(&self, _now: Duration) {}
 }
 
 /// A call the guard let through; consumed by its verdict.

@@ -15,6 +15,9 @@ pub enum SeedState {
     Open,
     /// One probe is in flight; everything else fast-fails.
     HalfOpen,
+    /// Held open by a fleet (not in the article): every call fast-fails,
+    /// verdicts are ignored, until the fleet releases it.
+    ForcedOpen,
 }
 
 impl SeedState {
@@ -24,6 +27,7 @@ impl SeedState {
             SeedState::Closed => "closed",
             SeedState::Open => "open",
             SeedState::HalfOpen => "half_open",
+            SeedState::ForcedOpen => "forced_open",
         }
     }
 }
@@ -114,6 +118,7 @@ impl Guard for SeedBreaker {
                 }
             }
             SeedState::HalfOpen if s.probing => return Admission::FastFail,
+            SeedState::ForcedOpen => return Admission::FastFail,
             _ => {}
         }
         Admission::Call(Box::new(SeedTicket {
@@ -126,6 +131,17 @@ impl Guard for SeedBreaker {
     fn transitions(&self) -> Vec<TransitionRecord> {
         lock(&self.inner).log.clone()
     }
+
+    fn hold(&self, now: Duration) {
+        lock(&self.inner).set(SeedState::ForcedOpen, now);
+    }
+
+    fn release(&self, now: Duration) {
+        let mut s = lock(&self.inner);
+        s.set(SeedState::Closed, now);
+        s.failures = 0;
+        s.probing = false;
+    }
 }
 
 impl Ticket for SeedTicket {
@@ -133,6 +149,9 @@ impl Ticket for SeedTicket {
         let mut s = lock(&self.inner);
         if self.probe {
             s.probing = false;
+        }
+        if s.state == SeedState::ForcedOpen {
+            return;
         }
         if result.is_ok() {
             s.failures = 0;

@@ -110,17 +110,23 @@ fn trim(v: f64) -> String {
     }
 }
 
-/// Per-request latency against arrival time, over the breaker's state bands.
-fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
-    let sc = &report.scenario;
+/// The time axis of a run's charts: to the end of the run or of its last
+/// request, whichever is later; `(max, step)` in seconds.
+fn time_axis(report: &ScenarioReport, run: &RunResult) -> (f64, f64) {
     let end = run
         .requests
         .iter()
         .map(|r| r.end)
         .max()
         .unwrap_or_default()
-        .max(sc.duration);
-    let (x_max, x_step) = nice(end.as_secs_f64());
+        .max(report.scenario.duration);
+    nice(end.as_secs_f64())
+}
+
+/// Per-request latency against arrival time, over the breaker's state bands.
+fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
+    let sc = &report.scenario;
+    let (x_max, x_step) = time_axis(report, run);
     let lat_max = run
         .requests
         .iter()
@@ -133,16 +139,7 @@ fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
         esc(&sum.name)
     );
     // State bands (time axis of the bands = transition times).
-    let mut state = "closed";
-    let mut since = Duration::ZERO;
-    let mut bands = Vec::new();
-    for t in &sum.transitions {
-        bands.push((since, t.at, state));
-        state = t.to;
-        since = t.at;
-    }
-    bands.push((since, Duration::from_secs_f64(x_max), state));
-    for (a, b, st) in bands {
+    for (a, b, st) in model::state_bands(&sum.transitions, Duration::from_secs_f64(x_max)) {
         if let Some(fill) = model::state_fill(st) {
             let (x0, x1) = (ax.x(a.as_secs_f64()), ax.x(b.as_secs_f64()));
             let _ = write!(
@@ -359,6 +356,110 @@ fn figures_table(report: &ScenarioReport) -> String {
     out
 }
 
+/// One state timeline per replica, stacked, with the faults that hit each
+/// (a dark bar along its row's top): what each replica's breaker did.
+fn fleet_timelines(report: &ScenarioReport, run: &RunResult) -> String {
+    let Some(fleet) = &run.fleet else {
+        return String::new();
+    };
+    const ROW: f64 = 12.0;
+    let sc = &report.scenario;
+    let (x_max, x_step) = time_axis(report, run);
+    let x = |d: Duration| LEFT + d.as_secs_f64() / x_max * (W - LEFT - RIGHT);
+    let rows = fleet.transitions.len() as f64;
+    let height = TOP + rows * ROW + BOTTOM;
+    let mut out = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" width="{W}" height="{height}" role="img" aria-label="breaker state of each replica over time, {}">"#,
+        esc(&run.strategy)
+    );
+    for (r, transitions) in fleet.transitions.iter().enumerate() {
+        let y = TOP + r as f64 * ROW;
+        let _ = write!(
+            out,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" class="s">{}</text><line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#eee"/>"##,
+            LEFT - 6.0,
+            y + ROW - 3.0,
+            r + 1,
+            y + ROW,
+            W - RIGHT,
+            y + ROW
+        );
+        for (a, b, st) in model::state_bands(transitions, Duration::from_secs_f64(x_max)) {
+            if let Some(fill) = model::state_fill(st) {
+                let _ = write!(
+                    out,
+                    r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{ROW}" fill="{fill}"><title>replica {}: {st} {}–{} s</title></rect>"#,
+                    x(a),
+                    (x(b) - x(a)).max(1.0),
+                    r + 1,
+                    secs(a),
+                    secs(b)
+                );
+            }
+        }
+        for f in sc.downstream.faults.iter().filter(|f| f.hits(r)) {
+            let _ = write!(
+                out,
+                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="2" fill="{}"/>"#,
+                x(f.from),
+                x(f.until) - x(f.from),
+                model::FAULT
+            );
+        }
+    }
+    let base = TOP + rows * ROW;
+    let mut v = 0.0;
+    while v <= x_max + 1e-9 {
+        let at = x(Duration::from_secs_f64(v));
+        let _ = write!(
+            out,
+            r##"<line x1="{at:.1}" y1="{base:.1}" x2="{at:.1}" y2="{:.1}" stroke="#999"/><text x="{at:.1}" y="{:.1}" text-anchor="middle" class="t">{}</text>"##,
+            base + 4.0,
+            base + 16.0,
+            trim(v)
+        );
+        v += x_step;
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" class="l">time (s); rows: replicas</text></svg>"#,
+        (LEFT + W - RIGHT) / 2.0,
+        height - 4.0
+    );
+    out
+}
+
+/// A fleet's figures per replica and in total, one table per strategy (the
+/// same cells as the terminal's) under its stacked state timelines; empty
+/// without `[fleet]`.
+fn fleet_tables(report: &ScenarioReport) -> String {
+    let Some(line) = model::fleet_line(&report.scenario) else {
+        return String::new();
+    };
+    let mut out = format!("<p class=note>{}</p>", esc(&line));
+    for (sum, run) in report.summaries.iter().zip(&report.runs) {
+        let Some(rows) = model::fleet_rows(sum) else {
+            continue;
+        };
+        out.push_str(&format!("<h3>per replica, {}</h3>", esc(&sum.name)));
+        out.push_str(&fleet_timelines(report, run));
+        out.push_str("<table class=fleet><tr><th></th>");
+        for f in model::FLEET_FIGURES {
+            out.push_str(&format!("<th>{}</th>", esc(f.label)));
+        }
+        out.push_str("</tr>");
+        for (label, r) in rows {
+            out.push_str(&format!("<tr><td>{}</td>", esc(&label)));
+            for f in model::FLEET_FIGURES {
+                out.push_str(&format!("<td>{}</td>", esc(&(f.value)(r).text())));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+    }
+    out
+}
+
 /// The per-window outcomes as a table (the same cells as the terminal's).
 fn windows_table(report: &ScenarioReport) -> String {
     let cols: Vec<Column> = columns(report)
@@ -430,6 +531,7 @@ table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:
             .collect();
         let _ = write!(out, "<p class=note>bars: {}</p>", names.join(", "));
         out.push_str(&windows_table(r));
+        out.push_str(&fleet_tables(r));
     }
     out.push_str("<h2>glossary</h2>");
     out.push_str(&glossary());

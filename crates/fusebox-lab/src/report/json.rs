@@ -7,10 +7,12 @@
 //! an object whose values are all missing is `null`), `transitions`
 //! (`[{at_s, from, to}]`), `windows` (`[{from_s, ok, fail, fast_fail,
 //! rejected}]`) and `requests` (`[{arrival_s, start_s, end_s, outcome,
-//! attempts}]`).
+//! attempts}]`). A `[fleet]` scenario adds `fleet: {replicas, sharing,
+//! quorum, sync_every_s, propagation_s}`, and to each strategy `fleet:
+//! {replicas: [...], total}` with the [fleet figures](super::model::FLEET_FIGURES).
 
-use super::model::{Cell, FIGURES};
-use super::{ScenarioReport, Summary};
+use super::model::{self, Cell, FIGURES, FLEET_FIGURES};
+use super::{ReplicaFigures, ScenarioReport, Summary};
 use crate::engine::RunResult;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -72,13 +74,31 @@ fn strategy(sum: &Summary, run: &RunResult) -> Value {
     if let Value::Object(series) = series {
         obj.extend(series);
     }
+    if let Some(rows) = model::fleet_rows(sum) {
+        let figures = |r: &ReplicaFigures| {
+            Value::Object(
+                FLEET_FIGURES
+                    .iter()
+                    .map(|f| (f.json.to_string(), (f.value)(r).json()))
+                    .collect(),
+            )
+        };
+        let (total, replicas) = rows.split_last().expect("a total row");
+        obj.insert(
+            "fleet".into(),
+            json!({
+                "replicas": replicas.iter().map(|(_, r)| figures(r)).collect::<Vec<_>>(),
+                "total": figures(total.1),
+            }),
+        );
+    }
     Value::Object(obj)
 }
 
 /// The JSON of one scenario's report.
 pub fn scenario(report: &ScenarioReport) -> Value {
     let sc = &report.scenario;
-    json!({
+    let mut doc = json!({
         "scenario": sc.name,
         "mode": report.mode.as_str(),
         "rate": sc.rate,
@@ -88,7 +108,21 @@ pub fn scenario(report: &ScenarioReport) -> Value {
         "window_s": s(sc.window),
         "strategies": report.summaries.iter().zip(&report.runs)
             .map(|(sum, run)| strategy(sum, run)).collect::<Vec<_>>(),
-    })
+    });
+    // Only a fleet scenario has the key: the others' JSON is as it was.
+    if let (Some(f), Value::Object(obj)) = (&sc.fleet, &mut doc) {
+        obj.insert(
+            "fleet".into(),
+            json!({
+                "replicas": f.replicas,
+                "sharing": f.sharing.as_str(),
+                "quorum": f.quorum,
+                "sync_every_s": s(f.sync_every),
+                "propagation_s": s(f.propagation),
+            }),
+        );
+    }
+    doc
 }
 
 /// The JSON document for all the reports of one invocation.

@@ -93,6 +93,108 @@ pub struct Summary {
     pub failed_probes: usize,
     /// From the fault's end to the start of the first successful call after it.
     pub recovery_lag: Option<Duration>,
+    /// A fleet's figures per replica and in total (`None` without `[fleet]`).
+    pub fleet: Option<FleetFigures>,
+}
+
+/// The figures of a fleet run that differ between replicas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetFigures {
+    /// Replica 1, 2, ...
+    pub replicas: Vec<ReplicaFigures>,
+    /// All replicas: sums, and the latest recovery.
+    pub total: ReplicaFigures,
+}
+
+/// One replica's figures (or the fleet's total).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReplicaFigures {
+    /// Downstream calls that started during the fault span.
+    pub calls_during_fault: usize,
+    /// Downstream calls that failed (error or timeout).
+    pub failing_calls: usize,
+    /// Calls that started while the replica's own breaker was half-open
+    /// (after the fault began): the probes of its recovery.
+    pub recovery_probes: usize,
+    /// From the fault's end to its first successful call after it (the
+    /// total: the last replica's).
+    pub recovery_lag: Option<Duration>,
+    /// Requests fast-failed while no fault hit the replica's calls: the
+    /// requests a breaker cost while its dependency was healthy.
+    pub healthy_fast_fails: usize,
+}
+
+impl FleetFigures {
+    fn of(scenario: &Scenario, run: &RunResult) -> Option<FleetFigures> {
+        let fleet = run.fleet.as_ref()?;
+        let (from, until) = scenario
+            .fault_span()
+            .map_or((None, None), |(a, b)| (Some(a), Some(b)));
+        let replicas: Vec<ReplicaFigures> = fleet
+            .transitions
+            .iter()
+            .enumerate()
+            .map(|(r, transitions)| {
+                let calls = || {
+                    run.calls
+                        .iter()
+                        .filter(move |c| scenario.replica_of(c.request) == r)
+                };
+                // The replica's half-open periods: [to half_open, next change).
+                let half_open: Vec<(Duration, Duration)> = transitions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| t.to == "half_open")
+                    .map(|(i, t)| {
+                        let end = transitions.get(i + 1).map_or(Duration::MAX, |n| n.at);
+                        (t.at, end)
+                    })
+                    .collect();
+                ReplicaFigures {
+                    calls_during_fault: calls()
+                        .filter(|c| {
+                            from.is_some_and(|f| c.start >= f) && until.is_some_and(|u| c.start < u)
+                        })
+                        .count(),
+                    failing_calls: calls().filter(|c| !c.result.is_ok()).count(),
+                    recovery_probes: calls()
+                        .filter(|c| from.is_some_and(|f| c.start >= f))
+                        .filter(|c| half_open.iter().any(|&(a, b)| c.start >= a && c.start < b))
+                        .count(),
+                    recovery_lag: until.and_then(|u| {
+                        calls()
+                            .filter(|c| c.start >= u && c.result.is_ok())
+                            .map(|c| c.start - u)
+                            .min()
+                    }),
+                    healthy_fast_fails: run
+                        .requests
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, q)| {
+                            scenario.replica_of(*i) == r && q.outcome == Outcome::FastFail
+                        })
+                        .filter(|(_, q)| {
+                            let at = q.start.unwrap_or(q.arrival);
+                            scenario.downstream.fault_on(r, at).is_none()
+                        })
+                        .count(),
+                }
+            })
+            .collect();
+        let total = ReplicaFigures {
+            calls_during_fault: replicas.iter().map(|r| r.calls_during_fault).sum(),
+            failing_calls: replicas.iter().map(|r| r.failing_calls).sum(),
+            recovery_probes: replicas.iter().map(|r| r.recovery_probes).sum(),
+            recovery_lag: if replicas.iter().all(|r| r.recovery_lag.is_some()) {
+                replicas.iter().filter_map(|r| r.recovery_lag).max()
+            } else {
+                None
+            },
+            healthy_fast_fails: replicas.iter().map(|r| r.healthy_fast_fails).sum(),
+        };
+        Some(FleetFigures { replicas, total })
+    }
 }
 
 fn latency(mut v: Vec<Duration>) -> Option<Latency> {
@@ -211,6 +313,7 @@ impl Summary {
                 .filter(|t| t.is_failed_probe())
                 .count(),
             recovery_lag,
+            fleet: FleetFigures::of(scenario, run),
         }
     }
 }

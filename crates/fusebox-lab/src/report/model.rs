@@ -4,7 +4,7 @@
 //! HTML page render this model; none of them lists rows of its own.
 
 use super::article::ArticleFigures;
-use super::{secs, ScenarioReport, Summary, Window};
+use super::{secs, ReplicaFigures, ScenarioReport, Summary, Window};
 use crate::engine::{Outcome, TransitionRecord};
 use serde_json::Value;
 use std::time::Duration;
@@ -380,9 +380,117 @@ pub fn state_fill(state: &str) -> Option<&'static str> {
     }
 }
 
+/// A breaker's states as bands `(from, until, state)` from time zero (closed)
+/// to `end`, from its transitions.
+pub fn state_bands(
+    transitions: &[TransitionRecord],
+    end: Duration,
+) -> Vec<(Duration, Duration, &'static str)> {
+    let mut state = "closed";
+    let mut since = Duration::ZERO;
+    let mut bands = Vec::new();
+    for t in transitions {
+        bands.push((since, t.at, state));
+        state = t.to;
+        since = t.at;
+    }
+    bands.push((since, end, state));
+    bands
+}
+
 /// Background of an open breaker.
 pub const STATE_OPEN: &str = "#fbd5d5";
 /// Background of a half-open breaker.
 pub const STATE_HALF_OPEN: &str = "#fff1b8";
 /// The downstream's fault bar.
 pub const FAULT: &str = "#555";
+
+/// One figure of a fleet run, per replica and in total.
+#[derive(Debug)]
+pub struct FleetFigure {
+    /// Column label (short: one column per figure, one row per replica).
+    pub label: &'static str,
+    /// Its key in the JSON's `fleet` objects.
+    pub json: &'static str,
+    /// Its value.
+    pub value: fn(&ReplicaFigures) -> Cell,
+}
+
+/// The figures of a fleet run, per replica and in total, in display order.
+pub const FLEET_FIGURES: &[FleetFigure] = &[
+    FleetFigure {
+        label: "calls in fault",
+        json: "calls_during_fault",
+        value: |r| Cell::Count(r.calls_during_fault),
+    },
+    FleetFigure {
+        label: "failing calls",
+        json: "failing_calls",
+        value: |r| Cell::Count(r.failing_calls),
+    },
+    FleetFigure {
+        label: "recovery probes",
+        json: "recovery_probes",
+        value: |r| Cell::Count(r.recovery_probes),
+    },
+    FleetFigure {
+        label: "recovery lag s",
+        json: "recovery_lag_s",
+        value: |r| opt(r.recovery_lag, Cell::Secs),
+    },
+    FleetFigure {
+        label: "ff while healthy",
+        json: "healthy_fast_fails",
+        value: |r| Cell::Count(r.healthy_fast_fails),
+    },
+];
+
+/// The rows of a strategy's fleet table: `replica 1`, ..., `total`, with
+/// their figures (`None` without `[fleet]`).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::engine::Mode;
+/// use fusebox_lab::report::{model, ScenarioReport};
+/// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+///
+/// let text = EMBEDDED[0].1.replace(
+///     "[downstream]",
+///     "[fleet]\nreplicas = 2\nsharing = \"none\"\n\n[downstream]",
+/// );
+/// let sc = Scenario::parse("fleet.toml", &text)?;
+/// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {});
+/// let rows = model::fleet_rows(&report.summaries[1]).unwrap();
+/// let labels: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
+/// assert_eq!(labels, ["replica 1", "replica 2", "total"]);
+/// assert_eq!(
+///     rows[2].1.failing_calls,
+///     rows[0].1.failing_calls + rows[1].1.failing_calls
+/// );
+/// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+/// ```
+pub fn fleet_rows(sum: &Summary) -> Option<Vec<(String, &ReplicaFigures)>> {
+    let f = sum.fleet.as_ref()?;
+    let mut rows: Vec<(String, &ReplicaFigures)> = f
+        .replicas
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (format!("replica {}", i + 1), r))
+        .collect();
+    rows.push(("total".into(), &f.total));
+    Some(rows)
+}
+
+/// What a fleet scenario's report says about its fleet, in one line.
+pub fn fleet_line(sc: &crate::scenario::Scenario) -> Option<String> {
+    let f = sc.fleet.as_ref()?;
+    Some(format!(
+        "fleet: {} replicas (round-robin, {} workers each), sharing = {}, quorum {}, propagation {}",
+        f.replicas,
+        sc.workers,
+        f.sharing.as_str(),
+        f.quorum,
+        crate::scenario::format_duration(f.propagation)
+    ))
+}

@@ -100,6 +100,29 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         }
     }
 
+    // A fleet: per replica and in total, one table per strategy.
+    if let Some(line) = model::fleet_line(sc) {
+        let _ = writeln!(out, "  {line}");
+        let headers: Vec<&str> = model::FLEET_FIGURES.iter().map(|f| f.label).collect();
+        for sum in &report.summaries {
+            let Some(rows) = model::fleet_rows(sum) else {
+                continue;
+            };
+            let _ = writeln!(out, "  per replica, {}:", sum.name);
+            let labels: Vec<String> = rows.iter().map(|(l, _)| l.clone()).collect();
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|(_, r)| {
+                    model::FLEET_FIGURES
+                        .iter()
+                        .map(|f| (f.value)(r).text())
+                        .collect()
+                })
+                .collect();
+            render(&mut out, &labels, &headers, &cells);
+        }
+    }
+
     // Windows.
     let _ = writeln!(
         out,

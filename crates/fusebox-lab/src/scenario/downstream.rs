@@ -7,16 +7,20 @@
 use std::time::Duration;
 
 /// What a faulty call does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FaultOutcome {
     /// Fails with an error after the fault's latency.
     Error,
     /// Never answers: the call ends only at the client's timeout.
     Hang,
+    /// The dependency's process is stopped: a call fails at once (connection
+    /// refused). Over HTTP the lab stops the server process at the fault's
+    /// start and starts it again at its end.
+    Down,
 }
 
 /// One `[[downstream.faults]]` entry: calls starting in `[from, until)` fail.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Fault {
     /// Start of the fault (inclusive).
     pub from: Duration,
@@ -26,15 +30,61 @@ pub struct Fault {
     pub latency: Duration,
     /// Error, or hang.
     pub outcome: FaultOutcome,
+    /// `replicas`: the replicas (numbered from 1) whose calls it hits; `None`
+    /// = all of them (a fleet scenario's broken network path hits some only).
+    pub replicas: Option<Vec<usize>>,
+}
+
+impl Fault {
+    /// Whether it hits the calls of replica `replica` (numbered from 0).
+    pub fn hits(&self, replica: usize) -> bool {
+        self.replicas
+            .as_ref()
+            .is_none_or(|r| r.contains(&(replica + 1)))
+    }
 }
 
 /// The dependency: `[downstream]`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Downstream {
     /// A healthy call succeeds after this.
     pub latency: Duration,
     /// Fault schedule; the first fault containing a call's start applies.
     pub faults: Vec<Fault>,
+    /// `transport`: how real mode reaches it.
+    pub transport: Transport,
+}
+
+/// `[downstream] transport`: how real mode reaches the downstream (virtual
+/// mode always simulates it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Transport {
+    /// `"call"` (the default): a function call that sleeps for the latency.
+    #[default]
+    Call,
+    /// `"http"`: an HTTP server on 127.0.0.1 in a process of its own applies
+    /// the latency and the fault schedule; the workers call it through one
+    /// HTTP client with a connection pool.
+    Http(HttpConfig),
+}
+
+/// The HTTP client's pool: `[downstream]` keys with `transport = "http"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HttpConfig {
+    /// `pool_max_idle`: idle connections kept to the server (8 by default).
+    pub pool_max_idle: usize,
+    /// `connect_timeout`: a connection not set up by then fails the call
+    /// (1 s by default).
+    pub connect_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            pool_max_idle: 8,
+            connect_timeout: Duration::from_secs(1),
+        }
+    }
 }
 
 /// How one downstream call ends.
@@ -65,25 +115,46 @@ pub struct CallPlan {
 }
 
 impl Downstream {
-    /// The fault active at `start`, if any.
+    /// The fault active at `start`, if any (for replica 0: the only one
+    /// outside fleet scenarios).
     pub fn fault_at(&self, start: Duration) -> Option<&Fault> {
-        self.faults
-            .iter()
-            .find(|f| f.from <= start && start < f.until)
+        self.fault_on(0, start)
     }
 
-    /// The plan for a call starting at `start`, given the client's timeout.
-    ///
-    /// A call that would take longer than `timeout` ends at the timeout as a
-    /// [`CallResult::Timeout`]; one taking exactly `timeout` completes.
-    pub fn plan(&self, start: Duration, timeout: Option<Duration>) -> CallPlan {
-        let (latency, result) = match self.fault_at(start) {
+    /// The fault active at `start` on the calls of `replica` (from 0), if any.
+    pub fn fault_on(&self, replica: usize, start: Duration) -> Option<&Fault> {
+        self.faults
+            .iter()
+            .find(|f| f.from <= start && start < f.until && f.hits(replica))
+    }
+
+    /// What the dependency does with a call of `replica` (from 0) starting at
+    /// `start`, whatever the client's timeout: answers after `Some(latency)`
+    /// with the result, or never (`None`: it hangs). The model's plans and
+    /// the HTTP downstream's answers both come from here.
+    pub fn answer(&self, replica: usize, start: Duration) -> (Option<Duration>, CallResult) {
+        match self.fault_on(replica, start) {
             None => (Some(self.latency), CallResult::Success),
             Some(f) => match f.outcome {
                 FaultOutcome::Error => (Some(f.latency), CallResult::Error),
                 FaultOutcome::Hang => (None, CallResult::Timeout),
+                FaultOutcome::Down => (Some(Duration::ZERO), CallResult::Error),
             },
-        };
+        }
+    }
+
+    /// The plan for a call starting at `start`, given the client's timeout
+    /// (of replica 0: the only one outside fleet scenarios).
+    ///
+    /// A call that would take longer than `timeout` ends at the timeout as a
+    /// [`CallResult::Timeout`]; one taking exactly `timeout` completes.
+    pub fn plan(&self, start: Duration, timeout: Option<Duration>) -> CallPlan {
+        self.plan_on(0, start, timeout)
+    }
+
+    /// [`plan`](Self::plan) for a call of `replica` (from 0).
+    pub fn plan_on(&self, replica: usize, start: Duration, timeout: Option<Duration>) -> CallPlan {
+        let (latency, result) = self.answer(replica, start);
         match (latency, timeout) {
             (Some(l), Some(t)) if l > t => CallPlan {
                 duration: t,
@@ -118,6 +189,7 @@ mod tests {
 
     fn ds() -> Downstream {
         Downstream {
+            transport: Transport::Call,
             latency: ms(5),
             faults: vec![
                 Fault {
@@ -125,12 +197,14 @@ mod tests {
                     until: ms(1500),
                     latency: ms(150),
                     outcome: FaultOutcome::Error,
+                    replicas: None,
                 },
                 Fault {
                     from: ms(2000),
                     until: ms(2500),
                     latency: ms(0),
                     outcome: FaultOutcome::Hang,
+                    replicas: None,
                 },
             ],
         }

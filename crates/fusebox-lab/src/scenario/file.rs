@@ -1,11 +1,12 @@
 //! The TOML layout of a scenario file, and its validation into a [`Scenario`].
 
+use super::downstream::{HttpConfig, Transport};
 use super::duration::Dur;
 use super::error::{int_in, Ctx, ScenarioError};
 use super::strategy::RawStrategy;
 use super::{
-    Client, Downstream, Fault, FaultOutcome, Problem, Scenario, StrategySpec, MAX_QUEUE,
-    MAX_RETRIES, MAX_WORKERS,
+    Client, Downstream, Fault, FaultOutcome, Fleet, Problem, Scenario, Sharing, StrategySpec,
+    MAX_QUEUE, MAX_REPLICAS, MAX_RETRIES, MAX_WORKERS,
 };
 use serde::Deserialize;
 use std::ops::Range;
@@ -31,12 +32,26 @@ struct RawScenario {
     downstream: RawDownstream,
     client: Option<RawClient>,
     strategy: Vec<Spanned<RawStrategy>>,
+    fleet: Option<Spanned<RawFleet>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFleet {
+    replicas: Spanned<i64>,
+    sharing: Spanned<String>,
+    quorum: Option<Spanned<i64>>,
+    sync_every: Option<Spanned<Dur>>,
+    propagation: Option<Spanned<Dur>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDownstream {
     latency: Spanned<Dur>,
+    transport: Option<Spanned<String>>,
+    pool_max_idle: Option<Spanned<i64>>,
+    connect_timeout: Option<Spanned<Dur>>,
     #[serde(default)]
     faults: Vec<Spanned<RawFault>>,
 }
@@ -48,6 +63,7 @@ struct RawFault {
     until: Spanned<Dur>,
     latency: Spanned<Dur>,
     outcome: Spanned<String>,
+    replicas: Option<Spanned<Vec<i64>>>,
 }
 
 #[derive(Deserialize)]
@@ -65,7 +81,19 @@ impl RawScenario {
                 .map(|f| f.get_ref())
         };
         let client = self.client.as_ref();
+        let fleet = self.fleet.as_ref().map(|f| (f.span(), f.get_ref()));
         let span = match p.key {
+            "fleet.replicas" => fleet.map(|f| f.1.replicas.span()),
+            "fleet.quorum" => fleet.map(|f| f.1.quorum.as_ref().map_or(f.0.clone(), |q| q.span())),
+            "fleet.sync_every" => fleet
+                .and_then(|f| f.1.sync_every.as_ref())
+                .map(|v| v.span()),
+            "fleet.propagation" => fleet
+                .and_then(|f| f.1.propagation.as_ref())
+                .map(|v| v.span()),
+            "downstream.faults.replicas" => fault(p.index)
+                .and_then(|f| f.replicas.as_ref())
+                .map(|r| r.span()),
             "rate" => Some(self.rate.span()),
             "workers" => Some(self.workers.span()),
             "queue" => self.queue.as_ref().map(|q| q.span()),
@@ -111,19 +139,28 @@ impl RawScenario {
             let outcome = match r.outcome.get_ref().as_str() {
                 "error" => FaultOutcome::Error,
                 "hang" => FaultOutcome::Hang,
+                "down" => FaultOutcome::Down,
                 other => {
                     return Err(ctx.err(
                         r.outcome.span(),
                         "downstream.faults.outcome",
-                        format!("{other:?} is not one of \"error\", \"hang\""),
+                        format!("{other:?} is not one of \"error\", \"hang\", \"down\""),
                     ))
                 }
             };
+            // Out of range (0 for a negative number) is refused by `check`.
+            let replicas = r.replicas.as_ref().map(|list| {
+                list.get_ref()
+                    .iter()
+                    .map(|&n| usize::try_from(n).unwrap_or(0))
+                    .collect()
+            });
             faults.push(Fault {
                 from: r.from.get_ref().0,
                 until: r.until.get_ref().0,
                 latency: r.latency.get_ref().0,
                 outcome,
+                replicas,
             });
         }
         let mut scenario = Scenario {
@@ -139,9 +176,14 @@ impl RawScenario {
             downstream: Downstream {
                 latency: self.downstream.latency.get_ref().0,
                 faults,
+                transport: transport(ctx, &self.downstream)?,
             },
             client,
             strategies: Vec::new(),
+            fleet: match &self.fleet {
+                None => None,
+                Some(f) => Some(fleet(ctx, f.get_ref())?),
+            },
         };
         if let Err(p) = scenario.check() {
             return Err(ctx.err(self.span_of(&p), p.key, p.message));
@@ -163,8 +205,91 @@ impl RawScenario {
                     format!("{:?} is used by two strategies", spec.name),
                 ));
             }
+            if scenario.shares_trips() && spec.fleet_open_for().is_err() {
+                let why = spec.fleet_open_for().unwrap_err();
+                return Err(ctx.err(s.span(), "strategy", why));
+            }
             scenario.strategies.push(spec);
         }
         Ok(scenario)
     }
 }
+
+/// Reads `[fleet]`; its limits are checked with the others in [`Scenario::check`].
+fn fleet(ctx: &Ctx<'_>, f: &RawFleet) -> Result<Fleet, ScenarioError> {
+    let sharing = match f.sharing.get_ref().as_str() {
+        "none" => Sharing::None,
+        "fleet" => Sharing::Fleet,
+        other => {
+            return Err(ctx.err(
+                f.sharing.span(),
+                "fleet.sharing",
+                format!("{other:?} is not one of \"none\", \"fleet\""),
+            ))
+        }
+    };
+    let replicas = int_in(ctx, &f.replicas, "fleet.replicas", 1, MAX_REPLICAS as i64)? as usize;
+    Ok(Fleet {
+        replicas,
+        sharing,
+        quorum: match &f.quorum {
+            Some(q) => int_in(ctx, q, "fleet.quorum", 1, replicas as i64)? as usize,
+            None => 1,
+        },
+        sync_every: f
+            .sync_every
+            .as_ref()
+            .map_or(Duration::from_secs(1), |d| d.get_ref().0),
+        propagation: f
+            .propagation
+            .as_ref()
+            .map_or(Duration::ZERO, |d| d.get_ref().0),
+    })
+}
+
+/// Reads `transport` and the HTTP pool's keys of `[downstream]`.
+fn transport(ctx: &Ctx<'_>, d: &RawDownstream) -> Result<Transport, ScenarioError> {
+    let http = match d
+        .transport
+        .as_ref()
+        .map(|t| (t.span(), t.get_ref().as_str()))
+    {
+        None | Some((_, "call")) => false,
+        Some((_, "http")) => true,
+        Some((span, other)) => {
+            return Err(ctx.err(
+                span,
+                "downstream.transport",
+                format!("{other:?} is not one of \"call\", \"http\""),
+            ))
+        }
+    };
+    if !http {
+        if let Some(p) = &d.pool_max_idle {
+            return Err(ctx.err(p.span(), "downstream.pool_max_idle", NEEDS_HTTP));
+        }
+        if let Some(c) = &d.connect_timeout {
+            return Err(ctx.err(c.span(), "downstream.connect_timeout", NEEDS_HTTP));
+        }
+        return Ok(Transport::Call);
+    }
+    let mut config = HttpConfig::default();
+    if let Some(p) = &d.pool_max_idle {
+        config.pool_max_idle =
+            int_in(ctx, p, "downstream.pool_max_idle", 0, MAX_WORKERS as i64)? as usize;
+    }
+    if let Some(c) = &d.connect_timeout {
+        let t = c.get_ref().0;
+        if t.is_zero() || t > Duration::from_secs(60) {
+            return Err(ctx.err(
+                c.span(),
+                "downstream.connect_timeout",
+                "must be > 0 and at most 60s",
+            ));
+        }
+        config.connect_timeout = t;
+    }
+    Ok(Transport::Http(config))
+}
+
+const NEEDS_HTTP: &str = "is a key of the HTTP transport: needs transport = \"http\"";

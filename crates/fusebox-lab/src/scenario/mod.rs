@@ -15,7 +15,9 @@ mod param;
 pub mod strategy;
 pub mod sweep;
 
-pub use downstream::{CallPlan, CallResult, Downstream, Fault, FaultOutcome};
+pub use downstream::{
+    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Transport,
+};
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
 pub use param::ParamValue;
@@ -73,6 +75,54 @@ pub struct Scenario {
     pub client: Client,
     /// `[[strategy]]`, in file order.
     pub strategies: Vec<StrategySpec>,
+    /// `[fleet]`: several replicas, each with its own pool and breaker
+    /// (`None`: one replica, as in the article).
+    pub fleet: Option<Fleet>,
+}
+
+/// Most replicas in a `[fleet]`.
+pub const MAX_REPLICAS: usize = 1000;
+
+/// `[fleet]`: the service runs as `replicas` replicas; arrivals go to them
+/// round-robin, and each has `workers` workers, its own queue and its own
+/// breaker (one per strategy).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fleet {
+    /// `replicas`.
+    pub replicas: usize,
+    /// `sharing`: whether the replicas' breakers share their trips.
+    pub sharing: Sharing,
+    /// `quorum`: the fleet opens once this many distinct replicas tripped
+    /// within [`FLEET_WINDOW`] (`fusebox::fleet`'s rule); 1 by default.
+    pub quorum: usize,
+    /// `sync_every`: the fleet's sync interval (1 s by default). Virtual mode
+    /// delivers every trip and close (no message is lost), so it does not use it.
+    pub sync_every: Duration,
+    /// `propagation`: how long a trip or a close takes to reach the other
+    /// replicas (0 by default).
+    pub propagation: Duration,
+}
+
+/// The window in which trips count toward the quorum (`fusebox::fleet`'s default).
+pub const FLEET_WINDOW: Duration = Duration::from_secs(10);
+
+/// `sharing` in `[fleet]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// `"none"`: every replica's breaker is on its own.
+    None,
+    /// `"fleet"`: trips travel, as with `fusebox::fleet`.
+    Fleet,
+}
+
+impl Sharing {
+    /// `"none"` or `"fleet"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::None => "none",
+            Sharing::Fleet => "fleet",
+        }
+    }
 }
 
 /// The client side of each call: `[client]`.
@@ -85,6 +135,39 @@ pub struct Client {
 }
 
 impl Scenario {
+    /// Number of replicas (1 without `[fleet]`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+    ///
+    /// let text = EMBEDDED[0].1.replace(
+    ///     "[downstream]",
+    ///     "[fleet]\nreplicas = 3\nsharing = \"fleet\"\n\n[downstream]",
+    /// );
+    /// let sc = Scenario::parse("fleet.toml", &text)?;
+    /// assert_eq!((sc.replicas(), sc.replica_of(7)), (3, 1));
+    /// assert!(sc.shares_trips());
+    /// assert_eq!(Scenario::embedded()[0].replicas(), 1);
+    /// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+    /// ```
+    pub fn replicas(&self) -> usize {
+        self.fleet.as_ref().map_or(1, |f| f.replicas)
+    }
+
+    /// Whether the replicas share their breakers' trips.
+    pub fn shares_trips(&self) -> bool {
+        self.fleet
+            .as_ref()
+            .is_some_and(|f| f.sharing == Sharing::Fleet && f.replicas > 1)
+    }
+
+    /// The replica (from 0) request `i` goes to: round-robin.
+    pub fn replica_of(&self, i: usize) -> usize {
+        i % self.replicas()
+    }
+
     /// Arrival time of request `i`, in nanoseconds from the start.
     pub fn arrival_ns(&self, i: u64) -> u64 {
         (i as f64 * 1e9 / self.rate).round() as u64
@@ -163,6 +246,7 @@ impl Scenario {
             self.window,
             &self.downstream,
             self.client,
+            &self.fleet,
         ) == (
             other.duration,
             other.rate,
@@ -171,6 +255,7 @@ impl Scenario {
             other.window,
             &other.downstream,
             other.client,
+            &other.fleet,
         )
     }
 
@@ -255,6 +340,92 @@ impl Scenario {
             );
         }
         let run = format_duration(self.duration);
+        if let Some(f) = &self.fleet {
+            if !(1..=MAX_REPLICAS).contains(&f.replicas) {
+                return fail(
+                    "fleet.replicas",
+                    None,
+                    format!("{} is out of range (1..={MAX_REPLICAS})", f.replicas),
+                );
+            }
+            if f.replicas * self.workers > MAX_WORKERS * 4 {
+                return fail(
+                    "fleet.replicas",
+                    None,
+                    format!(
+                        "replicas x workers = {} x {} is more than {} workers in all",
+                        f.replicas,
+                        self.workers,
+                        MAX_WORKERS * 4
+                    ),
+                );
+            }
+            if !(1..=f.replicas).contains(&f.quorum) {
+                return fail(
+                    "fleet.quorum",
+                    None,
+                    format!(
+                        "{} is out of range (1..=replicas = {})",
+                        f.quorum, f.replicas
+                    ),
+                );
+            }
+            if f.sync_every.is_zero() || f.sync_every > MAX_DURATION {
+                return fail(
+                    "fleet.sync_every",
+                    None,
+                    format!(
+                        "{} must be > 0 and at most a day (24h)",
+                        format_duration(f.sync_every)
+                    ),
+                );
+            }
+            if f.propagation > self.duration {
+                return fail(
+                    "fleet.propagation",
+                    None,
+                    format!(
+                        "{} is longer than the run (duration = {run})",
+                        format_duration(f.propagation)
+                    ),
+                );
+            }
+        }
+        for (i, f) in self.downstream.faults.iter().enumerate() {
+            if f.outcome == FaultOutcome::Down && f.replicas.is_some() {
+                return fail(
+                    "downstream.faults.replicas",
+                    Some(i),
+                    "a fault with outcome = \"down\" stops the dependency for every replica: \
+                     leave replicas out"
+                        .into(),
+                );
+            }
+            let Some(list) = &f.replicas else { continue };
+            let n = self.replicas();
+            if self.fleet.is_none() {
+                return fail(
+                    "downstream.faults.replicas",
+                    Some(i),
+                    "needs a [fleet] section (replicas are numbered from 1 to fleet.replicas)"
+                        .into(),
+                );
+            }
+            if list.is_empty() {
+                return fail(
+                    "downstream.faults.replicas",
+                    Some(i),
+                    "must name at least one replica (leave it out for all)".into(),
+                );
+            }
+            if let Some(bad) = list.iter().find(|&&r| !(1..=n).contains(&r)) {
+                return fail(
+                    "downstream.faults.replicas",
+                    Some(i),
+                    format!("replica {bad} is out of range (1..=fleet.replicas = {n})"),
+                );
+            }
+        }
         if self.downstream.latency > self.duration {
             return fail(
                 "downstream.latency",

@@ -41,6 +41,24 @@ pub enum StrategyKind {
     Peer(PeerConfig),
 }
 
+impl StrategySpec {
+    /// The open period a trip of this strategy carries to the other replicas
+    /// of a fleet (virtual mode): fixed, or an error saying why not.
+    pub fn fleet_open_for(&self) -> Result<Option<Duration>, String> {
+        match &self.kind {
+            StrategyKind::None => Ok(None),
+            StrategyKind::Seed(c) => Ok(Some(c.open_for)),
+            StrategyKind::Peer(c) => Ok(Some(c.open_for)),
+            StrategyKind::Fusebox(c) if c.open_backoff.is_some() => Err(format!(
+                "strategy {:?}: a fleet scenario with sharing = \"fleet\" needs a fixed open period \
+                 (open_for), not open_backoff",
+                self.name
+            )),
+            StrategyKind::Fusebox(c) => Ok(Some(c.open_for.unwrap_or(Duration::from_secs(30)))),
+        }
+    }
+}
+
 impl StrategyKind {
     /// The `kind` string of this strategy.
     pub fn as_str(&self) -> &'static str {

@@ -37,6 +37,7 @@
 //! ```
 
 use super::RetryConfigError;
+use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -395,5 +396,70 @@ impl Iterator for DecorrelatedJitter {
         let d = self.rng.state.between(self.base, hi);
         self.prev = d;
         Some(d)
+    }
+}
+
+/// Any backoff behind one type: a boxed `Iterator<Item = Duration> + Clone`.
+///
+/// For storing a [`Retry`](super::Retry) (or a [`Pipeline`](crate::Pipeline))
+/// in a struct without naming its backoff's type. Cloning it (once per call)
+/// allocates.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::retry::{BoxBackoff, Constant};
+/// use std::time::Duration;
+/// let mut b = BoxBackoff::new(Constant::new(Duration::from_millis(5)));
+/// assert_eq!(b.next(), Some(Duration::from_millis(5)));
+/// ```
+pub struct BoxBackoff(Box<dyn CloneBackoff>);
+
+trait CloneBackoff: Iterator<Item = Duration> + Send + Sync {
+    fn clone_box(&self) -> Box<dyn CloneBackoff>;
+}
+
+impl<B> CloneBackoff for B
+where
+    B: Iterator<Item = Duration> + Clone + Send + Sync + 'static,
+{
+    fn clone_box(&self) -> Box<dyn CloneBackoff> {
+        Box::new(self.clone())
+    }
+}
+
+impl BoxBackoff {
+    /// Boxes `backoff`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::retry::BoxBackoff::new(fusebox::retry::Exponential::default());
+    /// # let _ = b;
+    /// ```
+    pub fn new<B>(backoff: B) -> Self
+    where
+        B: Iterator<Item = Duration> + Clone + Send + Sync + 'static,
+    {
+        BoxBackoff(Box::new(backoff))
+    }
+}
+
+impl Clone for BoxBackoff {
+    fn clone(&self) -> Self {
+        BoxBackoff(self.0.clone_box())
+    }
+}
+
+impl Iterator for BoxBackoff {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        self.0.next()
+    }
+}
+
+impl fmt::Debug for BoxBackoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BoxBackoff")
     }
 }

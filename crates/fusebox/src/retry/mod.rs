@@ -52,7 +52,7 @@ pub mod backoff;
 mod budget;
 mod sleep;
 
-pub use backoff::{Constant, DecorrelatedJitter, Exponential, FullJitter};
+pub use backoff::{BoxBackoff, Constant, DecorrelatedJitter, Exponential, FullJitter};
 pub use budget::{BudgetBuilder, RetryBudget};
 #[cfg(feature = "tokio")]
 pub use sleep::TokioSleep;
@@ -81,12 +81,43 @@ pub type DefaultBackoff = FullJitter<Exponential>;
 /// assert!(transient.retry_if(&std::io::ErrorKind::TimedOut.into()));
 /// assert!(!transient.retry_if(&std::io::ErrorKind::NotFound.into()));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot decide whether to retry after an error of type `{E}`",
+    note = "a retry predicate is a `Fn(&E) -> bool` over the call's own error type (for a pipeline, the `E` of the call's `Result<T, E>`)"
+)]
 pub trait RetryIf<E> {
     /// `true` to retry after `error`.
     fn retry_if(&self, error: &E) -> bool;
+
+    /// Whether to retry after `error`, and the least wait before the next
+    /// attempt: `None` never retries, `Some(d)` waits at least `d` (the
+    /// backoff may wait longer). By default `retry_if` with no least wait;
+    /// an HTTP predicate overrides it to honour `Retry-After`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::RetryIf;
+    /// use std::time::Duration;
+    /// let all = |_: &u16| true;
+    /// assert_eq!(all.retry_after(&503), Some(Duration::ZERO));
+    /// ```
+    fn retry_after(&self, error: &E) -> Option<Duration> {
+        self.retry_if(error).then_some(Duration::ZERO)
+    }
 }
 
-impl<E, F: Fn(&E) -> bool> RetryIf<E> for F {
+impl<E, P: RetryIf<E> + ?Sized> RetryIf<E> for Arc<P> {
+    fn retry_if(&self, error: &E) -> bool {
+        (**self).retry_if(error)
+    }
+
+    fn retry_after(&self, error: &E) -> Option<Duration> {
+        (**self).retry_after(error)
+    }
+}
+
+impl<E, F: Fn(&E) -> bool + ?Sized> RetryIf<E> for F {
     fn retry_if(&self, error: &E) -> bool {
         self(error)
     }
@@ -602,6 +633,74 @@ where
         self.budget.as_ref()
     }
 
+    /// This policy with another predicate (the budget, backoff and sleeper
+    /// stay shared): how a retry from a config file gets a predicate that
+    /// only code can give, e.g. `fusebox::http::RetryPolicy` (feature `http`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::Retry;
+    /// let retry = Retry::builder().sleeper(|_: std::time::Duration| {}).build()?;
+    /// let only_503 = retry.with_retry_if(|status: &u16| *status == 503);
+    /// let mut n = 0;
+    /// let _ = only_503.call_plain(|| { n += 1; Err::<(), u16>(404) });
+    /// assert_eq!(n, 1);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn with_retry_if<P2>(self, retry_if: P2) -> Retry<B, P2> {
+        self.map_retry_if(|_| retry_if)
+    }
+
+    /// This policy, never retrying a timed-out attempt (for requests that
+    /// must not run twice).
+    #[cfg(feature = "http")]
+    pub(crate) fn without_timeout_retries(mut self) -> Self {
+        self.retry_timeouts = false;
+        self
+    }
+
+    pub(crate) fn map_retry_if<P2>(self, f: impl FnOnce(P) -> P2) -> Retry<B, P2> {
+        Retry {
+            backoff: self.backoff,
+            retry_if: f(self.retry_if),
+            max_attempts: self.max_attempts,
+            budget: self.budget,
+            retry_rejections: self.retry_rejections,
+            retry_timeouts: self.retry_timeouts,
+            sleeper: self.sleeper,
+        }
+    }
+
+    /// This policy with its backoff boxed: one nameable type whatever the
+    /// backoff (see [`BoxBackoff`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::retry::{BoxBackoff, Constant, Retry};
+    /// let r: Retry<BoxBackoff> = Retry::builder()
+    ///     .backoff(Constant::new(std::time::Duration::ZERO))
+    ///     .build()?
+    ///     .boxed_backoff();
+    /// assert_eq!(r.max_attempts(), 3);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn boxed_backoff(self) -> Retry<BoxBackoff, P>
+    where
+        B: Send + Sync + 'static,
+    {
+        Retry {
+            backoff: BoxBackoff::new(self.backoff),
+            retry_if: self.retry_if,
+            max_attempts: self.max_attempts,
+            budget: self.budget,
+            retry_rejections: self.retry_rejections,
+            retry_timeouts: self.retry_timeouts,
+            sleeper: self.sleeper,
+        }
+    }
+
     fn run<T, E, F, D>(&self, mut op: F, decide: D) -> Result<T, E>
     where
         F: FnMut() -> Result<T, E>,
@@ -687,10 +786,9 @@ where
     where
         P: RetryIf<E>,
     {
-        if self.retry_if.retry_if(e) {
-            Decision::RetryAfter(Duration::ZERO)
-        } else {
-            Decision::Stop
+        match self.retry_if.retry_after(e) {
+            Some(d) => Decision::RetryAfter(d),
+            None => Decision::Stop,
         }
     }
 }

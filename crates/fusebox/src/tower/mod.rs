@@ -6,11 +6,17 @@
 //!
 //! | policy | layer | service | errors it adds (downcast the [`BoxError`]) |
 //! |---|---|---|---|
-//! | circuit breaker | [`CircuitBreakerLayer`] | [`CircuitBreaker`] | [`Rejected`](crate::Rejected) |
-//! | bulkhead | [`BulkheadLayer`] | [`Bulkhead`] | [`BulkheadFull`](crate::BulkheadFull) |
-//! | timeout (feature `tokio`) | `TimeoutLayer` | `Timeout` | [`Elapsed`](crate::Elapsed) |
-//! | retry (feature `tokio`) | `RetryLayer` | `Retry` | none: sends the request again as a [`Retry`](crate::retry::Retry) policy says |
-//! | fallback | [`FallbackLayer`] | [`Fallback`] | none: replaces errors |
+//! | circuit breaker | [`CircuitBreakerLayer`] | [`breaker::CircuitBreaker`] | [`Rejected`](crate::Rejected) |
+//! | bulkhead | [`BulkheadLayer`] | [`bulkhead::Bulkhead`] | [`BulkheadFull`](crate::BulkheadFull) |
+//! | timeout (feature `tokio`) | `TimeoutLayer` | `timeout::Timeout` | [`Elapsed`](crate::Elapsed) |
+//! | retry (feature `tokio`) | `RetryLayer` | `retry::Retry` | none: sends the request again as a [`Retry`](crate::retry::Retry) policy says |
+//! | fallback | [`FallbackLayer`] | [`fallback::Fallback`] | none: replaces errors |
+//!
+//! Only the layers are at this module's root; each service is in its
+//! policy's module, as in tower (`tower::timeout::Timeout`). So
+//! `use fusebox::*; use fusebox::tower::*;` brings no type twice (the policy
+//! modules, `retry`, `bulkhead`, `fallback`, `timeout`, are on both sides:
+//! name them by path); `fusebox::prelude` is the short form of both.
 //!
 //! On this path every error is a [`BoxError`]: the inner service's own errors
 //! pass through unchanged, and fusebox's refusals are boxed fusebox types, so
@@ -54,17 +60,24 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod fallback;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod retry;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod timeout;
 
-pub use self::breaker::{CircuitBreaker, CircuitBreakerLayer};
-pub use self::bulkhead::{Bulkhead, BulkheadLayer};
-pub use self::fallback::{Fallback, FallbackLayer};
+// Only the layers at this level: the services keep tower's names
+// (`breaker::CircuitBreaker<S>`, ...) in their modules, so
+// `use fusebox::*; use fusebox::tower::*;` has no name in both.
+pub use self::breaker::CircuitBreakerLayer;
+pub use self::bulkhead::BulkheadLayer;
+pub use self::fallback::FallbackLayer;
 #[cfg(feature = "tokio")]
-pub use self::retry::{Retry, RetryLayer};
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use self::retry::RetryLayer;
 #[cfg(feature = "tokio")]
-pub use self::timeout::{Timeout, TimeoutLayer};
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use self::timeout::TimeoutLayer;
 
 /// The error type on the tower path: any error, boxed.
 ///

@@ -22,6 +22,12 @@ use std::any::Any;
 /// assert_eq!(http.classify(&Ok(503)), Outcome::Failure);
 /// assert_eq!(http.classify(&Ok(404)), Outcome::Success);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot classify a `Result<{T}, {E}>`",
+    label = "the classifier's argument type does not match the service",
+    note = "behind another fusebox layer the error is `fusebox::tower::BoxError`: write `|r: &Result<Response, BoxError>|`",
+    note = "for HTTP, `fusebox::http::Classifier` classifies any `Result<http::Response<B>, E>`"
+)]
 pub trait Classify<T, E> {
     /// The verdict for one result.
     ///

@@ -19,7 +19,7 @@ pin_project! {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::CircuitBreaker;
+    /// use fusebox::tower::breaker::CircuitBreaker;
     /// use tower::{service_fn, Service, ServiceExt};
     ///
     /// # #[tokio::main(flavor = "current_thread")]

@@ -35,7 +35,7 @@ enum Admission {
 /// # Examples
 ///
 /// ```
-/// use fusebox::tower::CircuitBreaker;
+/// use fusebox::tower::breaker::CircuitBreaker;
 /// use tower::{service_fn, Service, ServiceExt};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -69,7 +69,7 @@ impl<S> CircuitBreaker<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::CircuitBreaker;
+    /// use fusebox::tower::breaker::CircuitBreaker;
     /// use tower::service_fn;
     ///
     /// let inner = service_fn(|()| async { Ok::<_, std::io::Error>(()) });
@@ -104,7 +104,7 @@ impl<S, C> CircuitBreaker<S, C> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::CircuitBreaker;
+    /// use fusebox::tower::breaker::CircuitBreaker;
     /// use tower::service_fn;
     ///
     /// let inner = service_fn(|()| async { Ok::<_, std::io::Error>(()) });
@@ -120,7 +120,7 @@ impl<S, C> CircuitBreaker<S, C> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::CircuitBreaker;
+    /// use fusebox::tower::breaker::CircuitBreaker;
     ///
     /// let svc = CircuitBreaker::new(7, fusebox::CircuitBreaker::builder().build().unwrap());
     /// assert_eq!(*svc.get_ref(), 7);
@@ -134,7 +134,7 @@ impl<S, C> CircuitBreaker<S, C> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::CircuitBreaker;
+    /// use fusebox::tower::breaker::CircuitBreaker;
     ///
     /// let mut svc = CircuitBreaker::new(7, fusebox::CircuitBreaker::builder().build().unwrap());
     /// *svc.get_mut() += 1;
@@ -150,7 +150,7 @@ impl<S, C> CircuitBreaker<S, C> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::CircuitBreaker;
+    /// use fusebox::tower::breaker::CircuitBreaker;
     ///
     /// let svc = CircuitBreaker::new(7, fusebox::CircuitBreaker::builder().build().unwrap());
     /// assert_eq!(svc.into_inner(), 7);

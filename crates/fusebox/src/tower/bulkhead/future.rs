@@ -17,7 +17,7 @@ pin_project! {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Bulkhead;
+    /// use fusebox::tower::bulkhead::Bulkhead;
     /// use tower::{service_fn, Service, ServiceExt};
     ///
     /// # #[tokio::main(flavor = "current_thread")]

@@ -17,7 +17,7 @@ enum Slot {
 /// # Examples
 ///
 /// ```
-/// use fusebox::tower::Bulkhead;
+/// use fusebox::tower::bulkhead::Bulkhead;
 /// use tower::{service_fn, Service, ServiceExt};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -41,7 +41,7 @@ impl<S> Bulkhead<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Bulkhead;
+    /// use fusebox::tower::bulkhead::Bulkhead;
     ///
     /// let svc = Bulkhead::new((), fusebox::Bulkhead::new(8));
     /// # let _ = svc;
@@ -59,7 +59,7 @@ impl<S> Bulkhead<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Bulkhead;
+    /// use fusebox::tower::bulkhead::Bulkhead;
     ///
     /// let svc = Bulkhead::new((), fusebox::Bulkhead::new(8));
     /// assert_eq!(svc.bulkhead().limit(), 8);
@@ -73,7 +73,7 @@ impl<S> Bulkhead<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Bulkhead;
+    /// use fusebox::tower::bulkhead::Bulkhead;
     ///
     /// let svc = Bulkhead::new(5, fusebox::Bulkhead::new(8));
     /// assert_eq!(*svc.get_ref(), 5);
@@ -87,7 +87,7 @@ impl<S> Bulkhead<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Bulkhead;
+    /// use fusebox::tower::bulkhead::Bulkhead;
     ///
     /// let mut svc = Bulkhead::new(5, fusebox::Bulkhead::new(8));
     /// *svc.get_mut() = 6;
@@ -103,7 +103,7 @@ impl<S> Bulkhead<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Bulkhead;
+    /// use fusebox::tower::bulkhead::Bulkhead;
     ///
     /// let svc = Bulkhead::new(5, fusebox::Bulkhead::new(8));
     /// assert_eq!(svc.into_inner(), 5);

@@ -16,11 +16,12 @@ pin_project! {
     ///
     /// ```
     /// use fusebox::tower::{BoxError, FallbackLayer};
+    /// use fusebox::Cause;
     /// use tower::{service_fn, Layer, Service, ServiceExt};
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), BoxError> {
-    /// let mut svc = FallbackLayer::new(|_e: BoxError| Ok::<_, BoxError>(0))
+    /// let mut svc = FallbackLayer::new(|_why: Cause<'_, BoxError>| Some(0))
     ///     .layer(service_fn(|()| async { Err::<u32, BoxError>("down".into()) }));
     /// let future = svc.ready().await?.call(());
     /// assert_eq!(future.await?, 0);

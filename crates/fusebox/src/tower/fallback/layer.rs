@@ -7,10 +7,11 @@ use tower::Layer;
 ///
 /// ```
 /// use fusebox::tower::{BoxError, FallbackLayer};
+/// use fusebox::Cause;
 /// use tower::ServiceBuilder;
 ///
 /// let stack = ServiceBuilder::new()
-///     .layer(FallbackLayer::new(|_err: BoxError| Ok::<_, BoxError>(Vec::<String>::new())));
+///     .layer(FallbackLayer::new(|_why: Cause<'_, BoxError>| Some(Vec::<String>::new())));
 /// # let _ = stack;
 /// ```
 #[derive(Debug, Clone, Copy)]
@@ -19,21 +20,20 @@ pub struct FallbackLayer<R> {
 }
 
 impl<F> FallbackLayer<FromFn<F>> {
-    /// A fallback that answers at once: `f` gets the error and returns the
-    /// response to use instead (`Ok`) or the error to return (`Err`).
+    /// A fallback that answers at once, in the one fallback shape: `f` gets
+    /// the [`Cause`](crate::Cause) and returns `Some(response)` to answer
+    /// instead, or `None` to let the error through.
     ///
     /// # Examples
     ///
     /// ```
     /// use fusebox::tower::{BoxError, FallbackLayer};
+    /// use fusebox::Cause;
     ///
-    /// // Degrade only on timeouts and breaker rejections; other errors go through.
-    /// let layer = FallbackLayer::new(|err: BoxError| {
-    ///     if err.is::<fusebox::Rejected>() {
-    ///         Ok::<_, BoxError>("degraded page")
-    ///     } else {
-    ///         Err(err)
-    ///     }
+    /// // Degrade only on breaker rejections; other errors go through.
+    /// let layer = FallbackLayer::new(|why: Cause<'_, BoxError>| match why {
+    ///     Cause::Rejected(_) => Some("degraded page"),
+    ///     _ => None,
     /// });
     /// # let _ = layer;
     /// ```
@@ -45,18 +45,20 @@ impl<F> FallbackLayer<FromFn<F>> {
 }
 
 impl<F> FallbackLayer<FromFuture<F>> {
-    /// A fallback that answers with a future: `f` gets the error and returns a
-    /// future of the response to use instead (a backup service, a queue for
-    /// later).
+    /// A fallback that answers with a future: `f` gets the
+    /// [`Cause`](crate::Cause) and returns `Some(future)` of the response to
+    /// use instead (a backup service, a queue for later), or `None` to let
+    /// the error through.
     ///
     /// # Examples
     ///
     /// ```
     /// use fusebox::tower::{BoxError, FallbackLayer};
+    /// use fusebox::Cause;
     ///
-    /// let layer = FallbackLayer::with_future(|_err: BoxError| async {
-    ///     // ask the backup service here
-    ///     Ok::<_, BoxError>("from the backup")
+    /// let layer = FallbackLayer::with_future(|why: Cause<'_, BoxError>| {
+    ///     // ask the backup service, unless the request itself was bad
+    ///     why.is_refusal().then(|| async { Ok::<_, BoxError>("from the backup") })
     /// });
     /// # let _ = layer;
     /// ```
@@ -75,8 +77,9 @@ impl<R> FallbackLayer<R> {
     /// ```
     /// use fusebox::tower::fallback::FromFn;
     /// use fusebox::tower::{BoxError, FallbackLayer};
+    /// use fusebox::Cause;
     ///
-    /// let layer = FallbackLayer::from_recover(FromFn::new(|e: BoxError| Err::<(), _>(e)));
+    /// let layer = FallbackLayer::from_recover(FromFn::new(|_why: Cause<'_, BoxError>| None::<()>));
     /// # let _ = layer;
     /// ```
     pub const fn from_recover(recover: R) -> Self {

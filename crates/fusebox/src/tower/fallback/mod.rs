@@ -12,9 +12,12 @@
 //! default, a degraded page) or asynchronous ([`FallbackLayer::with_future`]:
 //! a backup service, a queue for later).
 //!
-//! The reason is in the error: [`PolicyError::cause`](crate::PolicyError::cause)
-//! on the [`BoxError`](crate::tower::BoxError) says whether a breaker rejected
-//! the request, the bulkhead was full, it timed out, or it failed.
+//! The fallback has the one shape every fusebox fallback has (the
+//! pipeline's, [`crate::Fallback`]'s, the HTTP stack's): it gets a
+//! [`Cause`](crate::Cause) (a breaker rejected the request, with its
+//! `retry_after`; the bulkhead was full; it timed out; or it failed, the
+//! original error reachable with [`Cause::downcast_ref`](crate::Cause::downcast_ref))
+//! and returns `Some(response)` or `None` to let the error through.
 //!
 //! # Examples
 //!
@@ -23,15 +26,16 @@
 //!
 //! ```
 //! use fusebox::tower::{BoxError, FallbackLayer};
-//! use fusebox::{Cause, PolicyError};
+//! use fusebox::Cause;
 //! use tower::{service_fn, Layer, Service, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), BoxError> {
-//! let layer = FallbackLayer::new(|err: BoxError| match err.cause() {
-//!     Cause::Rejected(_) => Ok("reviews are resting (breaker open)".to_string()),
-//!     Cause::BulkheadFull(_) => Ok("reviews are busy".to_string()),
-//!     _ => Ok(format!("reviews unavailable: {err}")),
+//! let layer = FallbackLayer::new(|why: Cause<'_, BoxError>| match why {
+//!     Cause::Rejected(_) => Some("reviews are resting (breaker open)".to_string()),
+//!     Cause::BulkheadFull(_) => Some("reviews are busy".to_string()),
+//!     Cause::Failed(err) => Some(format!("reviews unavailable: {err}")),
+//!     _ => None,
 //! });
 //! let mut reviews = layer.layer(service_fn(|_id: u32| async {
 //!     Err::<String, BoxError>("database is down".into())
@@ -49,5 +53,5 @@ mod recover;
 mod service;
 
 pub use self::layer::FallbackLayer;
-pub use self::recover::{FromFn, FromFuture, Recover};
+pub use self::recover::{FromFn, FromFuture, OrError, Recover};
 pub use self::service::Fallback;

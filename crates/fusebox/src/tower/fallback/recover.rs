@@ -1,6 +1,10 @@
+use crate::cause::{Cause, PolicyError};
 use crate::tower::BoxError;
+use pin_project_lite::pin_project;
 use std::fmt;
 use std::future::{ready, Future, Ready};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 /// What a [`Fallback`](super::Fallback) does with a failed call's error.
 ///
@@ -14,6 +18,7 @@ use std::future::{ready, Future, Ready};
 /// ```
 /// use fusebox::tower::fallback::Recover;
 /// use fusebox::tower::BoxError;
+/// use fusebox::Cause;
 /// use std::future::{ready, Ready};
 ///
 /// /// Always answers with the last good value.
@@ -43,10 +48,11 @@ pub trait Recover {
     /// ```
     /// use fusebox::tower::fallback::{FromFn, Recover};
     /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let zero = FromFn::new(|_e: BoxError| Ok::<u32, BoxError>(0));
+    /// let zero = FromFn::new(|_why: Cause<'_, BoxError>| Some(0u32));
     /// assert_eq!(zero.recover("down".into()).await.unwrap(), 0);
     /// # }
     /// ```
@@ -60,8 +66,9 @@ pub trait Recover {
 /// ```
 /// use fusebox::tower::fallback::{FromFn, Recover};
 /// use fusebox::tower::BoxError;
+/// use fusebox::Cause;
 ///
-/// let default = FromFn::new(|_err: BoxError| Ok::<_, BoxError>(0_u32));
+/// let default = FromFn::new(|_why: Cause<'_, BoxError>| Some(0_u32));
 /// # let _ = default.recover("e".into());
 /// ```
 #[derive(Clone, Copy)]
@@ -75,8 +82,9 @@ impl<F> FromFn<F> {
     /// ```
     /// use fusebox::tower::fallback::FromFn;
     /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
     ///
-    /// let _ = FromFn::new(|e: BoxError| Err::<(), _>(e));
+    /// let _ = FromFn::new(|_why: Cause<'_, BoxError>| None::<()>);
     /// ```
     pub const fn new(f: F) -> Self {
         FromFn(f)
@@ -85,13 +93,13 @@ impl<F> FromFn<F> {
 
 impl<F, T> Recover for FromFn<F>
 where
-    F: Fn(BoxError) -> Result<T, BoxError>,
+    F: Fn(Cause<'_, BoxError>) -> Option<T>,
 {
     type Response = T;
     type Future = Ready<Result<T, BoxError>>;
 
     fn recover(&self, error: BoxError) -> Self::Future {
-        ready((self.0)(error))
+        ready((self.0)(error.cause()).ok_or(error))
     }
 }
 
@@ -103,8 +111,9 @@ where
 /// ```
 /// use fusebox::tower::fallback::{FromFuture, Recover};
 /// use fusebox::tower::BoxError;
+/// use fusebox::Cause;
 ///
-/// let backup = FromFuture::new(|_err: BoxError| async { Ok::<_, BoxError>("from the replica") });
+/// let backup = FromFuture::new(|_why: Cause<'_, BoxError>| Some(async { Ok::<_, BoxError>("from the replica") }));
 /// # let _ = backup.recover("e".into());
 /// ```
 #[derive(Clone, Copy)]
@@ -118,8 +127,9 @@ impl<F> FromFuture<F> {
     /// ```
     /// use fusebox::tower::fallback::FromFuture;
     /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
     ///
-    /// let _ = FromFuture::new(|e: BoxError| async move { Err::<(), _>(e) });
+    /// let _ = FromFuture::new(|_why: Cause<'_, BoxError>| None::<std::future::Ready<Result<(), BoxError>>>);
     /// ```
     pub const fn new(f: F) -> Self {
         FromFuture(f)
@@ -128,14 +138,82 @@ impl<F> FromFuture<F> {
 
 impl<F, Fut, T> Recover for FromFuture<F>
 where
-    F: Fn(BoxError) -> Fut,
+    F: Fn(Cause<'_, BoxError>) -> Option<Fut>,
     Fut: Future<Output = Result<T, BoxError>>,
 {
     type Response = T;
-    type Future = Fut;
+    type Future = OrError<Fut, T>;
 
     fn recover(&self, error: BoxError) -> Self::Future {
-        (self.0)(error)
+        match (self.0)(error.cause()) {
+            Some(future) => OrError::answer(future),
+            None => OrError::error(error),
+        }
+    }
+}
+
+pin_project! {
+    /// The future of a [`FromFuture`]: the fallback's answer, or the original
+    /// error when the fallback had none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::tower::fallback::{FromFuture, Recover};
+    /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let only_refusals = FromFuture::new(|why: Cause<'_, BoxError>| {
+    ///     why.is_refusal().then(|| async { Ok::<_, BoxError>("backup") })
+    /// });
+    /// let passed_on = only_refusals.recover("the call failed".into()).await;
+    /// assert_eq!(passed_on.unwrap_err().to_string(), "the call failed");
+    /// # }
+    /// ```
+    #[derive(Debug)]
+    pub struct OrError<Fut, T> {
+        #[pin]
+        state: OrErrorState<Fut, T>,
+    }
+}
+
+pin_project! {
+    #[project = OrErrorProj]
+    #[derive(Debug)]
+    enum OrErrorState<Fut, T> {
+        Answer { #[pin] future: Fut },
+        Error { error: Ready<Result<T, BoxError>> },
+    }
+}
+
+impl<Fut, T> OrError<Fut, T> {
+    fn answer(future: Fut) -> Self {
+        OrError {
+            state: OrErrorState::Answer { future },
+        }
+    }
+    fn error(error: BoxError) -> Self {
+        OrError {
+            state: OrErrorState::Error {
+                error: ready(Err(error)),
+            },
+        }
+    }
+}
+
+impl<Fut, T> Future for OrError<Fut, T>
+where
+    Fut: Future<Output = Result<T, BoxError>>,
+{
+    type Output = Result<T, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            OrErrorProj::Answer { future } => future.poll(cx),
+            OrErrorProj::Error { error } => Pin::new(error).poll(cx),
+        }
     }
 }
 

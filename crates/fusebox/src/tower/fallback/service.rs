@@ -11,12 +11,13 @@ use tower::Service;
 /// ```
 /// use fusebox::tower::fallback::{Fallback, FromFn};
 /// use fusebox::tower::BoxError;
+/// use fusebox::Cause;
 /// use tower::{service_fn, Service, ServiceExt};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), BoxError> {
 /// let inner = service_fn(|_: ()| async { Err::<u32, BoxError>("down".into()) });
-/// let mut svc = Fallback::new(inner, FromFn::new(|_e: BoxError| Ok(0)));
+/// let mut svc = Fallback::new(inner, FromFn::new(|_why: Cause<'_, BoxError>| Some(0)));
 /// assert_eq!(svc.ready().await?.call(()).await?, 0);
 /// # Ok(())
 /// # }
@@ -35,8 +36,9 @@ impl<S, R> Fallback<S, R> {
     /// ```
     /// use fusebox::tower::fallback::{Fallback, FromFn};
     /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
     ///
-    /// let svc = Fallback::new((), FromFn::new(|e: BoxError| Err::<(), _>(e)));
+    /// let svc = Fallback::new((), FromFn::new(|_why: Cause<'_, BoxError>| None::<()>));
     /// # let _ = svc;
     /// ```
     pub const fn new(inner: S, recover: R) -> Self {
@@ -50,8 +52,9 @@ impl<S, R> Fallback<S, R> {
     /// ```
     /// use fusebox::tower::fallback::{Fallback, FromFn};
     /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
     ///
-    /// let svc = Fallback::new(3, FromFn::new(|e: BoxError| Err::<(), _>(e)));
+    /// let svc = Fallback::new(3, FromFn::new(|_why: Cause<'_, BoxError>| None::<()>));
     /// assert_eq!(*svc.get_ref(), 3);
     /// ```
     pub fn get_ref(&self) -> &S {
@@ -65,8 +68,9 @@ impl<S, R> Fallback<S, R> {
     /// ```
     /// use fusebox::tower::fallback::{Fallback, FromFn};
     /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
     ///
-    /// let mut svc = Fallback::new(3, FromFn::new(|e: BoxError| Err::<(), _>(e)));
+    /// let mut svc = Fallback::new(3, FromFn::new(|_why: Cause<'_, BoxError>| None::<()>));
     /// *svc.get_mut() = 4;
     /// assert_eq!(*svc.get_ref(), 4);
     /// ```
@@ -81,8 +85,9 @@ impl<S, R> Fallback<S, R> {
     /// ```
     /// use fusebox::tower::fallback::{Fallback, FromFn};
     /// use fusebox::tower::BoxError;
+    /// use fusebox::Cause;
     ///
-    /// let svc = Fallback::new(3, FromFn::new(|e: BoxError| Err::<(), _>(e)));
+    /// let svc = Fallback::new(3, FromFn::new(|_why: Cause<'_, BoxError>| None::<()>));
     /// assert_eq!(svc.into_inner(), 3);
     /// ```
     pub fn into_inner(self) -> S {

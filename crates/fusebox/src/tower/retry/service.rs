@@ -12,7 +12,7 @@ use tower::Service;
 ///
 /// ```
 /// use fusebox::retry::Retry;
-/// use fusebox::tower::Retry as RetryService;
+/// use fusebox::tower::retry::Retry as RetryService;
 ///
 /// let svc = RetryService::new((), Retry::builder().build()?);
 /// assert_eq!(svc.retry().max_attempts(), 3);
@@ -31,7 +31,7 @@ impl<S, B, P> Retry<S, B, P> {
     ///
     /// ```
     /// use fusebox::retry::Retry;
-    /// use fusebox::tower::Retry as RetryService;
+    /// use fusebox::tower::retry::Retry as RetryService;
     ///
     /// let svc = RetryService::new(7, Retry::builder().build()?);
     /// assert_eq!(*svc.get_ref(), 7);
@@ -47,7 +47,7 @@ impl<S, B, P> Retry<S, B, P> {
     ///
     /// ```
     /// use fusebox::retry::Retry;
-    /// use fusebox::tower::Retry as RetryService;
+    /// use fusebox::tower::retry::Retry as RetryService;
     ///
     /// let svc = RetryService::new((), Retry::builder().max_attempts(5).build()?);
     /// assert_eq!(svc.retry().max_attempts(), 5);
@@ -63,7 +63,7 @@ impl<S, B, P> Retry<S, B, P> {
     ///
     /// ```
     /// use fusebox::retry::Retry;
-    /// use fusebox::tower::Retry as RetryService;
+    /// use fusebox::tower::retry::Retry as RetryService;
     ///
     /// let svc = RetryService::new(7, Retry::builder().build()?);
     /// assert_eq!(*svc.get_ref(), 7);
@@ -79,7 +79,7 @@ impl<S, B, P> Retry<S, B, P> {
     ///
     /// ```
     /// use fusebox::retry::Retry;
-    /// use fusebox::tower::Retry as RetryService;
+    /// use fusebox::tower::retry::Retry as RetryService;
     ///
     /// let mut svc = RetryService::new(7, Retry::builder().build()?);
     /// *svc.get_mut() = 8;
@@ -96,7 +96,7 @@ impl<S, B, P> Retry<S, B, P> {
     ///
     /// ```
     /// use fusebox::retry::Retry;
-    /// use fusebox::tower::Retry as RetryService;
+    /// use fusebox::tower::retry::Retry as RetryService;
     ///
     /// let svc = RetryService::new(7, Retry::builder().build()?);
     /// assert_eq!(svc.into_inner(), 7);

@@ -17,7 +17,7 @@ pin_project! {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Timeout;
+    /// use fusebox::tower::timeout::Timeout;
     /// use std::time::Duration;
     /// use tower::{service_fn, Service, ServiceExt};
     ///

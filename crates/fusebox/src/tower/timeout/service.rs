@@ -10,7 +10,7 @@ use tower::Service;
 /// # Examples
 ///
 /// ```
-/// use fusebox::tower::Timeout;
+/// use fusebox::tower::timeout::Timeout;
 /// use std::time::Duration;
 /// use tower::{service_fn, Service, ServiceExt};
 ///
@@ -34,7 +34,7 @@ impl<S> Timeout<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Timeout;
+    /// use fusebox::tower::timeout::Timeout;
     /// use std::time::Duration;
     ///
     /// let svc = Timeout::new((), Duration::from_millis(50));
@@ -49,7 +49,7 @@ impl<S> Timeout<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Timeout;
+    /// use fusebox::tower::timeout::Timeout;
     /// use std::time::Duration;
     ///
     /// assert_eq!(Timeout::new((), Duration::from_secs(2)).timeout(), Duration::from_secs(2));
@@ -63,7 +63,7 @@ impl<S> Timeout<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Timeout;
+    /// use fusebox::tower::timeout::Timeout;
     /// use std::time::Duration;
     ///
     /// assert_eq!(*Timeout::new(1, Duration::from_secs(1)).get_ref(), 1);
@@ -77,7 +77,7 @@ impl<S> Timeout<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Timeout;
+    /// use fusebox::tower::timeout::Timeout;
     /// use std::time::Duration;
     ///
     /// let mut svc = Timeout::new(1, Duration::from_secs(1));
@@ -93,7 +93,7 @@ impl<S> Timeout<S> {
     /// # Examples
     ///
     /// ```
-    /// use fusebox::tower::Timeout;
+    /// use fusebox::tower::timeout::Timeout;
     /// use std::time::Duration;
     ///
     /// assert_eq!(Timeout::new(1, Duration::from_secs(1)).into_inner(), 1);

@@ -1,0 +1,226 @@
+//! `[downstream] transport = "http"` in real mode: the downstream is an HTTP
+//! server on 127.0.0.1 in a process of its own (the lab's binary, hidden
+//! subcommand `http-downstream`), and the workers call it through one
+//! `reqwest` client with a connection pool.
+//!
+//! As in the model, a call's fate is decided by its start time: the client
+//! sends it (`x-lab-start-ns`, time since the run's origin, and
+//! `x-lab-replica`), the server looks it up in the fault schedule, waits the
+//! latency and answers 200, or 500 for a failing call; a hanging call gets no
+//! answer before the client's timeout. The client classifies 2xx as success,
+//! a timeout as a timeout, anything else (5xx, refused, reset) as an error.
+
+use crate::scenario::{CallResult, Downstream, HttpConfig, Scenario};
+use crate::sync::lock;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+static LAB_BINARY: OnceLock<PathBuf> = OnceLock::new();
+
+/// Runs the HTTP downstream from `path` (the `fusebox-lab` binary) instead of
+/// the current executable: for tests and other programs that use the lab as
+/// a library. The first call wins.
+///
+/// # Examples
+///
+/// ```
+/// fusebox_lab::engine::use_lab_binary("/usr/local/bin/fusebox-lab");
+/// ```
+pub fn use_lab_binary(path: impl Into<PathBuf>) {
+    let _ = LAB_BINARY.set(path.into());
+}
+
+/// What the parent sends the server on its standard input (JSON).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Setup {
+    downstream: Downstream,
+    /// How long a hanging call is held (past any client timeout).
+    hang: Duration,
+    /// The port to listen on (0, the default: any free one; a restart after
+    /// a `down` fault takes the port it had).
+    #[serde(default)]
+    port: u16,
+}
+
+/// The server process of one run, and the client that calls it; the process
+/// is killed when this is dropped.
+pub(super) struct HttpDownstream {
+    /// The server process (`None` while a `down` fault stops it).
+    child: Mutex<Option<Child>>,
+    binary: PathBuf,
+    setup: Setup,
+    client: reqwest::blocking::Client,
+    url: String,
+}
+
+/// Starts the server process with `setup`; returns it and the address it listens on.
+fn spawn(binary: &PathBuf, setup: &Setup) -> Result<(Child, String), String> {
+    let mut child = Command::new(binary)
+        .arg("http-downstream")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {} http-downstream: {e}", binary.display()))?;
+    let sent = child.stdin.take().map(|mut stdin| {
+        stdin.write_all(&serde_json::to_vec(setup).expect("plain data serializes"))
+    });
+    let mut line = String::new();
+    let read = child
+        .stdout
+        .take()
+        .map(|out| BufReader::new(out).read_line(&mut line));
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .map(str::to_string);
+    match (sent, read, addr) {
+        (Some(Ok(())), Some(Ok(_)), Some(addr)) => Ok((child, addr)),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(format!(
+                "the HTTP downstream did not start (it said {line:?})"
+            ))
+        }
+    }
+}
+
+impl HttpDownstream {
+    /// Starts the server for `scenario` and a client with `config`'s pool.
+    pub(super) fn start(scenario: &Scenario, config: HttpConfig) -> Result<Self, String> {
+        let binary = match LAB_BINARY.get() {
+            Some(p) => p.clone(),
+            None => {
+                std::env::current_exe().map_err(|e| format!("cannot find the lab binary: {e}"))?
+            }
+        };
+        let mut setup = Setup {
+            downstream: scenario.downstream.clone(),
+            hang: scenario.duration + Duration::from_secs(60),
+            port: 0,
+        };
+        let (child, addr) = spawn(&binary, &setup)?;
+        setup.port = addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let client = reqwest::blocking::Client::builder()
+            .pool_max_idle_per_host(config.pool_max_idle)
+            .connect_timeout(config.connect_timeout)
+            .timeout(scenario.client.timeout)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(HttpDownstream {
+            child: Mutex::new(Some(child)),
+            binary,
+            setup,
+            client,
+            url: format!("http://{addr}/call"),
+        })
+    }
+
+    /// Stops the server process (a `down` fault begins): calls are refused.
+    pub(super) fn stop(&self) {
+        if let Some(mut child) = lock(&self.child).take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on its port (a `down` fault ends); calls fail
+    /// until it listens.
+    pub(super) fn restart(&self) -> Result<(), String> {
+        let mut slot = lock(&self.child);
+        if slot.is_none() {
+            *slot = Some(spawn(&self.binary, &self.setup)?.0);
+        }
+        Ok(())
+    }
+
+    /// One call, started at `start` (since the run's origin) by `replica`.
+    pub(super) fn call(&self, start: Duration, replica: usize) -> CallResult {
+        let sent = self
+            .client
+            .get(&self.url)
+            .header("x-lab-start-ns", start.as_nanos().to_string())
+            .header("x-lab-replica", replica.to_string())
+            .send();
+        match sent {
+            Ok(r) if r.status().is_success() => CallResult::Success,
+            Ok(_) => CallResult::Error,
+            Err(e) if e.is_timeout() => CallResult::Timeout,
+            Err(_) => CallResult::Error,
+        }
+    }
+}
+
+impl Drop for HttpDownstream {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The `http-downstream` subcommand: reads its setup (JSON) from standard
+/// input, listens on 127.0.0.1 (a free port), prints `listening on ADDR`,
+/// and answers calls until it is killed.
+pub fn serve_downstream() -> Result<(), String> {
+    let mut input = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .map_err(|e| format!("cannot read the setup: {e}"))?;
+    let setup: Setup = serde_json::from_slice(&input).map_err(|e| format!("bad setup: {e}"))?;
+    let setup = Arc::new(setup);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", setup.port))
+            .await
+            .map_err(|e| format!("cannot listen: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        println!("listening on {addr}");
+        let _ = std::io::stdout().flush();
+        let app = axum::Router::new().route(
+            "/call",
+            axum::routing::get(move |headers: axum::http::HeaderMap| {
+                let setup = Arc::clone(&setup);
+                async move { answer(&setup, &headers).await }
+            }),
+        );
+        axum::serve(listener, app)
+            .await
+            .map_err(|e| format!("server: {e}"))
+    })
+}
+
+async fn answer(setup: &Setup, headers: &axum::http::HeaderMap) -> axum::http::StatusCode {
+    use axum::http::StatusCode;
+    let num = |k: &str| {
+        headers
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    let Some(start) = num("x-lab-start-ns") else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let replica = num("x-lab-replica").unwrap_or(0) as usize;
+    // A `down` fault's calls fail at once: the lab stopped this process for
+    // the fault, so only a call racing the restart gets here.
+    let (wait, status) = match setup
+        .downstream
+        .answer(replica, Duration::from_nanos(start))
+    {
+        (Some(latency), CallResult::Success) => (latency, StatusCode::OK),
+        (Some(latency), _) => (latency, StatusCode::INTERNAL_SERVER_ERROR),
+        (None, _) => (setup.hang, StatusCode::SERVICE_UNAVAILABLE),
+    };
+    tokio::time::sleep(wait).await;
+    status
+}

@@ -1,0 +1,106 @@
+//! HTTP presets (feature `http`), on the [`http`](mod@::http) crate's types so
+//! they fit reqwest, hyper and axum alike.
+//!
+//! - [`Classifier`]: which answers are the dependency's failures. By default
+//!   5xx, 408 and 429 are failures, and so are transport errors and timeouts;
+//!   every other status (other 4xx included: the caller's mistakes) is a
+//!   success.
+//! - [`RetryPolicy`]: which failures are worth another attempt. By default
+//!   only idempotent methods are retried, after 408, 429, 5xx or a transport
+//!   error; a `Retry-After` header (seconds or an HTTP date) is honoured up to
+//!   a cap, and past the cap the call is not retried.
+//! - [`Standard`]: the standard stack in one expression, for a
+//!   `reqwest::Client` (`Standard::send`, feature `reqwest`) and for any
+//!   tower HTTP client (`StandardLayer`, feature `tower`):
+//!
+//! ```text
+//! total timeout( retry with budget( breaker( bulkhead( attempt timeout( request ) ) ) ) )
+//! ```
+//!
+//! | knob | [`Standard::builder`] | [`Standard::from_registry`] (`[dependencies.NAME]`) |
+//! |---|---|---|
+//! | total timeout | 10 s | 10 s; code only ([`StandardBuilder::total_timeout`]) |
+//! | retry | 3 attempts, 100 ms doubling to 10 s with full jitter, budget 20% of calls (at least 10/s) | the entry's `retry = { ... }`, else the same default |
+//! | breaker | failure rate 50% over the last 20 calls, at least 10 calls, open 5 s | the registry's breaker `NAME`: the entry's `breaker`, then `[defaults.breaker]`, then the breaker's own defaults |
+//! | bulkhead | 64 calls at once, no waiting | the registry's bulkhead `NAME`: the entry's `bulkhead`, then `[defaults.bulkhead]`, then 25 |
+//! | attempt timeout | 2 s | the entry's `timeout`, else 2 s |
+//! | classifier, retry predicate | as above | code only |
+//!
+//! A status the classifier counts as a failure comes out of the stack as an
+//! error ([`HttpError`], the response inside), so a fallback sees the 503
+//! and its `Retry-After`. One error type, [`StandardError`], says which
+//! policy stopped the call; [`PolicyError::cause`](crate::PolicyError::cause) turns it into the one
+//! [`Cause`](crate::Cause) every fallback takes.
+//!
+//! # Examples
+//!
+//! The stack from a registry entry and a pipeline, stored in axum state
+//! with one type name each (no closure types, no annotations):
+//!
+//! ```
+//! use axum::{extract::State, routing::get, Router};
+//! use fusebox::http::Standard;
+//! use fusebox::registry::{Fusebox, FuseboxConfig};
+//! use fusebox::{BoxPipeline, Cause};
+//!
+//! #[derive(Clone)]
+//! struct AppState {
+//!     inventory: Standard,
+//!     reviews: BoxPipeline<Vec<String>, std::io::Error>,
+//! }
+//!
+//! async fn page(State(app): State<AppState>) -> String {
+//!     let reviews = app.reviews.call(|| Err(std::io::Error::other("reviews down")));
+//!     format!("{}: {} reviews", app.inventory.name(), reviews.unwrap_or_default().len())
+//! }
+//!
+//! let config = FuseboxConfig::from_toml(r#"
+//!     [dependencies.inventory]
+//!     timeout = "300ms"
+//!     breaker = { consecutive_failures = 5 }
+//!     retry = { max_attempts = 2, budget_ratio = 0.1 }
+//! "#)?;
+//! let fusebox = Fusebox::from_config(config)?;
+//! let state = AppState {
+//!     inventory: Standard::from_registry(&fusebox, "inventory").build(),
+//!     reviews: fusebox
+//!         .pipeline("reviews")
+//!         .into_builder()
+//!         .fallback(|_why: Cause<'_, std::io::Error>| Some(Vec::new()))
+//!         .build()
+//!         .boxed(),
+//! };
+//! assert_eq!(state.inventory.attempt_timeout(), std::time::Duration::from_millis(300));
+//! assert_eq!(state.inventory.retry().max_attempts(), 2);
+//! let app: Router = Router::new().route("/", get(page)).with_state(state);
+//! # let _ = app;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod classify;
+mod error;
+#[cfg(feature = "tower")]
+mod layer;
+mod retry;
+mod standard;
+
+pub use self::classify::{Classifier, HttpResponse};
+pub use self::error::{HttpError, TransportError};
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub use self::layer::{StandardLayer, StandardService};
+pub use self::retry::{is_idempotent, retry_after, RetryPolicy};
+pub use self::standard::{
+    Standard, StandardBuilder, StandardError, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_CONCURRENT,
+    DEFAULT_TOTAL_TIMEOUT,
+};
+
+/// Any error, boxed (the same alias as `tower::BoxError`).
+///
+/// # Examples
+///
+/// ```
+/// let e: fusebox::http::BoxError = "connection reset".into();
+/// assert_eq!(e.to_string(), "connection reset");
+/// ```
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -1,0 +1,721 @@
+//! The standard stack: [`Standard`] and its builder.
+
+use super::{Classifier, HttpError, HttpResponse, RetryPolicy, TransportError};
+use crate::cause::PolicyError;
+use crate::fallback::FallbackFn;
+use crate::pipeline::{Pipeline, PipelineError};
+use crate::registry::Fusebox;
+use crate::retry::{DefaultBackoff, Retry, RetryBudget, RetryIf};
+use crate::stats::PolicyStats;
+use crate::timeout::Elapsed;
+use crate::{Bulkhead, CircuitBreaker};
+use ::http::Method;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What stopped a call through the [`Standard`] stack: a policy, or the
+/// [`HttpError`] of the last attempt. `R` is the client's response type.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::http::StandardError;
+/// let e: StandardError<http::Response<()>> = fusebox::PipelineError::TimedOut(fusebox::Elapsed::new(std::time::Duration::from_secs(1)));
+/// assert_eq!(e.stopped_by(), "timeout");
+/// ```
+pub type StandardError<R> = PipelineError<HttpError<R>>;
+
+/// The standard HTTP stack for one dependency; see the [module docs](crate::http)
+/// for its layers and defaults.
+///
+/// One type whatever the client: store it in a struct or axum state as is.
+/// Cheap to clone (clones share the breaker, bulkhead, budget and counters).
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// use fusebox::http::Standard;
+/// use http::{Method, Response};
+///
+/// let stack = Standard::builder("inventory").build();
+/// let mut n = 0;
+/// let r = stack
+///     .run(&Method::GET, || {
+///         n += 1;
+///         let status = if n < 2 { 503 } else { 200 };
+///         async move { Ok::<_, fusebox::http::BoxError>(Response::builder().status(status).body(()).unwrap()) }
+///     })
+///     .await;
+/// assert_eq!(r.unwrap().status(), 200);
+/// assert_eq!(n, 2);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Standard {
+    inner: Arc<StandardInner>,
+}
+
+/// How one request may be retried.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// As the [`RetryPolicy`] says (an idempotent method).
+    Retry,
+    /// Only after a refused connection: the request never left (another method).
+    ConnectOnly,
+    /// Never: the request cannot be sent twice (a streamed body).
+    #[cfg_attr(not(feature = "reqwest"), allow(dead_code))]
+    Single,
+}
+
+/// The retry predicate of requests that must not run twice: only a refused
+/// connection is retried.
+#[derive(Debug, Clone, Copy)]
+struct ConnectOnly;
+
+impl<R: HttpResponse> RetryIf<HttpError<R>> for ConnectOnly {
+    fn retry_if(&self, error: &HttpError<R>) -> bool {
+        error.is_connect()
+    }
+}
+
+struct StandardInner {
+    name: Box<str>,
+    pipeline: Pipeline<DefaultBackoff, RetryPolicy>,
+    /// The same layers for non-idempotent requests: retried only when the
+    /// connection was refused, never after a timeout.
+    sent_once: Pipeline<DefaultBackoff, ConnectOnly>,
+    total: Duration,
+    classifier: Classifier,
+    retry_policy: RetryPolicy,
+    stats: PolicyStats,
+}
+
+/// Builds a [`Standard`] stack; from [`Standard::builder`] (the defaults) or
+/// [`Standard::from_registry`] (a registry entry). Every knob overrides.
+///
+/// # Default
+///
+/// See the table in the [module docs](crate::http).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::http::{Classifier, Standard};
+/// use std::time::Duration;
+/// let stack = Standard::builder("search")
+///     .total_timeout(Duration::from_secs(3))
+///     .attempt_timeout(Duration::from_millis(500))
+///     .classifier(Classifier::new().failure(http::StatusCode::CONFLICT))
+///     .build();
+/// assert_eq!(stack.total_timeout(), Duration::from_secs(3));
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct StandardBuilder {
+    name: String,
+    total: Duration,
+    attempt: Duration,
+    retry: Option<Retry>,
+    breaker: Option<CircuitBreaker>,
+    bulkhead: Option<Bulkhead>,
+    classifier: Classifier,
+    retry_policy: RetryPolicy,
+    stats: Option<PolicyStats>,
+}
+
+impl fmt::Debug for StandardBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StandardBuilder")
+            .field("name", &self.name)
+            .field("total", &self.total)
+            .field("attempt", &self.attempt)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The default total timeout.
+///
+/// # Examples
+///
+/// ```
+/// let s = fusebox::http::Standard::builder("x").build();
+/// assert_eq!(s.total_timeout(), fusebox::http::DEFAULT_TOTAL_TIMEOUT);
+/// ```
+pub const DEFAULT_TOTAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default per-attempt timeout.
+///
+/// # Examples
+///
+/// ```
+/// let s = fusebox::http::Standard::builder("x").build();
+/// assert_eq!(s.attempt_timeout(), fusebox::http::DEFAULT_ATTEMPT_TIMEOUT);
+/// ```
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(2);
+/// The default bulkhead limit.
+///
+/// # Examples
+///
+/// ```
+/// let s = fusebox::http::Standard::builder("x").build();
+/// assert_eq!(s.bulkhead().limit(), fusebox::http::DEFAULT_MAX_CONCURRENT);
+/// ```
+pub const DEFAULT_MAX_CONCURRENT: usize = 64;
+
+fn default_retry() -> Retry {
+    let budget = RetryBudget::builder()
+        .ratio(0.2)
+        .min_per_second(10)
+        .build()
+        .unwrap_or_else(|_| unreachable!("constant budget settings are valid"));
+    Retry::builder()
+        .budget(budget)
+        .build()
+        .unwrap_or_else(|_| unreachable!("3 attempts is valid"))
+}
+
+fn default_breaker(name: &str) -> CircuitBreaker {
+    CircuitBreaker::builder()
+        .name(name)
+        .failure_rate(0.5)
+        .count_window(20)
+        .min_calls(10)
+        .open_for(Duration::from_secs(5))
+        .build()
+        .unwrap_or_else(|_| unreachable!("constant breaker settings are valid"))
+}
+
+impl Standard {
+    /// A builder with the defaults, for the dependency `name`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.name(), "inventory");
+    /// ```
+    pub fn builder(name: impl Into<String>) -> StandardBuilder {
+        StandardBuilder {
+            name: name.into(),
+            total: DEFAULT_TOTAL_TIMEOUT,
+            attempt: DEFAULT_ATTEMPT_TIMEOUT,
+            retry: None,
+            breaker: None,
+            bulkhead: None,
+            classifier: Classifier::new(),
+            retry_policy: RetryPolicy::new(),
+            stats: None,
+        }
+    }
+
+    /// A builder from the registry's dependency `name` (its
+    /// `[dependencies.NAME]` table, through [`Fusebox::pipeline`]): the
+    /// registry's breaker and bulkhead (live: reconfigured in place), the
+    /// entry's timeout and retry; what the entry leaves out takes the
+    /// stack's defaults. The breaker and bulkhead are registered under
+    /// `name`, so the registry's observers (metrics, tracing) see them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::Standard;
+    /// use fusebox::registry::Fusebox;
+    /// let fusebox = Fusebox::new();
+    /// let s = Standard::from_registry(&fusebox, "inventory").build();
+    /// fusebox.force_open("inventory")?;
+    /// assert_eq!(s.breaker().state(), fusebox::State::ForcedOpen);
+    /// # Ok::<(), fusebox::registry::UnknownBreaker>(())
+    /// ```
+    pub fn from_registry(fusebox: &Fusebox, name: &str) -> StandardBuilder {
+        let p = fusebox.pipeline(name);
+        let mut b = Standard::builder(name);
+        b.breaker = p.breaker().cloned();
+        b.bulkhead = Some(
+            p.bulkhead()
+                .cloned()
+                .unwrap_or_else(|| fusebox.bulkhead(name)),
+        );
+        if let Some(t) = p.timeout() {
+            b.attempt = t;
+        }
+        b.retry = p.retry().cloned();
+        b
+    }
+
+    /// The dependency's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.name(), "inventory");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The breaker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.breaker().state(), fusebox::State::Closed);
+    /// ```
+    pub fn breaker(&self) -> &CircuitBreaker {
+        self.inner
+            .pipeline
+            .breaker()
+            .unwrap_or_else(|| unreachable!("a standard stack always has a breaker"))
+    }
+
+    /// The bulkhead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.bulkhead().limit(), 64);
+    /// ```
+    pub fn bulkhead(&self) -> &Bulkhead {
+        self.inner
+            .pipeline
+            .bulkhead()
+            .unwrap_or_else(|| unreachable!("a standard stack always has a bulkhead"))
+    }
+
+    /// The retry policy (attempts, backoff, budget).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.retry().max_attempts(), 3);
+    /// assert!(s.retry().budget().is_some());
+    /// ```
+    pub fn retry(&self) -> &Retry<DefaultBackoff, RetryPolicy> {
+        self.inner
+            .pipeline
+            .retry()
+            .unwrap_or_else(|| unreachable!("a standard stack always has a retry"))
+    }
+
+    /// The deadline of one attempt.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.attempt_timeout(), std::time::Duration::from_secs(2));
+    /// ```
+    pub fn attempt_timeout(&self) -> Duration {
+        self.inner
+            .pipeline
+            .timeout()
+            .unwrap_or(DEFAULT_ATTEMPT_TIMEOUT)
+    }
+
+    /// The deadline of the whole call, retries and waits included.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.total_timeout(), std::time::Duration::from_secs(10));
+    /// ```
+    pub fn total_timeout(&self) -> Duration {
+        self.inner.total
+    }
+
+    /// The counters of this stack (export them with
+    /// `fusebox::metrics::Metrics::track_stats`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert_eq!(s.stats().snapshot().calls, 0);
+    /// ```
+    pub fn stats(&self) -> &PolicyStats {
+        &self.inner.stats
+    }
+
+    /// The classifier.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert!(s.classifier().is_failure(http::StatusCode::BAD_GATEWAY));
+    /// ```
+    pub fn classifier(&self) -> &Classifier {
+        &self.inner.classifier
+    }
+
+    /// Runs one request through the stack: `attempt` sends it once (it is
+    /// called again for each retry). A request whose method the
+    /// [`RetryPolicy`] does not retry is tried again only when its
+    /// connection was refused (the request never left), never after a
+    /// timeout or an answer.
+    ///
+    /// # Errors
+    ///
+    /// [`StandardError`]: the breaker or bulkhead refused, a timeout (an
+    /// attempt's or the total), or the last attempt's [`HttpError`] (a
+    /// failing status, the response inside, or no response).
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the attempt in progress; its bulkhead slot
+    /// and breaker permit are released without a verdict.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// use fusebox::http::{BoxError, Standard};
+    /// let s = Standard::builder("inventory").build();
+    /// let r = s
+    ///     .run(&http::Method::GET, || async { Err::<http::Response<()>, BoxError>("reset".into()) })
+    ///     .await;
+    /// assert_eq!(s.stats().snapshot().attempts, 3); // retried: GET is idempotent
+    /// assert!(r.is_err());
+    /// # }
+    /// ```
+    pub async fn run<R, E, F, Fut>(
+        &self,
+        method: &Method,
+        attempt: F,
+    ) -> Result<R, StandardError<R>>
+    where
+        R: HttpResponse,
+        E: TransportError,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+    {
+        let mode = if self.inner.retry_policy.retries_method(method) {
+            Mode::Retry
+        } else {
+            Mode::ConnectOnly
+        };
+        self.run_as(mode, attempt).await
+    }
+
+    async fn run_as<R, E, F, Fut>(&self, mode: Mode, mut attempt: F) -> Result<R, StandardError<R>>
+    where
+        R: HttpResponse,
+        E: TransportError,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+    {
+        let inner = &*self.inner;
+        #[cfg(feature = "tracing")]
+        let span = crate::trace::call_span(&inner.name);
+        let classifier = inner.classifier;
+        let mut once = || {
+            let fut = attempt();
+            async move {
+                match fut.await {
+                    Ok(r) if classifier.is_failure(r.status()) => Err(HttpError::from_response(r)),
+                    Ok(r) => Ok(r),
+                    Err(e) => Err(HttpError::transport(e)),
+                }
+            }
+        };
+        let call = async {
+            match mode {
+                Mode::Retry => inner.pipeline.call_async(&mut once).await,
+                Mode::ConnectOnly => inner.sent_once.call_async(&mut once).await,
+                Mode::Single => inner.pipeline.run_async(once()).await,
+            }
+        };
+        #[cfg(feature = "tracing")]
+        let call = tracing::Instrument::instrument(call, span.clone());
+        let result = match tokio::time::timeout(inner.total, call).await {
+            Ok(r) => r,
+            Err(_) => {
+                inner.stats.timeout();
+                Err(PipelineError::TimedOut(Elapsed::new(inner.total)))
+            }
+        };
+        #[cfg(feature = "tracing")]
+        crate::trace::record_call(
+            &span,
+            &result.as_ref().map(|_| ()).map_err(PolicyError::cause),
+        );
+        result
+    }
+
+    /// Answers a failed call with `fallback` (the one fallback shape: a
+    /// [`Cause`](crate::Cause) in, `Some(value)` or `None` out), counting the answer in
+    /// this stack's fallbacks by cause.
+    ///
+    /// # Errors
+    ///
+    /// The call's error when the fallback returns `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::{HttpError, Standard, StandardError};
+    /// use fusebox::Cause;
+    /// type Resp = http::Response<()>;
+    /// let stack = Standard::builder("inventory").build();
+    /// stack.breaker().force_open();
+    /// let failed: Result<String, StandardError<Resp>> =
+    ///     Err(fusebox::PipelineError::Rejected(stack.breaker().try_acquire().unwrap_err()));
+    /// let r = stack.recover(failed, |why: Cause<'_, HttpError<Resp>>| Some(format!("unknown ({why})")));
+    /// assert_eq!(r.unwrap(), "unknown (rejected by breaker)");
+    /// assert_eq!(stack.stats().snapshot().fallbacks[0], 1);
+    /// ```
+    pub fn recover<T, R, F>(
+        &self,
+        result: Result<T, StandardError<R>>,
+        fallback: F,
+    ) -> Result<T, StandardError<R>>
+    where
+        F: FallbackFn<HttpError<R>, T>,
+    {
+        result.or_else(|e| {
+            let cause = PolicyError::cause(&e);
+            match fallback.fallback(cause) {
+                Some(v) => {
+                    self.inner.stats.fallback(&cause);
+                    Ok(v)
+                }
+                None => Err(e),
+            }
+        })
+    }
+}
+
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+impl Standard {
+    /// Sends a reqwest request through the stack (feature `reqwest`). Each
+    /// attempt sends a copy ([`RequestBuilder::try_clone`](reqwest::RequestBuilder::try_clone));
+    /// a request whose body cannot be copied (a stream) is sent once.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() {
+    /// let client = reqwest::Client::new();
+    /// let inventory = fusebox::http::Standard::builder("inventory").build();
+    /// let r = inventory.send(client.get("http://127.0.0.1:9/stock/42")).await;
+    /// # }
+    /// ```
+    pub async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, StandardError<reqwest::Response>> {
+        let (client, request) = request.build_split();
+        let request = match request {
+            Ok(r) => r,
+            Err(e) => return Err(PipelineError::Failed(HttpError::transport(e))),
+        };
+        let mode = match request.try_clone() {
+            Some(_) if self.inner.retry_policy.retries_method(request.method()) => Mode::Retry,
+            Some(_) => Mode::ConnectOnly,
+            None => Mode::Single, // a streamed body: it can be sent once
+        };
+        let mut first = Some(request);
+        self.run_as(mode, || {
+            // A copy per attempt while the request can be copied; the
+            // original for the one attempt of a streamed body.
+            let next = match first.as_ref().and_then(reqwest::Request::try_clone) {
+                Some(copy) => Some(copy),
+                None => first.take(),
+            };
+            let client = client.clone();
+            async move {
+                match next {
+                    Some(r) => client.execute(r).await,
+                    None => unreachable!("a request that cannot be copied has one attempt"),
+                }
+            }
+        })
+        .await
+    }
+}
+
+impl StandardBuilder {
+    /// The deadline of the whole call, retries and waits included (default
+    /// 10 s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::Standard;
+    /// use std::time::Duration;
+    /// let s = Standard::builder("x").total_timeout(Duration::from_secs(1)).build();
+    /// assert_eq!(s.total_timeout(), Duration::from_secs(1));
+    /// ```
+    pub fn total_timeout(mut self, total: Duration) -> Self {
+        self.total = total;
+        self
+    }
+
+    /// The deadline of one attempt (default 2 s).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::Standard;
+    /// use std::time::Duration;
+    /// let s = Standard::builder("x").attempt_timeout(Duration::from_millis(250)).build();
+    /// assert_eq!(s.attempt_timeout(), Duration::from_millis(250));
+    /// ```
+    pub fn attempt_timeout(mut self, attempt: Duration) -> Self {
+        self.attempt = attempt;
+        self
+    }
+
+    /// The retry's attempts, backoff and budget (its predicate is replaced
+    /// by the [`RetryPolicy`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let retry = fusebox::retry::Retry::builder().max_attempts(5).build()?;
+    /// let s = fusebox::http::Standard::builder("x").retry(retry).build();
+    /// assert_eq!(s.retry().max_attempts(), 5);
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn retry<P>(mut self, retry: Retry<DefaultBackoff, P>) -> Self {
+        self.retry = Some(retry.with_retry_if(crate::retry::AnyError));
+        self
+    }
+
+    /// The breaker (a shared handle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::CircuitBreaker::builder().consecutive_failures(3).build()?;
+    /// let s = fusebox::http::Standard::builder("x").breaker(b.clone()).build();
+    /// b.force_open();
+    /// assert_eq!(s.breaker().state(), fusebox::State::ForcedOpen);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn breaker(mut self, breaker: CircuitBreaker) -> Self {
+        self.breaker = Some(breaker);
+        self
+    }
+
+    /// The bulkhead (a shared handle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("x").bulkhead(fusebox::Bulkhead::new(4)).build();
+    /// assert_eq!(s.bulkhead().limit(), 4);
+    /// ```
+    pub fn bulkhead(mut self, bulkhead: Bulkhead) -> Self {
+        self.bulkhead = Some(bulkhead);
+        self
+    }
+
+    /// Which statuses are failures.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::{Classifier, Standard};
+    /// let s = Standard::builder("x").classifier(Classifier::new().success(http::StatusCode::NOT_IMPLEMENTED)).build();
+    /// assert!(!s.classifier().is_failure(http::StatusCode::NOT_IMPLEMENTED));
+    /// ```
+    pub fn classifier(mut self, classifier: Classifier) -> Self {
+        self.classifier = classifier;
+        self
+    }
+
+    /// Which failures are retried.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::{RetryPolicy, Standard};
+    /// let s = Standard::builder("x").retry_policy(RetryPolicy::new().all_methods(true)).build();
+    /// # let _ = s;
+    /// ```
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry_policy = policy;
+        self
+    }
+
+    /// Counts into `stats` (e.g. from `Metrics::stats`) instead of fresh
+    /// counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let stats = fusebox::PolicyStats::new();
+    /// let s = fusebox::http::Standard::builder("x").stats(stats.clone()).build();
+    /// assert_eq!(s.stats().snapshot(), stats.snapshot());
+    /// ```
+    pub fn stats(mut self, stats: PolicyStats) -> Self {
+        self.stats = Some(stats);
+        self
+    }
+
+    /// Builds the stack.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("x").build();
+    /// assert_eq!(s.name(), "x");
+    /// ```
+    pub fn build(self) -> Standard {
+        let stats = self.stats.unwrap_or_default();
+        let retry = self.retry.unwrap_or_else(default_retry);
+        let breaker = self.breaker.unwrap_or_else(|| default_breaker(&self.name));
+        let bulkhead = self.bulkhead.unwrap_or_else(|| {
+            Bulkhead::builder(DEFAULT_MAX_CONCURRENT)
+                .name(&*self.name)
+                .build()
+        });
+        let once_retry = retry
+            .clone()
+            .without_timeout_retries()
+            .with_retry_if(ConnectOnly);
+        let pipeline = Pipeline::builder()
+            .retry(retry.with_retry_if(self.retry_policy))
+            .breaker(breaker)
+            .bulkhead(bulkhead)
+            .timeout(self.attempt)
+            .stats(stats.clone())
+            .build();
+        Standard {
+            inner: Arc::new(StandardInner {
+                name: self.name.into(),
+                sent_once: pipeline.clone().into_builder().retry(once_retry).build(),
+                pipeline,
+                total: self.total,
+                classifier: self.classifier,
+                retry_policy: self.retry_policy,
+                stats,
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for Standard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Standard")
+            .field("name", &self.inner.name)
+            .field("pipeline", &self.inner.pipeline)
+            .field("total", &self.inner.total)
+            .field("classifier", &self.inner.classifier)
+            .field("retry_policy", &self.inner.retry_policy)
+            .finish()
+    }
+}

@@ -1,0 +1,633 @@
+//! HTTP presets (feature `http`): table tests for the classifier and the
+//! retry predicate, and each layer of the standard stack on tokio's paused
+//! time.
+#![cfg(feature = "http")]
+
+use fusebox::http::{
+    is_idempotent, retry_after, BoxError, Classifier, HttpError, RetryPolicy, Standard,
+    TransportError,
+};
+use fusebox::retry::{Exponential, FullJitter, Retry, RetryBudget};
+use fusebox::{Bulkhead, Cause, CircuitBreaker, Outcome, PipelineError, PolicyError, State};
+use http::{HeaderMap, Method, Response, StatusCode};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::time::Instant;
+
+fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap()
+}
+
+#[test]
+fn classifier_table() {
+    let c = Classifier::new();
+    // (status, is a failure)
+    let table = [
+        (200, false),
+        (201, false),
+        (204, false),
+        (301, false),
+        (304, false),
+        (400, false),
+        (401, false),
+        (403, false),
+        (404, false),
+        (408, true),
+        (409, false),
+        (422, false),
+        (429, true),
+        (499, false),
+        (500, true),
+        (501, true),
+        (502, true),
+        (503, true),
+        (504, true),
+        (599, true),
+    ];
+    for (code, failure) in table {
+        assert_eq!(c.is_failure(status(code)), failure, "status {code}");
+        let response = Response::builder().status(code).body(()).unwrap();
+        let expected = if failure {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        };
+        assert_eq!(c.outcome(&Ok::<_, BoxError>(response)), expected, "{code}");
+    }
+    // Transport errors and timeouts: no response, a failure.
+    let refused: Result<Response<()>, BoxError> = Err(Box::new(std::io::Error::from(
+        std::io::ErrorKind::ConnectionRefused,
+    )));
+    assert_eq!(c.outcome(&refused), Outcome::Failure);
+    let timed_out: Result<Response<()>, fusebox::Elapsed> =
+        Err(fusebox::Elapsed::new(Duration::from_secs(1)));
+    assert_eq!(c.outcome(&timed_out), Outcome::Failure);
+    // Configurable both ways.
+    let custom = Classifier::new()
+        .failure(StatusCode::CONFLICT)
+        .success(StatusCode::NOT_IMPLEMENTED);
+    assert!(custom.is_failure(StatusCode::CONFLICT));
+    assert!(!custom.is_failure(StatusCode::NOT_IMPLEMENTED));
+    assert!(custom.is_failure(StatusCode::BAD_GATEWAY));
+}
+
+#[test]
+fn idempotent_methods() {
+    for (m, idempotent) in [
+        (Method::GET, true),
+        (Method::HEAD, true),
+        (Method::OPTIONS, true),
+        (Method::TRACE, true),
+        (Method::PUT, true),
+        (Method::DELETE, true),
+        (Method::POST, false),
+        (Method::PATCH, false),
+        (Method::CONNECT, false),
+    ] {
+        assert_eq!(is_idempotent(&m), idempotent, "{m}");
+    }
+}
+
+fn headers(retry_after: Option<&str>) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    if let Some(v) = retry_after {
+        h.insert("retry-after", v.parse().unwrap());
+    }
+    h
+}
+
+#[test]
+fn retry_predicate_table() {
+    let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    let in_5s = httpdate::fmt_http_date(now + Duration::from_secs(5));
+    let in_60s = httpdate::fmt_http_date(now + Duration::from_secs(60));
+    let ago = httpdate::fmt_http_date(now - Duration::from_secs(30));
+    let p = RetryPolicy::new();
+    let s = Duration::from_secs;
+    // (method, status (None: no response), connect error, Retry-After, expected)
+    type Row<'a> = (Method, Option<u16>, bool, Option<&'a str>, Option<Duration>);
+    #[rustfmt::skip]
+    let table: Vec<Row<'_>> = vec![
+        (Method::GET, Some(500), false, None, Some(s(0))),
+        (Method::GET, Some(502), false, None, Some(s(0))),
+        (Method::GET, Some(503), false, None, Some(s(0))),
+        (Method::GET, Some(504), false, None, Some(s(0))),
+        (Method::GET, Some(408), false, None, Some(s(0))),
+        (Method::GET, Some(429), false, None, Some(s(0))),
+        (Method::GET, Some(400), false, None, None),
+        (Method::GET, Some(404), false, None, None),
+        (Method::GET, Some(409), false, None, None),
+        (Method::GET, Some(200), false, None, None),
+        // Retry-After: delta-seconds, HTTP dates, the cap, junk.
+        (Method::GET, Some(429), false, Some("3"), Some(s(3))),
+        (Method::GET, Some(503), false, Some(" 7 "), Some(s(7))),
+        (Method::GET, Some(503), false, Some("10"), Some(s(10))),
+        (Method::GET, Some(503), false, Some("11"), None),
+        (Method::GET, Some(503), false, Some(&in_5s), Some(s(5))),
+        (Method::GET, Some(503), false, Some(&in_60s), None),
+        (Method::GET, Some(503), false, Some(&ago), Some(s(0))),
+        (Method::GET, Some(503), false, Some("soon"), Some(s(0))),
+        (Method::GET, Some(503), false, Some("-1"), Some(s(0))),
+        (Method::GET, Some(404), false, Some("1"), None),
+        // Methods.
+        (Method::HEAD, Some(503), false, None, Some(s(0))),
+        (Method::PUT, Some(502), false, None, Some(s(0))),
+        (Method::DELETE, Some(504), false, None, Some(s(0))),
+        (Method::POST, Some(503), false, None, None),
+        (Method::PATCH, Some(503), false, None, None),
+        // Transport errors: retried when idempotent; a refused connection always.
+        (Method::GET, None, false, None, Some(s(0))),
+        (Method::POST, None, false, None, None),
+        (Method::GET, None, true, None, Some(s(0))),
+        (Method::POST, None, true, None, Some(s(0))),
+    ];
+    for (method, code, connect, ra, expected) in table {
+        let h = headers(ra);
+        let answer = code.map(|c| (status(c), &h));
+        assert_eq!(
+            p.decide_at(&method, answer, connect, now),
+            expected,
+            "{method} {code:?} connect={connect} retry-after={ra:?}"
+        );
+    }
+    // Overrides.
+    let h = headers(None);
+    let all = RetryPolicy::new().all_methods(true);
+    assert_eq!(
+        all.decide_at(&Method::POST, Some((status(503), &h)), false, now),
+        Some(s(0))
+    );
+    let long = RetryPolicy::new().max_retry_after(s(60));
+    let h60 = headers(Some("60"));
+    assert_eq!(
+        long.decide_at(&Method::GET, Some((status(503), &h60)), false, now),
+        Some(s(60))
+    );
+    let no_501 = RetryPolicy::new().status(StatusCode::NOT_IMPLEMENTED, false);
+    assert_eq!(
+        no_501.decide_at(&Method::GET, Some((status(501), &h)), false, now),
+        None
+    );
+}
+
+#[test]
+fn retry_after_forms() {
+    let now = SystemTime::now();
+    assert_eq!(retry_after(&headers(None), now), None);
+    assert_eq!(retry_after(&headers(Some("0")), now), Some(Duration::ZERO));
+    assert_eq!(
+        retry_after(&headers(Some("120")), now),
+        Some(Duration::from_secs(120))
+    );
+    assert_eq!(retry_after(&headers(Some("1.5")), now), None);
+    assert_eq!(
+        retry_after(&headers(Some("Wed, 21 Oct 2015 07:28:00 GMT")), now),
+        Some(Duration::ZERO),
+        "a date in the past is no wait"
+    );
+}
+
+#[test]
+fn transport_errors_know_a_refused_connection() {
+    #[derive(Debug)]
+    struct Wrapper(std::io::Error);
+    impl std::fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("client error")
+        }
+    }
+    impl std::error::Error for Wrapper {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    let refused: BoxError = Box::new(Wrapper(std::io::ErrorKind::ConnectionRefused.into()));
+    assert!(refused.is_connect(), "found in the source chain");
+    let reset: BoxError = Box::new(Wrapper(std::io::ErrorKind::ConnectionReset.into()));
+    assert!(!reset.is_connect());
+    let e: HttpError<Response<()>> = HttpError::transport(refused);
+    assert!(e.is_connect() && e.status().is_none());
+    assert_eq!(e.to_string(), "transport error: client error");
+}
+
+// ---- the standard stack, one layer at a time, on paused time ----
+
+type Resp = Response<()>;
+
+fn answer(code: u16) -> Resp {
+    Response::builder().status(code).body(()).unwrap()
+}
+
+/// A stack without waits between retries (a zero backoff), 3 attempts.
+fn quick_retry() -> Retry {
+    Retry::builder()
+        .backoff(FullJitter::new(
+            Exponential::new(Duration::ZERO, 1.0, Duration::ZERO).unwrap(),
+        ))
+        .build()
+        .unwrap()
+}
+
+/// An attempt that answers `codes` in turn (the last one after that), and
+/// counts the requests sent (futures polled, not just made).
+type Sent = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Resp, BoxError>> + Send>>;
+
+fn scripted(codes: &'static [u16]) -> (Arc<AtomicU32>, impl FnMut() -> Sent) {
+    let n = Arc::new(AtomicU32::new(0));
+    let count = n.clone();
+    let attempt = move || {
+        let count = count.clone();
+        Box::pin(async move {
+            let i = count.fetch_add(1, Ordering::Relaxed) as usize;
+            Ok(answer(codes[i.min(codes.len() - 1)]))
+        }) as Sent
+    };
+    (n, attempt)
+}
+
+#[tokio::test(start_paused = true)]
+async fn total_timeout_ends_the_whole_call() {
+    let stack = Standard::builder("inventory")
+        .total_timeout(Duration::from_secs(3))
+        .attempt_timeout(Duration::from_secs(60))
+        .build();
+    let t0 = Instant::now();
+    let r = stack
+        .run(&Method::GET, || {
+            std::future::pending::<Result<Resp, BoxError>>()
+        })
+        .await;
+    match r {
+        Err(PipelineError::TimedOut(e)) => assert_eq!(e.after(), Duration::from_secs(3)),
+        other => panic!("expected the total timeout, got {other:?}"),
+    }
+    assert_eq!(t0.elapsed(), Duration::from_secs(3));
+    assert_eq!(stack.stats().snapshot().timeouts, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn attempt_timeout_cancels_a_hanging_attempt_and_the_retry_tries_again() {
+    let stack = Standard::builder("inventory")
+        .attempt_timeout(Duration::from_millis(200))
+        .retry(quick_retry())
+        .build();
+    let mut n = 0;
+    let t0 = Instant::now();
+    let r = stack
+        .run(&Method::GET, || {
+            n += 1;
+            let hang = n == 1;
+            async move {
+                if hang {
+                    std::future::pending::<()>().await;
+                }
+                Ok::<_, BoxError>(answer(200))
+            }
+        })
+        .await;
+    assert_eq!(r.unwrap().status(), 200);
+    assert_eq!(n, 2);
+    assert_eq!(t0.elapsed(), Duration::from_millis(200));
+    let s = stack.stats().snapshot();
+    assert_eq!((s.calls, s.attempts, s.timeouts), (1, 2, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_recovers_from_a_503_and_honours_retry_after() {
+    let stack = Standard::builder("inventory").retry(quick_retry()).build();
+    let mut n = 0;
+    let t0 = Instant::now();
+    let r = stack
+        .run(&Method::GET, || {
+            n += 1;
+            let resp = if n == 1 {
+                Response::builder()
+                    .status(503)
+                    .header("retry-after", "2")
+                    .body(())
+                    .unwrap()
+            } else {
+                answer(200)
+            };
+            std::future::ready(Ok::<_, BoxError>(resp))
+        })
+        .await;
+    assert_eq!(r.unwrap().status(), 200);
+    assert_eq!(t0.elapsed(), Duration::from_secs(2), "waited Retry-After");
+    assert_eq!(stack.stats().snapshot().retries(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_gives_up_with_the_last_response_and_skips_non_idempotent_requests() {
+    let stack = Standard::builder("inventory").retry(quick_retry()).build();
+    let (n, attempt) = scripted(&[503]);
+    let e = stack.run(&Method::GET, attempt).await.unwrap_err();
+    assert_eq!(n.load(Ordering::Relaxed), 3);
+    // The 503 is still there, response and all.
+    let PipelineError::Failed(failed) = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(failed.status(), Some(StatusCode::SERVICE_UNAVAILABLE));
+    assert!(matches!(e.cause(), Cause::Failed(_)));
+
+    let (n, attempt) = scripted(&[503]);
+    let _ = stack.run(&Method::POST, attempt).await.unwrap_err();
+    assert_eq!(n.load(Ordering::Relaxed), 1, "POST is sent once");
+
+    // A POST that timed out may have done its work: not tried again.
+    let mut posts = 0;
+    let e = stack
+        .run(&Method::POST, || {
+            posts += 1;
+            std::future::pending::<Result<Resp, BoxError>>()
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(e, PipelineError::TimedOut(_)));
+    assert_eq!(posts, 1);
+
+    // A POST whose connection was refused never left: tried again.
+    let mut posts = 0;
+    let _ = stack
+        .run(&Method::POST, || {
+            posts += 1;
+            let refused: BoxError =
+                Box::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+            std::future::ready(Err::<Resp, _>(refused))
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(posts, 3);
+
+    // A 404 is the caller's: an answer, not an error, and not retried.
+    let (n, attempt) = scripted(&[404]);
+    assert_eq!(
+        stack.run(&Method::GET, attempt).await.unwrap().status(),
+        404
+    );
+    assert_eq!(n.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_budget_refuses_retries_when_spent() {
+    let budget = RetryBudget::builder()
+        .ratio(0.0)
+        .min_per_second(0)
+        .build()
+        .unwrap();
+    let retry = Retry::builder()
+        .backoff(FullJitter::new(
+            Exponential::new(Duration::ZERO, 1.0, Duration::ZERO).unwrap(),
+        ))
+        .budget(budget.clone())
+        .build()
+        .unwrap();
+    let stack = Standard::builder("inventory").retry(retry).build();
+    let (n, attempt) = scripted(&[503, 200]);
+    let e = stack.run(&Method::GET, attempt).await.unwrap_err();
+    assert_eq!(n.load(Ordering::Relaxed), 1, "no token: no retry");
+    assert!(matches!(e, PipelineError::Failed(_)));
+    assert_eq!(budget.refused(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn breaker_opens_on_failing_statuses_not_on_the_callers_4xx() {
+    let breaker = CircuitBreaker::builder()
+        .consecutive_failures(2)
+        .open_for(Duration::from_secs(30))
+        .clock(fusebox::ManualClock::new())
+        .build()
+        .unwrap();
+    let once = Retry::builder().max_attempts(1).build().unwrap();
+    let stack = Standard::builder("inventory")
+        .breaker(breaker.clone())
+        .retry(once)
+        .build();
+    for _ in 0..3 {
+        let (_, attempt) = scripted(&[404]);
+        let _ = stack.run(&Method::GET, attempt).await;
+    }
+    assert_eq!(breaker.state(), State::Closed);
+    for _ in 0..2 {
+        let (_, attempt) = scripted(&[500]);
+        let _ = stack.run(&Method::GET, attempt).await;
+    }
+    assert_eq!(breaker.state(), State::Open);
+    let (n, attempt) = scripted(&[200]);
+    let e = stack.run(&Method::GET, attempt).await.unwrap_err();
+    assert_eq!(n.load(Ordering::Relaxed), 0, "never sent");
+    assert!(matches!(e, PipelineError::Rejected(_)));
+    assert_eq!(e.cause().retry_after(), Some(Duration::from_secs(30)));
+    // The fallback gets the same cause, and is counted.
+    let r = stack.recover(Err::<String, _>(e), |why: Cause<'_, HttpError<Resp>>| {
+        Some(format!("cached ({why})"))
+    });
+    assert_eq!(r.unwrap(), "cached (rejected by breaker)");
+    assert_eq!(stack.stats().snapshot().fallbacks, [1, 0, 0, 0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn bulkhead_refuses_beyond_its_limit() {
+    let stack = Standard::builder("inventory")
+        .bulkhead(Bulkhead::new(1))
+        .build();
+    let (release, wait) = tokio::sync::oneshot::channel::<()>();
+    let busy = stack.clone();
+    let first = tokio::spawn(async move {
+        let mut wait = Some(wait);
+        busy.run(&Method::GET, move || {
+            let wait = wait.take();
+            async move {
+                if let Some(w) = wait {
+                    let _ = w.await;
+                }
+                Ok::<_, BoxError>(answer(200))
+            }
+        })
+        .await
+    });
+    tokio::task::yield_now().await;
+    assert_eq!(stack.bulkhead().snapshot().in_use, 1);
+    let (n, attempt) = scripted(&[200]);
+    let e = stack.run(&Method::GET, attempt).await.unwrap_err();
+    assert!(matches!(e, PipelineError::BulkheadFull(_)), "{e:?}");
+    assert_eq!(n.load(Ordering::Relaxed), 0);
+    release.send(()).unwrap();
+    assert_eq!(first.await.unwrap().unwrap().status(), 200);
+    assert_eq!(stack.bulkhead().snapshot().rejected, 1);
+}
+
+#[cfg(feature = "tower")]
+mod tower_stack {
+    use super::*;
+    use fusebox::http::StandardLayer;
+    use tower::{service_fn, Layer, ServiceExt};
+
+    #[tokio::test(start_paused = true)]
+    async fn the_layer_retries_a_503_and_boxes_what_stopped_a_call() {
+        let hits = Arc::new(AtomicU32::new(0));
+        let counted = hits.clone();
+        let client = service_fn(move |req: http::Request<String>| {
+            let n = counted.fetch_add(1, Ordering::Relaxed);
+            let code = if req.uri().path() == "/down" || n == 0 {
+                503
+            } else {
+                200
+            };
+            async move {
+                Ok::<_, std::io::Error>(
+                    Response::builder()
+                        .status(code)
+                        .body(req.into_body())
+                        .unwrap(),
+                )
+            }
+        });
+        let stack = Standard::builder("inventory").retry(quick_retry()).build();
+        let svc = StandardLayer::new(stack.clone()).layer(client);
+
+        let ok = svc
+            .clone()
+            .oneshot(http::Request::new("sku 7".to_string()))
+            .await
+            .unwrap();
+        assert_eq!(ok.status(), 200);
+        assert_eq!(
+            ok.into_body(),
+            "sku 7",
+            "each attempt sends a copy of the body"
+        );
+        assert_eq!(hits.load(Ordering::Relaxed), 2);
+
+        let down = http::Request::builder()
+            .uri("/down")
+            .body(String::new())
+            .unwrap();
+        let err = svc.clone().oneshot(down).await.unwrap_err();
+        let failed = err
+            .downcast_ref::<HttpError<Response<String>>>()
+            .expect("the failing response, boxed");
+        assert_eq!(failed.status(), Some(StatusCode::SERVICE_UNAVAILABLE));
+
+        stack.breaker().force_open();
+        let err = svc
+            .oneshot(http::Request::new(String::new()))
+            .await
+            .unwrap_err();
+        assert!(matches!(err.cause(), Cause::Rejected(_)));
+    }
+
+    #[test]
+    fn the_classifier_plugs_into_the_breaker_layer() {
+        use fusebox::tower::breaker::Classify;
+        let c = Classifier::new();
+        let r: Result<Response<()>, BoxError> = Ok(answer(502));
+        assert_eq!(c.classify(&r), Outcome::Failure);
+        let r: Result<Response<()>, BoxError> = Ok(answer(404));
+        assert_eq!(c.classify(&r), Outcome::Success);
+    }
+}
+
+#[cfg(feature = "tracing")]
+mod spans {
+    use super::*;
+    use std::sync::Mutex;
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    /// Records every span's name and fields, as `name key=value ...`.
+    #[derive(Clone, Default)]
+    struct Spans(Arc<Mutex<Vec<String>>>);
+
+    struct Fields<'a>(&'a mut String);
+    impl Visit for Fields<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!(" {}={:?}", field.name(), value));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.push_str(&format!(" {}={}", field.name(), value));
+        }
+    }
+
+    impl Subscriber for Spans {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, span: &Attributes<'_>) -> Id {
+            let mut line = span.metadata().name().to_string();
+            span.record(&mut Fields(&mut line));
+            let mut spans = self.0.lock().unwrap();
+            spans.push(line);
+            Id::from_u64(spans.len() as u64)
+        }
+        fn record(&self, id: &Id, values: &Record<'_>) {
+            let mut spans = self.0.lock().unwrap();
+            let line = &mut spans[id.into_u64() as usize - 1];
+            values.record(&mut Fields(line));
+        }
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_span_per_call_says_which_policy_decided() {
+        let spans = Spans::default();
+        let _guard = tracing::subscriber::set_default(spans.clone());
+        let stack = Standard::builder("inventory").retry(quick_retry()).build();
+        let (_, attempt) = scripted(&[503, 200]);
+        stack.run(&Method::GET, attempt).await.unwrap();
+        stack.breaker().force_open();
+        let (_, attempt) = scripted(&[200]);
+        let _ = stack.run(&Method::GET, attempt).await;
+
+        let spans = spans.0.lock().unwrap().clone();
+        assert_eq!(
+            spans,
+            [
+                "fusebox.call dependency=inventory outcome=success",
+                "fusebox.call dependency=inventory outcome=rejected stopped_by=breaker",
+            ]
+        );
+    }
+}
+
+#[cfg(feature = "reqwest")]
+mod reqwest_client {
+    use super::*;
+
+    /// A loopback port nothing listens on.
+    fn closed_port() -> u16 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_a_connect_error_retried_even_for_post_by_the_policy() {
+        let url = format!("http://127.0.0.1:{}/stock/7", closed_port());
+        let client = reqwest::Client::new();
+        let stack = Standard::builder("inventory").retry(quick_retry()).build();
+
+        let e = stack.send(client.get(&url)).await.unwrap_err();
+        let PipelineError::Failed(failed) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(failed.is_connect(), "{failed:?}");
+        assert!(failed.transport_error().unwrap().is::<reqwest::Error>());
+        assert_eq!(stack.stats().snapshot().attempts, 3, "GET retried");
+
+        // A POST whose connection was refused never left: tried again too.
+        let _ = stack
+            .send(client.post(&url).body("order"))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            stack.stats().snapshot().attempts,
+            6,
+            "POST retried on connect"
+        );
+    }
+}
