@@ -90,11 +90,14 @@ pub trait Clock: Send + Sync + 'static {
 /// [`Instant::elapsed`] from a process-wide origin: `clock_gettime` through
 /// the vDSO on Linux, 20-40 ns a reading on virtual machines.
 ///
-/// Readings are monotonic on one thread and, TSCs being synchronised across
-/// cores on the CPUs quanta accepts, across threads (`tests/clock.rs` checks
-/// a reading taken after seeing another thread's is never earlier). Should
-/// a source ever step back anyway, a breaker treats the step as no time
-/// passing (see [`Clock`]).
+/// With the TSC, readings taken on different cores can disagree by a
+/// fraction of a microsecond (up to 0.6 µs measured on a 2-vCPU KVM guest):
+/// a reading taken after seeing another thread's can be that much earlier.
+/// `tests/clock.rs` bounds the step at 1 ms, the size a breaker treats as a
+/// clock jump; a breaker absorbs smaller steps (a duration saturates at
+/// zero, a bucket or an open period is off by that much) and shifts its own
+/// time past larger ones (see [`Clock`]). std's [`Instant`] (the feature
+/// off) is monotonic system-wide.
 ///
 /// [`quanta`]: https://docs.rs/quanta
 ///
