@@ -72,7 +72,7 @@ pub trait Clock: Send + Sync + 'static {
 ///
 /// # Source and precision
 ///
-/// With the default feature `quanta`, time comes from the [`quanta`] crate
+/// With the feature `quanta` (opt-in), time comes from the [`quanta`] crate
 /// (the clock of metrics-rs and moka): on x86-64 with an invariant TSC
 /// (`constant_tsc` + `nonstop_tsc`, and `rdtscp`) a reading is one `rdtsc`
 /// scaled to nanoseconds by a multiply and a shift, calibrated once per
@@ -86,7 +86,7 @@ pub trait Clock: Send + Sync + 'static {
 /// system counter. Like [`Instant`], it does not count time the machine
 /// spends suspended.
 ///
-/// Without the feature (`default-features = false`), time is
+/// Without the feature (the default), time is
 /// [`Instant::elapsed`] from a process-wide origin: `clock_gettime` through
 /// the vDSO on Linux, 20-40 ns a reading on virtual machines.
 ///
