@@ -18,12 +18,17 @@ fn succeed(b: &CircuitBreaker) {
     b.try_acquire().expect("admitted").success();
 }
 
-#[test]
-fn a_closed_breaker_keeps_its_window_when_the_shape_is_unchanged() {
-    let b = CircuitBreaker::builder()
-        .failure_rate(0.5)
+/// A rate breaker over the last 10 calls, judged once all 10 are in.
+fn ten_call_window(rate: f64) -> fusebox::Builder {
+    CircuitBreaker::builder()
+        .failure_rate(rate)
         .count_window(10)
         .min_calls(10)
+}
+
+#[test]
+fn a_closed_breaker_keeps_its_window_when_the_shape_is_unchanged() {
+    let b = ten_call_window(0.5)
         .clock(ManualClock::new())
         .build()
         .unwrap();
@@ -32,13 +37,7 @@ fn a_closed_breaker_keeps_its_window_when_the_shape_is_unchanged() {
         succeed(&b);
     }
     let held = b.clone();
-    b.reconfigure(
-        CircuitBreaker::builder()
-            .failure_rate(0.4)
-            .count_window(10)
-            .min_calls(10),
-    )
-    .unwrap();
+    b.reconfigure(ten_call_window(0.4)).unwrap();
     let s = held.snapshot();
     assert_eq!((s.calls, s.failures), (8, 4), "counts kept");
     succeed(&held);
@@ -190,12 +189,7 @@ fn reconfigure_takes_a_breaker_config_too() {
 
 #[test]
 fn counts_that_already_reach_a_tightened_threshold_trip_at_once() {
-    let b = CircuitBreaker::builder()
-        .failure_rate(0.5)
-        .count_window(10)
-        .min_calls(10)
-        .build()
-        .unwrap();
+    let b = ten_call_window(0.5).build().unwrap();
     for i in 0..10 {
         let p = b.try_acquire().unwrap();
         if i % 3 == 0 {
@@ -205,13 +199,7 @@ fn counts_that_already_reach_a_tightened_threshold_trip_at_once() {
         }
     }
     assert_eq!(b.state(), State::Closed);
-    b.reconfigure(
-        CircuitBreaker::builder()
-            .failure_rate(0.4)
-            .count_window(10)
-            .min_calls(10),
-    )
-    .unwrap();
+    b.reconfigure(ten_call_window(0.4)).unwrap();
     assert_eq!(
         b.state(),
         State::Open,

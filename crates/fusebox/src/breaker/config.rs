@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest count window accepted (one byte of memory per call).
-const MAX_COUNT_WINDOW: usize = 10_000_000;
+const MAX_COUNT_WINDOW: (usize, &str) = (10_000_000, "must be at most 10000000");
 /// Largest number of time-window buckets accepted.
-const MAX_BUCKETS: usize = 100_000;
+const MAX_BUCKETS: (usize, &str) = (100_000, "must be at most 100000");
 /// Largest `min_calls`, `half_open_probes` and `successes_to_close`: beyond
 /// it a breaker could in practice never trip or never close.
 const MAX_COUNT: u32 = 10_000_000;
@@ -129,19 +129,16 @@ pub(crate) mod rule {
         }
     }
 
-    pub(crate) fn size(field: &'static str, n: usize, max: usize) -> Result<usize, ConfigError> {
+    /// A size in `1..=max`; `too_big` says the limit in words.
+    pub(crate) fn size(
+        field: &'static str,
+        n: usize,
+        (max, too_big): (usize, &'static str),
+    ) -> Result<usize, ConfigError> {
         if n == 0 {
             Err(ConfigError::new(field, n, "must be at least 1"))
         } else if n > max {
-            Err(ConfigError::new(
-                field,
-                n,
-                if max == super::MAX_BUCKETS {
-                    "must be at most 100000"
-                } else {
-                    "must be at most 10000000"
-                },
-            ))
+            Err(ConfigError::new(field, n, too_big))
         } else {
             Ok(n)
         }
