@@ -452,15 +452,19 @@ impl CircuitBreaker {
         self.manual(State::Disabled)
     }
 
-    /// Closes the breaker with empty counters, from any state.
+    /// Closes the breaker with empty counters (the window, the failures in a
+    /// row and [`Snapshot::rejected`]), from any state.
     ///
     /// # Examples
     ///
     /// ```
     /// let b = fusebox::CircuitBreaker::builder().consecutive_failures(1).build()?;
     /// let _ = b.call(|| Err::<(), _>(()));
+    /// let _ = b.call(|| Ok::<(), ()>(())); // rejected: open
+    /// assert_eq!(b.snapshot().rejected, 1);
     /// b.reset();
     /// assert_eq!(b.state(), fusebox::State::Closed);
+    /// assert_eq!(b.snapshot().rejected, 0);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn reset(&self) {
@@ -551,9 +555,12 @@ pub struct Snapshot {
     pub failure_rate: f64,
     /// `slow_calls / calls`, 0 when the window is empty.
     pub slow_call_rate: f64,
-    /// Failures in a row in the current closed period.
+    /// Failures in a row in the current closed period; counted only when the
+    /// breaker has the consecutive-failures policy (0 otherwise, and outside
+    /// the closed state).
     pub consecutive_failures: u32,
-    /// Calls rejected since the breaker was built.
+    /// Calls rejected since the breaker was built or last
+    /// [`reset`](CircuitBreaker::reset).
     pub rejected: u64,
     /// Time since the last transition (or since the breaker was built).
     pub since_transition: Duration,
