@@ -1,14 +1,14 @@
 // Drives headless Chromium against the live dashboard, on commands from
-// crates/fusebox/tests/dashboard_browser.rs (stdin), answering on stdout.
+// crates/fusebox-lab/tests/dashboard_browser.rs (stdin), answering on stdout.
 //
-//   node ops/browser/dashboard.mjs <chromium> <page url> <screenshot dir>
+//   node ops/browser/dashboard.mjs <chromium> <page url> <screenshot dir> <breaker>
 //
 // Commands, one a line:
 //   expect <breaker> <state> <shot>   wait (at most 1 s) until the breaker's tile shows <state>;
 //                                     screenshot <shot>.png; answer "seen <state> <ms>"
 //   click <breaker> <action> <token>  type the token, press the tile's button; answer "clicked <state>"
 //   done                              answer "console-errors <n>" (and each error), exit
-// The first answer is "loaded" once the page shows every breaker.
+// The first answer is "loaded" once the page shows <breaker>, live.
 //
 // Playwright starts Chromium headless with a fresh temporary profile (its own
 // --user-data-dir) and talks DevTools over a pipe; the flags below keep it
@@ -17,7 +17,7 @@ import { chromium } from "playwright-core";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 
-const [executablePath, url, outDir] = process.argv.slice(2);
+const [executablePath, url, outDir, breaker] = process.argv.slice(2);
 const say = (line) => process.stdout.write(line + "\n");
 
 const browser = await chromium.launch({
@@ -34,11 +34,11 @@ try {
   page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
   page.on("pageerror", (e) => errors.push("page error: " + e.message));
   await page.goto(url);
-  await page.waitForSelector('.tile[data-name="payments"]', { timeout: 10000 });
+  const tile = (name) => `.tile[data-name="${name}"]:not([data-kind="bulkhead"])`;
+  await page.waitForSelector(tile(breaker), { timeout: 20000 });
   await page.waitForSelector("#conn.live", { timeout: 10000 });
   say("loaded");
 
-  const tile = (name) => `.tile[data-name="${name}"]`;
   for await (const line of createInterface({ input: process.stdin })) {
     const [command, ...args] = line.trim().split(" ");
     if (command === "expect") {

@@ -120,7 +120,11 @@ half_open_probes = 1
 #[test]
 fn serves_metrics_over_http_during_a_real_run() {
     let exported = Exported::new();
-    let server = Server::start("127.0.0.1:0".parse().unwrap(), router(exported.clone())).unwrap();
+    let server = Server::start(
+        "127.0.0.1:0".parse().unwrap(),
+        router(exported.clone()).unwrap(),
+    )
+    .unwrap();
     let addr = server.local_addr();
 
     let (status, _, _) = get(addr, "/nope");
