@@ -8,7 +8,9 @@
 //                                     screenshot <shot>.png; answer "seen <state> <ms>"
 //   click <breaker> <action> <token>  type the token, press the tile's button; answer "clicked <state>"
 //   done                              answer "console-errors <n>" (and each error), exit
-// The first answer is "loaded" once the page shows <breaker>, live.
+// The first answer is "loaded" once the page shows <breaker>, live, with its
+// stylesheet applied ("unstyled" if not). A CSP violation is reported as a
+// console error ("csp: <directive> <url>"), so "done" lists it.
 //
 // Playwright starts Chromium headless with a fresh temporary profile (its own
 // --user-data-dir) and talks DevTools over a pipe; the flags below keep it
@@ -33,11 +35,16 @@ try {
   const page = await browser.newPage({ viewport: { width: 1120, height: 660 } });
   page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
   page.on("pageerror", (e) => errors.push("page error: " + e.message));
+  // Runs before the page's own script (DevTools injects it; the CSP does not apply).
+  await page.addInitScript(() => document.addEventListener("securitypolicyviolation",
+    (e) => console.error(`csp: ${e.violatedDirective} ${e.blockedURI}`)));
   await page.goto(url);
   const tile = (name) => `.tile[data-name="${name}"]:not([data-kind="bulkhead"])`;
   await page.waitForSelector(tile(breaker), { timeout: 20000 });
   await page.waitForSelector("#conn.live", { timeout: 10000 });
-  say("loaded");
+  // The stylesheet gives a tile a 6px state-coloured left border.
+  const border = await page.$eval(tile(breaker), (t) => getComputedStyle(t).borderLeftWidth);
+  say(border === "6px" ? "loaded" : `unstyled (border ${border})`);
 
   for await (const line of createInterface({ input: process.stdin })) {
     const [command, ...args] = line.trim().split(" ");

@@ -3,7 +3,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /` | one self-contained HTML page (inline CSS and JS, no external asset: works offline) |
+//! | `GET /` | one self-contained HTML page (its script and stylesheet at `?asset=page.js` and `?asset=page.css`, from the same origin; no external asset: works offline; a CSP without `unsafe-inline`) |
 //! | `GET /api/state` | every breaker and bulkhead now, plus each breaker's recent history, as JSON |
 //! | `GET /api/breakers/{name}` | one breaker and its history, as JSON (404 for an unknown name) |
 //! | `GET /api/stream` | server-sent events: one `frame` event per sample with every breaker and bulkhead (one stream for all, like Hystrix's `hystrix.stream`) |
