@@ -34,7 +34,8 @@ pub(super) fn router(inner: Arc<Inner>) -> Router {
         .route("/", get(page))
         .route("/api/state", get(state))
         .route("/api/breakers/{name}", get(breaker))
-        .route("/api/stream", get(stream));
+        .route("/api/stream", get(stream))
+        .route("/api/fleet", get(fleet));
     if inner.controls.enabled() {
         router = router.route("/api/breakers/{name}/{action}", post(control));
     }
@@ -123,6 +124,16 @@ async fn breaker(State(inner): State<Arc<Inner>>, Path(name): Path<String>) -> R
         StatusCode::OK,
         serde_json::json!({ "breaker": view, "history": board.history(&name) }),
     )
+}
+
+async fn fleet(State(inner): State<Arc<Inner>>) -> Response {
+    match inner.fleet() {
+        Some(view) => json(StatusCode::OK, serde_json::json!(view)),
+        None => json(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({ "error": "no fleet: see DashboardBuilder::fleet (feature `fleet`)" }),
+        ),
+    }
 }
 
 /// Counts a stream while it lives.

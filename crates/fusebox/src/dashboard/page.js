@@ -69,8 +69,9 @@
     head.append(name, state);
     const tags = el("div", "tags");
     const stats = el("div", "stats");
+    const fleet = el("div", "fleet-state"); fleet.hidden = true;
     const p = {
-      state, tags,
+      state, tags, fleet,
       calls: stat(stats, "calls/s"), failures: stat(stats, "failures/s"),
       rejected: stat(stats, "rejected/s"), since: stat(stats, "in state"),
       failure: bar("failure rate"), slow: bar("slow-call rate"),
@@ -81,7 +82,7 @@
     const key = (color, text) => { const k = el("span", "", text); const i = el("i"); i.style.background = color; k.prepend(i); return k; };
     p.slowLegend = key("#ef6c00", "slow-call rate");
     legend.append(key("#1570ef", "calls/s"), key("#c62828", "failure rate"), p.slowLegend, key("#98a2b3", "threshold"));
-    root.append(head, tags, stats, p.failure.root, p.slow.root, p.spark, legend);
+    root.append(head, fleet, tags, stats, p.failure.root, p.slow.root, p.spark, legend);
     if (controls) {
       const actions = el("div", "actions");
       for (const [action, label] of [["force_open", "Force open"], ["disable", "Disable"], ["reset", "Reset"]]) {
@@ -143,6 +144,24 @@
     }
   }
 
+  // name -> the fleet's view of a shared breaker, from the latest frame.
+  let shared = new Map();
+
+  function updateFleet(f) {
+    const box = document.getElementById("fleet");
+    box.hidden = !f;
+    shared = new Map(f ? f.breakers.map((s) => [s.name, s]) : []);
+    if (!f) return;
+    box.dataset.connected = String(f.connected);
+    const link = f.connected
+      ? "connected"
+      : "disconnected since " + new Date(f.disconnected_since_unix_ms).toLocaleTimeString() + " (" + dur(f.disconnected_for_ms || 0) + ")";
+    box.replaceChildren(
+      el("b", "", "fleet " + f.namespace), el("span", "", "node " + f.node),
+      el("span", "link", link), el("span", "", f.breakers.length + " shared"),
+    );
+  }
+
   function updateBreaker(b) {
     let t = tiles.get(b.name);
     if (!t) { t = breakerTile(b); tiles.set(b.name, t); }
@@ -150,6 +169,13 @@
     t.root.dataset.state = b.state;
     p.state.dataset.state = b.state;
     p.state.textContent = b.state.replace("_", " ");
+    const s = shared.get(b.name);
+    p.fleet.hidden = !s;
+    if (s) {
+      p.fleet.dataset.state = s.fleet_state;
+      p.fleet.textContent = "fleet: " + s.fleet_state.replace("_", " ") +
+        (s.open_remaining_ms !== null ? " (" + dur(s.open_remaining_ms) + " left)" : "");
+    }
     const tagKey = JSON.stringify(b.tags);
     if (tagKey !== t.tagKey) {
       t.tagKey = tagKey;
@@ -196,6 +222,7 @@
   }
 
   function apply(frame, append) {
+    updateFleet(frame.fleet);
     for (const b of frame.breakers) {
       if (append) {
         const h = history.get(b.name) || [];
