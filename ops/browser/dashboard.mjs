@@ -7,6 +7,9 @@
 //   expect <breaker> <state> <shot>   wait (at most 1 s) until the breaker's tile shows <state>;
 //                                     screenshot <shot>.png; answer "seen <state> <ms>"
 //   click <breaker> <action> <token>  type the token, press the tile's button; answer "clicked <state>"
+//   text <text>\t<selector>          wait (at most 5 s) until the element's text contains <text>;
+//                                     answer "text <its text>" (or "missed <its text>")
+//   shot <name>                       screenshot <name>.png; answer "shot"
 //   done                              answer "console-errors <n>" (and each error), exit
 // The first answer is "loaded" once the page shows <breaker>, live, with its
 // stylesheet applied ("unstyled" if not). A CSP violation is reported as a
@@ -69,6 +72,20 @@ try {
         `${tile(name)} .msg`, { timeout: 5000 },
       );
       say("clicked " + (await page.textContent(`${tile(name)} .msg`)));
+    } else if (command === "text") {
+      const [want, selector] = line.slice("text ".length).split("\t");
+      try {
+        await page.waitForFunction(
+          ([sel, text]) => { const e = document.querySelector(sel); return e && e.textContent.includes(text); },
+          [selector, want], { timeout: 5000 },
+        );
+        say("text " + (await page.textContent(selector)));
+      } catch (e) {
+        say("missed " + (await page.$eval(selector, (e) => e.textContent).catch(() => "(no such element)")));
+      }
+    } else if (command === "shot") {
+      await page.screenshot({ path: join(outDir, args[0] + ".png") });
+      say("shot");
     } else if (command === "done") {
       say(`console-errors ${errors.length}`);
       for (const e of errors) say(e);

@@ -11,7 +11,8 @@ mod served;
 
 use reqwest::blocking::Client;
 use serde_json::Value;
-use served::{external, free_port, out_dir, unix_now, Lab, BREAKER, OPS};
+use served::browser::{external, out_dir, OPS};
+use served::{free_port, unix_now, Lab, BREAKER};
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -2,8 +2,12 @@
 //! a free loopback port (skipped, with one line saying so, when redis-server
 //! is missing, unless FUSEBOX_REQUIRE_REDIS=1): the node's link (connected,
 //! then disconnected since when), its id, and the fleet's state of each
-//! shared breaker as another node trips it and an operator forces it open.
+//! shared breaker as another node trips it and an operator forces it open;
+//! then the same on the page, in headless Chromium (skipped likewise
+//! without it, unless FUSEBOX_REQUIRE_CHROMIUM=1).
 #![cfg(all(feature = "dashboard", feature = "fleet"))]
+
+mod browser;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -13,6 +17,7 @@ use fusebox::fleet::{Fleet, LocalRedis};
 use fusebox::registry::{Fusebox, FuseboxConfig};
 use fusebox::{BreakerConfig, CircuitBreaker, State};
 use serde_json::Value;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tower::ServiceExt;
 
@@ -60,6 +65,48 @@ async fn fleet_until(router: &Router, ok: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
+/// Node web-1: a registry sharing every breaker it builds (payments trips
+/// at the first failure and stays open 30 s), and its dashboard's builder
+/// with the fleet.
+async fn web1(
+    redis: &LocalRedis,
+    builder: fn(Fusebox) -> fusebox::dashboard::DashboardBuilder,
+) -> (Fusebox, fusebox::dashboard::DashboardBuilder) {
+    let fleet = node(redis, "web-1").await;
+    let mut config = FuseboxConfig::default();
+    config.breakers.insert(
+        "payments".into(),
+        BreakerConfig {
+            consecutive_failures: Some(1),
+            open_for: Some(Duration::from_secs(30)),
+            ..Default::default()
+        }
+        .into(),
+    );
+    let fusebox = Fusebox::builder()
+        .config(config)
+        .fleet(fleet.clone())
+        .build()
+        .unwrap();
+    let dashboard = builder(fusebox.clone()).fleet(fleet);
+    (fusebox, dashboard)
+}
+
+/// Node web-2's payments breaker, shared, tripped: the fleet's opens.
+async fn trip_from_web2(redis: &LocalRedis) -> (Fleet, CircuitBreaker, fusebox::fleet::Membership) {
+    let web2 = node(redis, "web-2").await;
+    let theirs = CircuitBreaker::builder()
+        .name("payments")
+        .consecutive_failures(1)
+        .open_for(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let membership = web2.share(&theirs).await.unwrap();
+    let _ = theirs.call(|| Err::<(), _>("down"));
+    assert_eq!(theirs.state(), State::Open);
+    (web2, theirs, membership)
+}
+
 fn payments_state(fleet: &Value) -> &str {
     fleet["breakers"]
         .as_array()
@@ -73,30 +120,10 @@ async fn the_fleet_view_follows_the_link_and_each_shared_breakers_fleet_state() 
     let Some(mut redis) = LocalRedis::start_or_skip("the dashboard's fleet view") else {
         return;
     };
-    // Node web-1: a registry sharing every breaker it builds, and its dashboard.
-    let web1 = node(&redis, "web-1").await;
-    let mut config = FuseboxConfig::default();
-    config.breakers.insert(
-        "payments".into(),
-        BreakerConfig {
-            consecutive_failures: Some(1),
-            open_for: Some(Duration::from_secs(30)),
-            ..Default::default()
-        }
-        .into(),
-    );
-    let fusebox = Fusebox::builder()
-        .config(config)
-        .fleet(web1.clone())
-        .build()
-        .unwrap();
+    let (fusebox, dashboard) = web1(&redis, Dashboard::builder).await;
     let local = fusebox.breaker("payments");
     fusebox.breaker("local-only-name-is-shared-too");
-    let dashboard = Dashboard::builder(fusebox.clone())
-        .fleet(web1.clone())
-        .manual()
-        .build()
-        .unwrap();
+    let dashboard = dashboard.manual().build().unwrap();
     let router = dashboard.router();
 
     let view = fleet_until(&router, |f| {
@@ -123,16 +150,7 @@ async fn the_fleet_view_follows_the_link_and_each_shared_breakers_fleet_state() 
 
     // Node web-2 trips its own payments breaker: the fleet's breaker opens,
     // and web-1's view says so, with what remains of the open period.
-    let web2 = node(&redis, "web-2").await;
-    let theirs = CircuitBreaker::builder()
-        .name("payments")
-        .consecutive_failures(1)
-        .open_for(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    let _membership = web2.share(&theirs).await.unwrap();
-    let _ = theirs.call(|| Err::<(), _>("down"));
-    assert_eq!(theirs.state(), State::Open);
+    let (web2, _theirs, _membership) = trip_from_web2(&redis).await;
     let view = fleet_until(&router, |f| payments_state(f) == "open").await;
     assert_eq!(payments_state(&view), "open", "{view}");
     let payments = view["breakers"]
@@ -186,4 +204,60 @@ async fn without_a_fleet_there_is_no_fleet_view() {
     );
     let (_, state) = get(&router, "/api/state").await;
     assert!(state["frame"].get("fleet").is_none(), "{state}");
+}
+
+/// The page shows the fleet bar (node, connected, then disconnected since)
+/// and the fleet's state on the shared breaker's tile, with no console
+/// error. Screenshots in `target/tmp/dashboard_fleet/`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_the_fleet() {
+    let Some(mut redis) = LocalRedis::start_or_skip("the dashboard's fleet page") else {
+        return;
+    };
+    let (fusebox, dashboard) = web1(&redis, Dashboard::builder).await;
+    fusebox.breaker("payments");
+    let dashboard = dashboard
+        .interval(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let app = Router::new().nest("/dashboard", dashboard.router());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/dashboard", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let service = app.into_make_service_with_connect_info::<SocketAddr>();
+        let _ = axum::serve(listener, service).await;
+    });
+    let shots = browser::out_dir("dashboard_fleet");
+    let opened = tokio::task::block_in_place(|| browser::Driver::open(&url, &shots, "payments"));
+    let Some(mut driver) = opened else {
+        return;
+    };
+    let mut page = |f: &mut dyn FnMut(&mut browser::Driver) -> String| {
+        tokio::task::block_in_place(|| f(&mut driver))
+    };
+    let bar = page(&mut |d| d.text("#fleet", "connected"));
+    assert!(
+        bar.contains("fleet dashboard-fleet") && bar.contains("node web-1"),
+        "{bar}"
+    );
+    assert!(!bar.contains("disconnected"), "{bar}");
+    let tile = r#".tile[data-name="payments"] .fleet-state"#;
+    let line = page(&mut |d| d.text(tile, "fleet: closed"));
+    assert_eq!(line, "fleet: closed");
+
+    let _web2 = trip_from_web2(&redis).await;
+    page(&mut |d| d.expect("payments", "open", "dashboard-fleet").to_string());
+    let line = page(&mut |d| d.text(tile, "fleet: open"));
+    assert!(
+        line.starts_with("fleet: open (") && line.ends_with("s left)"),
+        "{line}"
+    );
+
+    redis.kill();
+    let bar = page(&mut |d| d.text("#fleet", "disconnected since"));
+    assert!(bar.contains("node web-1"), "{bar}");
+    page(&mut |d| d.ask("shot dashboard-fleet-disconnected"));
+    let errors = tokio::task::block_in_place(|| driver.console_errors(None));
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    eprintln!("screenshots in {}", shots.display());
 }

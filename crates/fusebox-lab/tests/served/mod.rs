@@ -1,11 +1,14 @@
 #![allow(dead_code)] // each test file uses part of it
 //! `fusebox-lab run --serve` as a child process, for the tests that point an
-//! external program (Prometheus, Chromium) at it, and what those tests share:
-//! finding the program (skip with one line, or fail when CI requires it).
+//! external program (Prometheus, Chromium) at it; with what the dashboard's
+//! tests share (`browser`: finding a program, driving Chromium).
+
+#[path = "../../../fusebox/tests/browser/mod.rs"]
+pub mod browser;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -15,42 +18,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/dashboard.toml");
 /// Its one breaker (and bulkhead), as the lab names it: `SCENARIO/STRATEGY`.
 pub const BREAKER: &str = "dashboard/fusebox";
-/// The repository's `ops/` directory.
-pub const OPS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../ops");
-
-/// The path of `program` on `PATH`; `None` (after printing why) when it is
-/// missing and the environment variable `require` is not `1`.
-///
-/// # Panics
-///
-/// When the program is missing and `require` is set to `1`.
-pub fn external(program: &str, require: &str, install: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(program))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        skip_unless_required(require, &format!("{program} not found ({install})"));
-    }
-    found
-}
-
-/// Prints why the test skips, or panics when `require` is set to `1`.
-pub fn skip_unless_required(require: &str, message: &str) {
-    if std::env::var(require).as_deref() == Ok("1") {
-        panic!("{message}, and {require}=1 requires it");
-    }
-    eprintln!("skipping: {message}; set {require}=1 to make this a failure");
-}
-
-/// A fresh directory under the target dir, for a test's output.
-pub fn out_dir(test: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(test);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create the test's output dir");
-    dir
-}
 
 /// A port free on loopback right now.
 pub fn free_port() -> u16 {
