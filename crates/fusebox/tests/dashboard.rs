@@ -3,10 +3,13 @@
 //! security (only a right token from the same origin acts).
 #![cfg(feature = "dashboard")]
 
+mod dashboard_routes;
+
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
 use axum::Router;
+use dashboard_routes::{get, send};
 use fusebox::dashboard::{Controls, Dashboard};
 use fusebox::metrics::Metrics;
 use fusebox::registry::{BreakerEntry, Fusebox, FuseboxConfig, Tags};
@@ -68,22 +71,6 @@ fn rig(controls: Controls) -> Rig {
         dashboard,
         router,
     }
-}
-
-async fn send(router: &Router, request: Request<Body>) -> (StatusCode, Value) {
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-async fn get(router: &Router, path: &str) -> (StatusCode, Value) {
-    send(router, Request::get(path).body(Body::empty()).unwrap()).await
 }
 
 fn post(path: &str, headers: &[(&str, &str)]) -> Request<Body> {

@@ -8,10 +8,11 @@
 #![cfg(all(feature = "dashboard", feature = "fleet"))]
 
 mod browser;
+mod dashboard_routes;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use axum::Router;
+use dashboard_routes::get;
 use fusebox::dashboard::Dashboard;
 use fusebox::fleet::{Fleet, LocalRedis};
 use fusebox::registry::{Fusebox, FuseboxConfig};
@@ -19,25 +20,8 @@ use fusebox::{BreakerConfig, CircuitBreaker, State};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tower::ServiceExt;
 
 const NS: &str = "dashboard-fleet";
-
-async fn get(router: &Router, path: &str) -> (StatusCode, Value) {
-    let response = router
-        .clone()
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
 
 async fn node(redis: &LocalRedis, id: &str) -> Fleet {
     Fleet::builder()
