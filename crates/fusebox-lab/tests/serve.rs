@@ -453,3 +453,22 @@ fn a_prometheus_scraping_every_15s_collects_the_whole_run() {
     let _ = server.wait();
     assert_eq!(got, want, "Prometheus holds the run's failing calls");
 }
+
+/// The dashboard's controls take the token in FUSEBOX_LAB_CONTROL_TOKEN; a
+/// token too short to guard them is refused before any run, naming the
+/// variable (exit code 2, as for any bad input).
+#[test]
+fn a_short_control_token_is_refused_naming_the_variable() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+        .args(["run", "-q", "--serve", "127.0.0.1:0", "--linger", "1s"])
+        .env("FUSEBOX_LAB_CONTROL_TOKEN", "short")
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("FUSEBOX_LAB_CONTROL_TOKEN") && stderr.contains("shorter than"),
+        "{stderr}"
+    );
+}
