@@ -80,10 +80,21 @@ fn the_page_follows_a_lab_run_through_its_faults() {
     let answer = driver.ask(&format!("click {BREAKER} force_open {TOKEN}"));
     assert_eq!(answer, "clicked force_open: now forced_open");
     assert_eq!(lab.state(&client).unwrap().0, "forced_open");
+    // Logged with the caller's address (the browser's, on loopback).
+    let logged = lab.line_with("dashboard control applied");
+    assert!(
+        logged.contains("caller=127.0.0.1:") && logged.contains("action=\"force_open\""),
+        "{logged}"
+    );
     assert!(driver.expect(BREAKER, "forced_open", "dashboard-forced-open") <= 1000);
     let answer = driver.ask(&format!("click {BREAKER} reset wrong-token-0123456789"));
     assert_eq!(answer, "clicked reset refused: wrong token");
     assert_eq!(lab.state(&client).unwrap().0, "forced_open");
+    let logged = lab.line_with("dashboard control refused");
+    assert!(
+        logged.contains("wrong token") && !logged.contains("wrong-token-0123456789"),
+        "{logged}"
+    );
     let answer = driver.ask(&format!("click {BREAKER} reset {TOKEN}"));
     assert_eq!(answer, "clicked reset: now closed");
     assert_eq!(lab.state(&client).unwrap().0, "closed");

@@ -64,6 +64,7 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             exported.progress.plan(total);
             if let Ok(token) = std::env::var(serve::CONTROL_TOKEN_ENV) {
                 exported.controls = fusebox::dashboard::Controls::token(token);
+                serve::log_controls();
             }
             // `/metrics`, `/breakers`, `/status` and the live `/dashboard/`.
             let routes = serve::router(exported.clone())

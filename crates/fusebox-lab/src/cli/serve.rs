@@ -38,6 +38,23 @@ pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; char
 /// dashboard's controls with that token (off otherwise).
 pub const CONTROL_TOKEN_ENV: &str = "FUSEBOX_LAB_CONTROL_TOKEN";
 
+/// Writes the dashboard's control log (every action and refusal, with the
+/// caller's address: target `fusebox::dashboard`) to stderr, and nothing
+/// else; once per process.
+pub fn log_controls() {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let only = Targets::new().with_target("fusebox::dashboard", LevelFilter::INFO);
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_filter(only);
+    // Err: a subscriber is already set (a second call); keep it.
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+}
+
 /// How far the lab's runs have got.
 #[derive(Debug, Default)]
 pub struct Progress {

@@ -107,6 +107,20 @@ impl Lab {
         }
     }
 
+    /// Waits (at most 10 s) for a line of the lab's stderr containing
+    /// `text`; the line.
+    pub fn line_with(&self, text: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return line,
+                Ok(_) => {}
+                Err(e) => panic!("the lab never wrote {text:?}: {e}"),
+            }
+        }
+    }
+
     /// GET `path` on the lab, as JSON.
     pub fn json(&self, client: &reqwest::blocking::Client, path: &str) -> serde_json::Value {
         let body = client
