@@ -81,7 +81,7 @@ fn the_page_follows_a_lab_run_through_its_faults() {
     assert_eq!(answer, "clicked force_open: now forced_open");
     assert_eq!(lab.state(&client).unwrap().0, "forced_open");
     // Logged with the caller's address (the browser's, on loopback).
-    let logged = lab.line_with("dashboard control applied");
+    let logged = lab.line_with("dashboard control applied", Duration::from_secs(10));
     assert!(
         logged.contains("caller=127.0.0.1:") && logged.contains("action=\"force_open\""),
         "{logged}"
@@ -90,7 +90,7 @@ fn the_page_follows_a_lab_run_through_its_faults() {
     let answer = driver.ask(&format!("click {BREAKER} reset wrong-token-0123456789"));
     assert_eq!(answer, "clicked reset refused: wrong token");
     assert_eq!(lab.state(&client).unwrap().0, "forced_open");
-    let logged = lab.line_with("dashboard control refused");
+    let logged = lab.line_with("dashboard control refused", Duration::from_secs(10));
     assert!(
         logged.contains("wrong token") && !logged.contains("wrong-token-0123456789"),
         "{logged}"

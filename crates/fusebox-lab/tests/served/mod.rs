@@ -47,9 +47,19 @@ pub struct Lab {
 }
 
 impl Lab {
-    /// Starts the lab on `addr` (port 0: any) and waits for its first line;
-    /// `token` enables the dashboard's controls.
+    /// Starts the lab on `addr` (port 0: any) with [`SCENARIO`] and waits
+    /// for its first line; `token` enables the dashboard's controls.
     pub fn start(addr: SocketAddr, token: Option<&str>) -> Lab {
+        Lab::run(addr, Path::new(SCENARIO), &[], token)
+    }
+
+    /// [`Lab::start`] with another scenario file and more arguments of `run`.
+    pub fn run(
+        addr: SocketAddr,
+        scenario: &Path,
+        args: &[&std::ffi::OsStr],
+        token: Option<&str>,
+    ) -> Lab {
         let mut command = Command::new(env!("CARGO_BIN_EXE_fusebox-lab"));
         command
             .args([
@@ -60,7 +70,8 @@ impl Lab {
                 "--linger",
                 "120s",
             ])
-            .arg(Path::new(SCENARIO))
+            .args(args)
+            .arg(scenario)
             .env_remove("FUSEBOX_LAB_CONTROL_TOKEN")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -94,29 +105,22 @@ impl Lab {
         }
     }
 
-    /// Waits (at most `timeout`) for the lab to say its run is over.
+    /// Waits (at most `timeout`) for the lab to say its run is over (any
+    /// `--json` report is written by then).
     pub fn wait_done(&self, timeout: Duration) {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with("runs done") => return,
-                Ok(_) => {}
-                Err(e) => panic!("the lab's run did not end within {timeout:?}: {e}"),
-            }
-        }
+        self.line_with("runs done", timeout);
     }
 
-    /// Waits (at most 10 s) for a line of the lab's stderr containing
+    /// Waits (at most `timeout`) for a line of the lab's stderr containing
     /// `text`; the line.
-    pub fn line_with(&self, text: &str) -> String {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    pub fn line_with(&self, text: &str, timeout: Duration) -> String {
+        let deadline = std::time::Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(line) if line.contains(text) => return line,
                 Ok(_) => {}
-                Err(e) => panic!("the lab never wrote {text:?}: {e}"),
+                Err(e) => panic!("the lab wrote no {text:?} within {timeout:?}: {e}"),
             }
         }
     }
