@@ -1,14 +1,19 @@
 // Drives headless Chromium against the live dashboard, on commands from
-// crates/fusebox/tests/dashboard_browser.rs (stdin), answering on stdout.
+// crates/fusebox-lab/tests/dashboard_browser.rs (stdin), answering on stdout.
 //
-//   node ops/browser/dashboard.mjs <chromium> <page url> <screenshot dir>
+//   node ops/browser/dashboard.mjs <chromium> <page url> <screenshot dir> <breaker>
 //
 // Commands, one a line:
 //   expect <breaker> <state> <shot>   wait (at most 1 s) until the breaker's tile shows <state>;
 //                                     screenshot <shot>.png; answer "seen <state> <ms>"
 //   click <breaker> <action> <token>  type the token, press the tile's button; answer "clicked <state>"
+//   text <text>\t<selector>          wait (at most 5 s) until the element's text contains <text>;
+//                                     answer "text <its text>" (or "missed <its text>")
+//   shot <name>                       screenshot <name>.png; answer "shot"
 //   done                              answer "console-errors <n>" (and each error), exit
-// The first answer is "loaded" once the page shows every breaker.
+// The first answer is "loaded" once the page shows <breaker>, live, with its
+// stylesheet applied ("unstyled" if not). A CSP violation is reported as a
+// console error ("csp: <directive> <url>"), so "done" lists it.
 //
 // Playwright starts Chromium headless with a fresh temporary profile (its own
 // --user-data-dir) and talks DevTools over a pipe; the flags below keep it
@@ -17,7 +22,7 @@ import { chromium } from "playwright-core";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 
-const [executablePath, url, outDir] = process.argv.slice(2);
+const [executablePath, url, outDir, breaker] = process.argv.slice(2);
 const say = (line) => process.stdout.write(line + "\n");
 
 const browser = await chromium.launch({
@@ -33,12 +38,17 @@ try {
   const page = await browser.newPage({ viewport: { width: 1120, height: 660 } });
   page.on("console", (m) => { if (m.type() === "error") errors.push("console: " + m.text()); });
   page.on("pageerror", (e) => errors.push("page error: " + e.message));
+  // Runs before the page's own script (DevTools injects it; the CSP does not apply).
+  await page.addInitScript(() => document.addEventListener("securitypolicyviolation",
+    (e) => console.error(`csp: ${e.violatedDirective} ${e.blockedURI}`)));
   await page.goto(url);
-  await page.waitForSelector('.tile[data-name="payments"]', { timeout: 10000 });
+  const tile = (name) => `.tile[data-name="${name}"]:not([data-kind="bulkhead"])`;
+  await page.waitForSelector(tile(breaker), { timeout: 20000 });
   await page.waitForSelector("#conn.live", { timeout: 10000 });
-  say("loaded");
+  // The stylesheet gives a tile a 6px state-coloured left border.
+  const border = await page.$eval(tile(breaker), (t) => getComputedStyle(t).borderLeftWidth);
+  say(border === "6px" ? "loaded" : `unstyled (border ${border})`);
 
-  const tile = (name) => `.tile[data-name="${name}"]`;
   for await (const line of createInterface({ input: process.stdin })) {
     const [command, ...args] = line.trim().split(" ");
     if (command === "expect") {
@@ -62,6 +72,20 @@ try {
         `${tile(name)} .msg`, { timeout: 5000 },
       );
       say("clicked " + (await page.textContent(`${tile(name)} .msg`)));
+    } else if (command === "text") {
+      const [want, selector] = line.slice("text ".length).split("\t");
+      try {
+        await page.waitForFunction(
+          ([sel, text]) => { const e = document.querySelector(sel); return e && e.textContent.includes(text); },
+          [selector, want], { timeout: 5000 },
+        );
+        say("text " + (await page.textContent(selector)));
+      } catch (e) {
+        say("missed " + (await page.$eval(selector, (e) => e.textContent).catch(() => "(no such element)")));
+      }
+    } else if (command === "shot") {
+      await page.screenshot({ path: join(outDir, args[0] + ".png") });
+      say("shot");
     } else if (command === "done") {
       say(`console-errors ${errors.length}`);
       for (const e of errors) say(e);

@@ -320,6 +320,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 StrategySpec {
                     name: "none".into(),
                     kind: StrategyKind::None,
+                    max_concurrent: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -327,10 +328,12 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                         failures: 1 + g.next(8) as u32,
                         open_for: ms(50 + g.next(750)),
                     }),
+                    max_concurrent: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
                     kind: StrategyKind::Fusebox(fusebox_config(&mut g)),
+                    max_concurrent: None,
                 },
             ];
             Scenario {

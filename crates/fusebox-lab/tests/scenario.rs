@@ -146,6 +146,17 @@ fn fusebox_keys_are_the_librarys_and_checked_by_it() {
             "not both",
         ),
         ("open_for = 5", "strategy.open_for", ""),
+        // The bulkhead's key, checked by the lab.
+        (
+            "max_concurrent = 0",
+            "strategy.max_concurrent",
+            "1 to 10000",
+        ),
+        (
+            "max_concurrent = \"8\"",
+            "strategy.max_concurrent",
+            "whole number",
+        ),
     ];
     for (keys, key, says) in cases {
         let text = with(keys);
@@ -183,6 +194,45 @@ fn key_of_another_kind_is_rejected() {
         "{e}"
     );
     assert!(e.message.contains("none"), "{e}");
+}
+
+#[test]
+fn max_concurrent_is_a_fusebox_key_only() {
+    let text = base().replacen("kind = \"none\"", "kind = \"none\"\nmax_concurrent = 3", 1);
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.max_concurrent"), "{e}");
+    assert!(e.message.contains("kind = \"fusebox\""), "{e}");
+}
+
+/// `max_concurrent` puts a bulkhead in front of the breaker: 50 ms calls
+/// arriving every 10 ms find its one slot taken and fast-fail; without it
+/// none does.
+#[test]
+fn a_fusebox_bulkhead_refuses_calls_beyond_its_slots() {
+    let text = |bulkhead: &str| {
+        format!(
+            "name = \"bulkhead\"\nduration = \"1s\"\nrate = 100.0\nworkers = 8\nwindow = \"500ms\"\n\
+             [downstream]\nlatency = \"50ms\"\n\
+             [[strategy]]\nname = \"fusebox\"\nkind = \"fusebox\"\nconsecutive_failures = 5\n{bulkhead}"
+        )
+    };
+    let fast_fails = |bulkhead: &str| {
+        let s = Scenario::parse("x.toml", &text(bulkhead)).unwrap();
+        let r = fusebox_lab::engine::run(
+            &s,
+            &s.strategies[0],
+            fusebox_lab::engine::Mode::Virtual,
+            None,
+        );
+        r.requests
+            .iter()
+            .filter(|q| q.outcome == fusebox_lab::engine::Outcome::FastFail)
+            .count()
+    };
+    assert_eq!(fast_fails(""), 0);
+    let refused = fast_fails("max_concurrent = 1");
+    // One slot, a call every 10 ms lasting 50 ms: about 4 in 5 refused.
+    assert!((60..=90).contains(&refused), "{refused} of 100 refused");
 }
 
 #[test]

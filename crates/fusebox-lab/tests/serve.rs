@@ -4,8 +4,11 @@
 use fusebox_lab::cli::serve::{router, Exported, Server, OPENMETRICS};
 use fusebox_lab::engine::{self, Mode, Outcome};
 use fusebox_lab::scenario::Scenario;
+mod served;
+
+use served::Lab;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -120,7 +123,11 @@ half_open_probes = 1
 #[test]
 fn serves_metrics_over_http_during_a_real_run() {
     let exported = Exported::new();
-    let server = Server::start("127.0.0.1:0".parse().unwrap(), router(exported.clone())).unwrap();
+    let server = Server::start(
+        "127.0.0.1:0".parse().unwrap(),
+        router(exported.clone()).unwrap(),
+    )
+    .unwrap();
     let addr = server.local_addr();
 
     let (status, _, _) = get(addr, "/nope");
@@ -246,7 +253,8 @@ fn serves_metrics_over_http_during_a_real_run() {
 /// started, its address read from its first line, waited for until the run
 /// is over (the JSON report is written by then).
 struct ServedRun {
-    child: std::process::Child,
+    /// Killed when the run is dropped (after its directory is removed).
+    _lab: Lab,
     addr: SocketAddr,
     report: serde_json::Value,
     dir: std::path::PathBuf,
@@ -260,43 +268,13 @@ impl ServedRun {
         let scenario = dir.join("serve-test.toml");
         std::fs::write(&scenario, SCENARIO).unwrap();
         let json = dir.join("out.json");
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
-            .args([
-                "run",
-                "-q",
-                "--serve",
-                "127.0.0.1:0",
-                "--linger",
-                "90s",
-                "--json",
-            ])
-            .arg(&json)
-            .arg(&scenario)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut next = || lines.next().expect("the lab says more").unwrap();
-        let first = next();
-        let addr: SocketAddr = first
-            .strip_prefix("serving metrics on http://")
-            .and_then(|r| r.split_once("/metrics"))
-            .map(|(addr, _)| addr)
-            .unwrap_or_else(|| panic!("{first}"))
-            .parse()
-            .unwrap();
-        // Wait for the end of the run (the JSON is written before this line).
-        loop {
-            let line = next();
-            if line.starts_with("runs done; serving") {
-                break;
-            }
-        }
+        let any = "127.0.0.1:0".parse().unwrap();
+        let lab = Lab::run(any, &scenario, &["--json".as_ref(), json.as_os_str()], None);
+        lab.wait_done(Duration::from_secs(60));
         let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         ServedRun {
-            child,
-            addr,
+            addr: lab.addr,
+            _lab: lab,
             report,
             dir,
         }
@@ -310,8 +288,6 @@ impl ServedRun {
 
 impl Drop for ServedRun {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -448,4 +424,23 @@ fn a_prometheus_scraping_every_15s_collects_the_whole_run() {
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(got, want, "Prometheus holds the run's failing calls");
+}
+
+/// The dashboard's controls take the token in FUSEBOX_LAB_CONTROL_TOKEN; a
+/// token too short to guard them is refused before any run, naming the
+/// variable (exit code 2, as for any bad input).
+#[test]
+fn a_short_control_token_is_refused_naming_the_variable() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+        .args(["run", "-q", "--serve", "127.0.0.1:0", "--linger", "1s"])
+        .env("FUSEBOX_LAB_CONTROL_TOKEN", "short")
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("FUSEBOX_LAB_CONTROL_TOKEN") && stderr.contains("shorter than"),
+        "{stderr}"
+    );
 }

@@ -1,6 +1,7 @@
-//! The live dashboard and `/metrics` over a registry whose downstreams fail
-//! on a schedule: a demo to look at, and the rig of the dashboard's browser
-//! and Prometheus tests (they include this file).
+//! The live dashboard and `/metrics` nested into an axum app, over a
+//! registry whose downstreams fail on a schedule: a demo to look at, with
+//! the controls on. (The dashboard's browser and Prometheus tests follow a
+//! lab run instead: `crates/fusebox-lab/tests/dashboard_*.rs`.)
 //!
 //! ```sh
 //! cargo run -p fusebox --features dashboard --example dashboard -- --port 8080 --for 60s
@@ -24,10 +25,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A running demo: its address, its registry and the fault switch.
-pub struct Demo {
-    pub addr: SocketAddr,
-    pub fusebox: Fusebox,
-    pub fault: Arc<AtomicBool>,
+struct Demo {
+    addr: SocketAddr,
+    fusebox: Fusebox,
+    fault: Arc<AtomicBool>,
 }
 
 fn tags(service: &str) -> Tags {
@@ -35,7 +36,7 @@ fn tags(service: &str) -> Tags {
 }
 
 /// The registry's config: what each breaker trips on.
-pub fn config() -> FuseboxConfig {
+fn config() -> FuseboxConfig {
     let entry = |service: &str, settings: BreakerConfig| BreakerEntry {
         settings,
         tags: tags(service),
@@ -108,7 +109,7 @@ fn downstream(name: &str, fault_ms: Option<u128>) -> (Duration, Result<(), &'sta
 /// Starts the server on `127.0.0.1:port` (0: any free port) and the callers;
 /// `token` enables the dashboard's controls. The fault is off until
 /// `fault` is set.
-pub async fn start(
+async fn start(
     port: u16,
     token: Option<String>,
     interval: Duration,
@@ -187,7 +188,6 @@ pub async fn start(
     })
 }
 
-#[allow(dead_code)] // the tests include this file for `start` only
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut port = 0u16;

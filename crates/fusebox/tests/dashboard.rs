@@ -3,10 +3,13 @@
 //! security (only a right token from the same origin acts).
 #![cfg(feature = "dashboard")]
 
+mod dashboard_routes;
+
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Request, StatusCode};
 use axum::Router;
+use dashboard_routes::{get, send};
 use fusebox::dashboard::{Controls, Dashboard};
 use fusebox::metrics::Metrics;
 use fusebox::registry::{BreakerEntry, Fusebox, FuseboxConfig, Tags};
@@ -68,22 +71,6 @@ fn rig(controls: Controls) -> Rig {
         dashboard,
         router,
     }
-}
-
-async fn send(router: &Router, request: Request<Body>) -> (StatusCode, Value) {
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-async fn get(router: &Router, path: &str) -> (StatusCode, Value) {
-    send(router, Request::get(path).body(Body::empty()).unwrap()).await
 }
 
 fn post(path: &str, headers: &[(&str, &str)]) -> Request<Body> {
@@ -180,30 +167,72 @@ async fn unknown_breaker_is_404() {
     assert_eq!(r.fusebox.breaker("payments").state(), State::Closed);
 }
 
+/// GET `path`: status, content type, CSP header, body.
+async fn fetch(router: &Router, path: &str) -> (StatusCode, String, String, String) {
+    let response = router
+        .clone()
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let (content_type, csp) = (header("content-type"), header("content-security-policy"));
+    let status = response.status();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        content_type,
+        csp,
+        String::from_utf8(body.to_vec()).unwrap(),
+    )
+}
+
 #[tokio::test]
 async fn page_is_self_contained_and_locked_down() {
     let r = rig(Controls::off());
-    let response = r
-        .router
-        .clone()
-        .oneshot(Request::get("/").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let csp = response.headers()["content-security-policy"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"));
-    let html = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let html = String::from_utf8(html.to_vec()).unwrap();
+    let (status, content_type, csp, html) = fetch(&r.router, "/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    // No inline script or style may run: only the page's own files.
+    assert_eq!(
+        csp,
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+         img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    );
+    assert!(!csp.contains("unsafe"), "{csp}");
+    // Nothing inline for the CSP to refuse: one script and one stylesheet,
+    // by query-only URLs (they resolve against the page's own path).
+    assert_eq!(html.matches("<script").count(), 1, "{html}");
+    assert!(html.contains(r#"<script src="?asset=page.js" defer></script>"#));
+    assert!(html.contains(r#"<link rel="stylesheet" href="?asset=page.css">"#));
+    for inline in ["<style", "style=", " onclick=", " onload=", "javascript:"] {
+        assert!(!html.contains(inline), "page has {inline}");
+    }
     // No asset from anywhere else: the page works offline.
     for external in ["src=\"http", "href=\"http", "url(http", "@import"] {
         assert!(!html.contains(external), "page loads {external}");
     }
-    assert!(html.contains("api/stream"));
+    let (status, content_type, csp, script) = fetch(&r.router, "/?asset=page.js").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(content_type, "text/javascript; charset=utf-8");
+    assert!(csp.starts_with("default-src 'none'"), "{csp}");
+    assert!(script.contains("api/stream"));
+    let (status, content_type, _, style) = fetch(&r.router, "/?asset=page.css").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(content_type, "text/css; charset=utf-8");
+    assert!(style.contains(".tile"), "{style}");
+    for external in ["url(http", "@import"] {
+        assert!(!style.contains(external) && !script.contains(external));
+    }
+    let (status, _, _, _) = fetch(&r.router, "/?asset=../secret").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

@@ -61,8 +61,11 @@ struct RunArgs {
     #[arg(long, short)]
     quiet: bool,
     /// Serve Prometheus metrics of the fusebox breakers at http://ADDR/metrics
-    /// (JSON snapshots at /breakers, progress at /status) during a real-mode
-    /// run, and after it until interrupted (Ctrl-C) or for --linger.
+    /// (JSON snapshots at /breakers, progress at /status, the live dashboard
+    /// at /dashboard) during a real-mode run, and after it until interrupted
+    /// (Ctrl-C) or for --linger. The dashboard is read-only unless the
+    /// environment variable FUSEBOX_LAB_CONTROL_TOKEN holds a token (at least
+    /// 16 bytes): then its force-open/disable/reset controls take that token.
     #[arg(long, value_name = "ADDR")]
     serve: Option<std::net::SocketAddr>,
     /// With --serve: keep serving this long after the run (e.g. 30s), then exit.

@@ -60,10 +60,15 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     // Serving starts before the first run, so a scraper sees all of it.
     let served = match args.serve {
         Some(addr) => {
-            let exported = Exported::new();
+            let mut exported = Exported::new();
             exported.progress.plan(total);
+            if let Ok(token) = std::env::var(serve::CONTROL_TOKEN_ENV) {
+                exported.controls = fusebox::dashboard::Controls::token(token);
+                serve::log_controls();
+            }
             // `/metrics`, `/breakers`, `/status` and the live `/dashboard/`.
-            let routes = serve::router(exported.clone());
+            let routes = serve::router(exported.clone())
+                .map_err(|e| CliError::BadInput(format!("{}: {e}", serve::CONTROL_TOKEN_ENV)))?;
             let server = Server::start(addr, routes)
                 .map_err(|e| CliError::Io(format!("cannot serve on {addr}: {e}")))?;
             eprintln!(

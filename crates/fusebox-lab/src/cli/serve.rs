@@ -9,7 +9,8 @@
 //!   ([`fusebox::registry::Fusebox::snapshot`]);
 //! - `GET /status`: the lab's progress, `{"runs": N, "done": K, "finished": bool}`;
 //! - `GET /dashboard`: the library's live dashboard ([`fusebox::dashboard`])
-//!   over the same registry, read-only (its controls are off).
+//!   over the same registry, read-only unless [`Exported::controls`] enables
+//!   its controls (`run --serve` does when [`CONTROL_TOKEN_ENV`] is set).
 //!
 //! [`router`] returns a plain [`axum::Router`]; [`Server::start`] serves any
 //! router on its own thread until stopped.
@@ -20,7 +21,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use fusebox::dashboard::Dashboard;
+use fusebox::dashboard::{Controls, Dashboard, DashboardError};
 use fusebox::metrics::Metrics;
 use prometheus_client::registry::Registry;
 use std::fmt;
@@ -32,6 +33,27 @@ use std::thread::JoinHandle;
 
 /// The OpenMetrics content type of `/metrics`.
 pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The environment variable whose value, when set, enables the served
+/// dashboard's controls with that token (off otherwise).
+pub const CONTROL_TOKEN_ENV: &str = "FUSEBOX_LAB_CONTROL_TOKEN";
+
+/// Writes the dashboard's control log (every action and refusal, with the
+/// caller's address: target `fusebox::dashboard`) to stderr, and nothing
+/// else; once per process.
+pub fn log_controls() {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    let only = Targets::new().with_target("fusebox::dashboard", LevelFilter::INFO);
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_filter(only);
+    // Err: a subscriber is already set (a second call); keep it.
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+}
 
 /// How far the lab's runs have got.
 #[derive(Debug, Default)]
@@ -75,6 +97,9 @@ pub struct Exported {
     pub metrics: Metrics,
     /// The runs' progress, for `/status`.
     pub progress: Arc<Progress>,
+    /// Who may force open, disable and reset breakers from the dashboard:
+    /// nobody unless set ([`Controls::off`]).
+    pub controls: Controls,
 }
 
 impl fmt::Debug for Exported {
@@ -102,12 +127,18 @@ impl Exported {
             prometheus: Arc::new(prometheus),
             metrics,
             progress: Arc::default(),
+            controls: Controls::off(),
         }
     }
 }
 
 /// The lab's routes over `exported`: `/metrics`, `/breakers`, `/status`,
-/// and the library's live dashboard, read-only, at `/dashboard`.
+/// and the library's live dashboard at `/dashboard` (with
+/// [`Exported::controls`]).
+///
+/// # Errors
+///
+/// A control token shorter than the dashboard accepts.
 ///
 /// # Examples
 ///
@@ -117,7 +148,7 @@ impl Exported {
 ///
 /// let exported = Exported::new();
 /// exported.breakers.registry().breaker("db");
-/// let server = Server::start("127.0.0.1:0".parse()?, router(exported))?;
+/// let server = Server::start("127.0.0.1:0".parse()?, router(exported)?)?;
 /// let mut conn = std::net::TcpStream::connect(server.local_addr())?;
 /// conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
 /// let mut answer = String::new();
@@ -126,21 +157,17 @@ impl Exported {
 /// server.stop();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn router(exported: Exported) -> Router {
+pub fn router(exported: Exported) -> Result<Router, DashboardError> {
     let dashboard = Dashboard::builder(exported.breakers.registry().clone())
         .metrics(exported.metrics.clone())
-        .build()
-        .map(|d| d.router());
-    let lab = Router::new()
+        .controls(exported.controls.clone())
+        .build()?;
+    Ok(Router::new()
         .route("/metrics", get(metrics))
         .route("/breakers", get(breakers))
         .route("/status", get(status))
-        .with_state(exported);
-    match dashboard {
-        Ok(d) => lab.nest("/dashboard", d),
-        // Default settings always build; serve the lab's routes regardless.
-        Err(_) => lab,
-    }
+        .with_state(exported)
+        .nest("/dashboard", dashboard.router()))
 }
 
 async fn metrics(State(e): State<Exported>) -> Response {
@@ -203,7 +230,10 @@ impl Server {
             .spawn(move || {
                 rt.block_on(async move {
                     let listener = tokio::net::TcpListener::from_std(listener)?;
-                    axum::serve(listener, router)
+                    // With the caller's address: the dashboard logs it with
+                    // every control action.
+                    let service = router.into_make_service_with_connect_info::<SocketAddr>();
+                    axum::serve(listener, service)
                         .with_graceful_shutdown(async {
                             let _ = rx.await;
                         })

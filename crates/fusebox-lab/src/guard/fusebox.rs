@@ -11,8 +11,10 @@ use super::{Admission, Guard, LabClock, Ticket, TransitionRecord};
 use crate::scenario::fusebox::BreakerConfig;
 use crate::scenario::CallResult;
 use crate::sync::lock;
-use fusebox::registry::{Fusebox, FuseboxBuilder, Observer, Tags};
-use fusebox::Builder;
+use fusebox::registry::{
+    BreakerEntry, BulkheadConfig, Fusebox, FuseboxBuilder, FuseboxConfig, Observer, Tags,
+};
+use fusebox::{Builder, Bulkhead, BulkheadPermit};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -52,6 +54,9 @@ impl Observer for LogObserver {
 #[derive(Clone)]
 pub struct Breakers {
     registry: Fusebox,
+    /// Every run's breaker (and bulkhead) config so far: each run adds its
+    /// own and reloads the registry with the whole.
+    config: Arc<Mutex<FuseboxConfig>>,
     logs: Arc<Logs>,
     /// The registry clock's zero, when the registry is shared by real-time runs.
     origin: Option<Instant>,
@@ -81,6 +86,7 @@ impl Breakers {
         };
         Breakers {
             registry,
+            config: Arc::default(),
             logs,
             origin,
         }
@@ -124,13 +130,17 @@ impl Breakers {
         &self.registry
     }
 
-    /// The guard of one run: the breaker `name` built from `config`. A name
-    /// already taken (the same scenario run twice) gets `#2`, `#3`, ...: each
-    /// run starts with a fresh breaker.
+    /// The guard of one run: the breaker `name` built from `config`, behind
+    /// a bulkhead of `max_concurrent` slots of the same name if given. A
+    /// name already taken (the same scenario run twice) gets `#2`, `#3`,
+    /// ...: each run starts with a fresh breaker. Both are tagged
+    /// `service = SCENARIO` (a run's name is `SCENARIO/STRATEGY`; a
+    /// scenario has one downstream), as a service tags its breakers.
     pub(super) fn guard(
         &self,
         name: &str,
         config: &BreakerConfig,
+        max_concurrent: Option<usize>,
         clock: &LabClock,
     ) -> FuseboxGuard {
         let mut unique = name.to_string();
@@ -147,12 +157,40 @@ impl Breakers {
         };
         let log = Log::default();
         lock(&self.logs.pending).insert(unique.clone(), (Arc::clone(&log), offset));
-        // Validated when the scenario was loaded or a sweep set one of its keys.
-        self.registry
-            .reconfigure(&unique, config.clone())
-            .expect("fusebox configuration checked when loaded or swept");
+        let service = name.split_once('/').map_or(name, |(scenario, _)| scenario);
+        let tags = Tags::from([("service".to_owned(), service.to_owned())]);
+        {
+            let mut all = lock(&self.config);
+            all.breakers.insert(
+                unique.clone(),
+                BreakerEntry {
+                    settings: config.clone(),
+                    tags: tags.clone(),
+                },
+            );
+            if let Some(n) = max_concurrent {
+                all.bulkheads.insert(
+                    unique.clone(),
+                    BulkheadConfig {
+                        max_concurrent: Some(n),
+                        max_wait: None,
+                        tags,
+                    },
+                );
+            }
+            // Validated when the scenario was loaded or a sweep set one of
+            // its keys; the other entries were applied before.
+            self.registry
+                .reload(all.clone())
+                .expect("fusebox configuration checked when loaded or swept");
+        }
         let breaker = self.registry.breaker(&unique);
-        FuseboxGuard { breaker, log }
+        let bulkhead = max_concurrent.map(|_| self.registry.bulkhead(&unique));
+        FuseboxGuard {
+            breaker,
+            bulkhead,
+            log,
+        }
     }
 }
 
@@ -161,15 +199,23 @@ impl Breakers {
 #[derive(Debug)]
 pub struct FuseboxGuard {
     breaker: fusebox::CircuitBreaker,
+    bulkhead: Option<Bulkhead>,
     log: Log,
 }
 
-impl Ticket for fusebox::Permit {
+/// A call the guard let through: the breaker's permit, and the bulkhead's
+/// slot (given back when the call ends).
+struct FuseboxTicket {
+    permit: fusebox::Permit,
+    _slot: Option<BulkheadPermit>,
+}
+
+impl Ticket for FuseboxTicket {
     fn finish(self: Box<Self>, _now: Duration, result: CallResult) {
         if result.is_ok() {
-            self.success()
+            self.permit.success()
         } else {
-            self.failure()
+            self.permit.failure()
         }
     }
 }
@@ -178,8 +224,18 @@ impl Guard for FuseboxGuard {
     fn admit(&self, _now: Duration) -> Admission {
         // The breaker reads the run's clock itself (set by the simulation in
         // virtual mode), which is the same time as `now`.
+        // The slot first: a call the bulkhead refuses never takes a
+        // breaker permit it would drop without a verdict.
+        let slot = match self.bulkhead.as_ref().map(Bulkhead::try_acquire) {
+            None => None,
+            Some(Ok(slot)) => Some(slot),
+            Some(Err(_)) => return Admission::FastFail,
+        };
         match self.breaker.try_acquire() {
-            Ok(permit) => Admission::Call(Box::new(permit)),
+            Ok(permit) => Admission::Call(Box::new(FuseboxTicket {
+                permit,
+                _slot: slot,
+            })),
             Err(_) => Admission::FastFail,
         }
     }

@@ -23,6 +23,11 @@ pub struct StrategySpec {
     pub name: String,
     /// `kind` and its parameters.
     pub kind: StrategyKind,
+    /// `max_concurrent` (`kind = "fusebox"` only): a bulkhead of this many
+    /// slots in front of the breaker, from the same registry (the library's
+    /// [`::fusebox::registry::BulkheadConfig`] key). A call that finds every
+    /// slot taken is rejected without waiting and counts as a fast fail.
+    pub max_concurrent: Option<usize>,
 }
 
 /// Every kind of strategy the lab can run. Parsed from a `[[strategy]]`
@@ -195,6 +200,30 @@ fn article_keys(
     Ok((failures, open_for))
 }
 
+/// The key of a fusebox strategy's bulkhead.
+const MAX_CONCURRENT: &str = "max_concurrent";
+
+/// `max_concurrent`: a whole number of slots, 1 to 10 000, on a fusebox strategy.
+fn max_concurrent(
+    ctx: &Ctx<'_>,
+    kind: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<usize, ScenarioError> {
+    let at = |message: String| ctx.err(v.span(), &format!("strategy.{MAX_CONCURRENT}"), message);
+    if kind != "fusebox" {
+        return Err(at(format!(
+            "does not apply to kind = \"{kind}\" (a bulkhead goes with kind = \"fusebox\")"
+        )));
+    }
+    match v.get_ref().as_integer() {
+        Some(n @ 1..=10_000) => Ok(n as usize),
+        _ => Err(at(format!(
+            "must be a whole number of slots from 1 to 10000, not {}",
+            v.get_ref()
+        ))),
+    }
+}
+
 impl RawStrategy {
     /// Checks the keys against the kind and builds the spec.
     pub(super) fn validate(
@@ -211,9 +240,14 @@ impl RawStrategy {
         let keys: Vec<Key<'_>> = self
             .0
             .iter()
-            .filter(|(k, _)| *k != "name" && *k != "kind")
+            .filter(|(k, _)| *k != "name" && *k != "kind" && *k != MAX_CONCURRENT)
             .map(|(k, v)| (k.as_str(), v))
             .collect();
+        let max_concurrent = self
+            .0
+            .get(MAX_CONCURRENT)
+            .map(|v| max_concurrent(ctx, kind_str, v))
+            .transpose()?;
         let article: &[&str] = &["consecutive_failures", "open_for"];
         let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
             "none" => (&[], StrategyKind::None),
@@ -268,6 +302,7 @@ impl RawStrategy {
         Ok(StrategySpec {
             name: name.to_string(),
             kind,
+            max_concurrent,
         })
     }
 }

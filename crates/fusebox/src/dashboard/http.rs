@@ -4,7 +4,7 @@ use super::controls::Refusal;
 use super::model::STATES;
 use super::Inner;
 use crate::sync::lock;
-use axum::extract::{ConnectInfo, Path, Request, State};
+use axum::extract::{ConnectInfo, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -18,18 +18,24 @@ use tokio_stream::wrappers::WatchStream;
 use tokio_stream::StreamExt;
 
 const PAGE: &str = include_str!("page.html");
+const SCRIPT: &str = include_str!("page.js");
+const STYLE: &str = include_str!("page.css");
 
-/// What the page may load: nothing from elsewhere (the page is
-/// self-contained), and it may not be framed (clickjacking of the controls).
-const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-    connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// What the page may load: its own script and stylesheet, from its own
+/// origin (no inline script or style: an injected one would not run), its
+/// own API; nothing from elsewhere (the page is self-contained), and it may
+/// not be framed (clickjacking of the controls).
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+    connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
+    frame-ancestors 'none'";
 
 pub(super) fn router(inner: Arc<Inner>) -> Router {
     let mut router = Router::new()
         .route("/", get(page))
         .route("/api/state", get(state))
         .route("/api/breakers/{name}", get(breaker))
-        .route("/api/stream", get(stream));
+        .route("/api/stream", get(stream))
+        .route("/api/fleet", get(fleet));
     if inner.controls.enabled() {
         router = router.route("/api/breakers/{name}/{action}", post(control));
     }
@@ -56,12 +62,29 @@ fn json(status: StatusCode, value: serde_json::Value) -> Response {
     )
 }
 
-async fn page(State(inner): State<Arc<Inner>>) -> Response {
-    inner.start();
+/// The page, or with `?asset=page.js` / `?asset=page.css` its script and
+/// stylesheet: a query-only URL resolves against the page's own path, so
+/// the page finds them wherever the router is nested, with or without a
+/// trailing slash, and nothing of the request is written into the page.
+async fn page(State(inner): State<Arc<Inner>>, RawQuery(query): RawQuery) -> Response {
+    let (body, content_type) = match query.as_deref() {
+        Some("asset=page.js") => (SCRIPT, "text/javascript; charset=utf-8"),
+        Some("asset=page.css") => (STYLE, "text/css; charset=utf-8"),
+        Some(q) if q.starts_with("asset=") => {
+            return json(
+                StatusCode::NOT_FOUND,
+                serde_json::json!({ "error": "no such asset: page.js or page.css" }),
+            )
+        }
+        _ => {
+            inner.start();
+            (PAGE, "text/html; charset=utf-8")
+        }
+    };
     with(
-        PAGE.into_response(),
+        body.into_response(),
         &[
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CONTENT_TYPE, content_type),
             (header::CONTENT_SECURITY_POLICY, CSP),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             (header::REFERRER_POLICY, "no-referrer"),
@@ -101,6 +124,16 @@ async fn breaker(State(inner): State<Arc<Inner>>, Path(name): Path<String>) -> R
         StatusCode::OK,
         serde_json::json!({ "breaker": view, "history": board.history(&name) }),
     )
+}
+
+async fn fleet(State(inner): State<Arc<Inner>>) -> Response {
+    match inner.fleet() {
+        Some(view) => json(StatusCode::OK, serde_json::json!(view)),
+        None => json(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({ "error": "no fleet: see DashboardBuilder::fleet (feature `fleet`)" }),
+        ),
+    }
 }
 
 /// Counts a stream while it lives.

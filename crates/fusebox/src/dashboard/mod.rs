@@ -3,10 +3,11 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /` | one self-contained HTML page (inline CSS and JS, no external asset: works offline) |
+//! | `GET /` | one self-contained HTML page (its script and stylesheet at `?asset=page.js` and `?asset=page.css`, from the same origin; no external asset: works offline; a CSP without `unsafe-inline`) |
 //! | `GET /api/state` | every breaker and bulkhead now, plus each breaker's recent history, as JSON |
 //! | `GET /api/breakers/{name}` | one breaker and its history, as JSON (404 for an unknown name) |
 //! | `GET /api/stream` | server-sent events: one `frame` event per sample with every breaker and bulkhead (one stream for all, like Hystrix's `hystrix.stream`) |
+//! | `GET /api/fleet` | this node's fleet, as JSON (feature `fleet`, with [`DashboardBuilder::fleet`]; 404 otherwise) |
 //! | `POST /api/breakers/{name}/{force_open,disable,reset}` | controls: only with [`Controls::token`]; otherwise the routes do not exist |
 //!
 //! Per breaker the page shows its state and time in it, calls and
@@ -16,6 +17,15 @@
 //! Call rates come from the [`Metrics`] counters when you pass them
 //! ([`DashboardBuilder::metrics`]); without, the page shows rejections and
 //! rates but no call rate.
+//!
+//! # Fleet
+//!
+//! With the feature `fleet` and [`DashboardBuilder::fleet`], every frame
+//! (and `GET /api/fleet`) carries this node's fleet: namespace, node id,
+//! connected or disconnected since when, and per shared breaker the fleet's
+//! state as this node last learnt it ([`Fleet::shared_breakers`](crate::fleet::Fleet::shared_breakers));
+//! the page shows it above the tiles and on each shared breaker's tile.
+//! Neither the Redis address nor its errors are shown.
 //!
 //! # Memory
 //!
@@ -57,6 +67,8 @@
 //! ```
 
 mod controls;
+#[cfg(feature = "fleet")]
+mod fleet;
 mod http;
 mod model;
 
@@ -67,7 +79,7 @@ use crate::registry::Fusebox;
 use crate::sync::{lock, Mutex};
 use crate::{Clock, MonotonicClock};
 use axum::Router;
-use model::{Board, Extra, Frame};
+use model::{Board, Extra, FleetView, Frame};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -95,6 +107,8 @@ struct Inner {
     fusebox: Fusebox,
     metrics: Option<Metrics>,
     controls: Controls,
+    #[cfg(feature = "fleet")]
+    fleet: Option<crate::fleet::Fleet>,
     clock: Arc<dyn Clock>,
     interval: Duration,
     manual: bool,
@@ -132,6 +146,8 @@ impl Dashboard {
             fusebox,
             metrics: None,
             controls: Controls::off(),
+            #[cfg(feature = "fleet")]
+            fleet: None,
             clock: None,
             interval: Duration::from_millis(500),
             history: 360,
@@ -191,23 +207,32 @@ impl Inner {
         let now = self.clock.now();
         let breakers = self.fusebox.snapshot();
         let bulkheads = self.fusebox.bulkhead_snapshot();
+        let fleet = self.fleet();
         let frame = {
             let mut board = lock(&self.board);
-            Arc::new(board.sample(now, breakers, bulkheads, |name| {
-                Extra {
-                    calls: self.metrics.as_ref().and_then(|m| m.call_counts(name)),
-                    thresholds: self
-                        .fusebox
-                        .get(name)
-                        .map_or_else(Thresholds::default, |b| Thresholds::of(&b)),
-                }
-            }))
+            let mut frame = board.sample(now, breakers, bulkheads, |name| Extra {
+                calls: self.metrics.as_ref().and_then(|m| m.call_counts(name)),
+                thresholds: self
+                    .fusebox
+                    .get(name)
+                    .map_or_else(Thresholds::default, |b| Thresholds::of(&b)),
+            });
+            frame.fleet = fleet;
+            Arc::new(frame)
         };
         *lock(&self.last_frame) = Some(frame.clone());
         if let Ok(json) = serde_json::to_string(&*frame) {
             self.latest.send_replace(Some(Arc::from(json)));
         }
         frame
+    }
+
+    /// This node's fleet now, if the dashboard has one.
+    fn fleet(&self) -> Option<FleetView> {
+        #[cfg(feature = "fleet")]
+        return self.fleet.as_ref().map(fleet::view);
+        #[cfg(not(feature = "fleet"))]
+        None
     }
 
     /// The latest frame, sampling first if there is none yet.
@@ -270,6 +295,8 @@ pub struct DashboardBuilder {
     fusebox: Fusebox,
     metrics: Option<Metrics>,
     controls: Controls,
+    #[cfg(feature = "fleet")]
+    fleet: Option<crate::fleet::Fleet>,
     clock: Option<Arc<dyn Clock>>,
     interval: Duration,
     history: usize,
@@ -322,6 +349,28 @@ impl DashboardBuilder {
     /// ```
     pub fn controls(mut self, controls: Controls) -> Self {
         self.controls = controls;
+        self
+    }
+
+    /// The fleet this node's breakers are shared with (feature `fleet`):
+    /// the page and `GET /api/fleet` then show it; see the [module docs](self#fleet).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use fusebox::dashboard::Dashboard;
+    /// use fusebox::fleet::Fleet;
+    /// let fleet = Fleet::builder().redis_url("redis://127.0.0.1:6379").namespace("shop").connect().await?;
+    /// let fusebox = fusebox::registry::Fusebox::builder().fleet(fleet.clone()).build()?;
+    /// let dashboard = Dashboard::builder(fusebox).fleet(fleet).build()?;
+    /// # let _ = dashboard;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "fleet")]
+    pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
+        self.fleet = Some(fleet);
         self
     }
 
@@ -448,6 +497,8 @@ impl DashboardBuilder {
                 fusebox: self.fusebox,
                 metrics: self.metrics,
                 controls: self.controls,
+                #[cfg(feature = "fleet")]
+                fleet: self.fleet,
                 clock: self.clock.unwrap_or_else(|| Arc::new(MonotonicClock)),
                 interval: self.interval,
                 manual: self.manual,

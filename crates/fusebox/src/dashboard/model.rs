@@ -43,6 +43,33 @@ pub(crate) struct BulkheadView {
     pub(crate) rejected_rate: Option<f64>,
 }
 
+/// This node's fleet (feature `fleet`): its link to Redis and the fleet's
+/// state of each breaker it shares. No Redis address and no error text:
+/// the view may be exposed read-only.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+pub(crate) struct FleetView {
+    pub(crate) namespace: String,
+    pub(crate) node: String,
+    pub(crate) connected: bool,
+    /// Wall-clock time the node lost Redis, Unix milliseconds.
+    pub(crate) disconnected_since_unix_ms: Option<u64>,
+    pub(crate) disconnected_for_ms: Option<u64>,
+    pub(crate) disconnects: u64,
+    pub(crate) syncs: u64,
+    pub(crate) messages_dropped: u64,
+    pub(crate) breakers: Vec<SharedView>,
+}
+
+/// One shared breaker's fleet state.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(not(feature = "fleet"), allow(dead_code))]
+pub(crate) struct SharedView {
+    pub(crate) name: String,
+    pub(crate) fleet_state: &'static str,
+    pub(crate) open_remaining_ms: Option<u64>,
+}
+
 /// Everything at one instant: what the stream sends each tick.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Frame {
@@ -50,6 +77,9 @@ pub(crate) struct Frame {
     pub(crate) t_ms: u64,
     pub(crate) breakers: Vec<BreakerView>,
     pub(crate) bulkheads: Vec<BulkheadView>,
+    /// With [`DashboardBuilder::fleet`](super::DashboardBuilder::fleet) only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) fleet: Option<FleetView>,
 }
 
 /// One point of a sparkline: `[t_ms, state, calls/s, failure rate,
@@ -209,6 +239,7 @@ impl Board {
             t_ms,
             breakers: views,
             bulkheads: bulkhead_views,
+            fleet: None,
         }
     }
 

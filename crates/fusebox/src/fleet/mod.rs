@@ -149,7 +149,7 @@ pub use codec::{
 };
 pub use error::FleetError;
 pub use local::{LocalRedis, REQUIRE_REDIS};
-pub use status::FleetStatus;
+pub use status::{FleetStatus, SharedBreaker};
 
 use crate::observe::{Observer, Tags};
 use crate::sync::lock;

@@ -1,7 +1,12 @@
 //! Whether a node is connected to its fleet, since when not, and what it
 //! counted.
 
+use super::member::Member;
+use super::Fleet;
+use crate::sync::lock;
+use crate::State;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// A node's view of its fleet at one moment; see
@@ -56,6 +61,75 @@ pub struct FleetStatus {
     pub messages_dropped: u64,
     /// The last Redis error, if any.
     pub last_error: Option<String>,
+}
+
+/// One breaker this node shares, with the fleet's state of it as this node
+/// last learnt it (from the fleet's messages and syncs; while disconnected,
+/// what it knew before); from [`Fleet::shared_breakers`].
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let fleet = fusebox::fleet::Fleet::builder().redis_url("redis://127.0.0.1:1").namespace("shop").connect().await?;
+/// let db = fusebox::CircuitBreaker::builder().name("db").build()?;
+/// let _membership = fleet.share(&db).await?;
+/// let shared = fleet.shared_breakers();
+/// assert_eq!((shared[0].name.as_str(), shared[0].fleet_state), ("db", fusebox::State::Closed));
+/// # Ok(()) }
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedBreaker {
+    /// The breaker's name (its name in the fleet).
+    pub name: String,
+    /// `Closed`; `Open` while the fleet's open period runs; `HalfOpen` once
+    /// it ran out and the fleet's probe decides; `ForcedOpen` or `Disabled`
+    /// by a control for the whole fleet.
+    pub fleet_state: State,
+    /// What remains of the fleet's open period (`Open` only).
+    pub open_remaining: Option<Duration>,
+}
+
+impl Fleet {
+    /// Every breaker this node shares, sorted by name, with the fleet's
+    /// state of it; see [`SharedBreaker`]. Synchronous: reads what the
+    /// fleet's tasks recorded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), fusebox::fleet::FleetError> {
+    /// let fleet = fusebox::fleet::Fleet::builder().redis_url("redis://127.0.0.1:1").namespace("shop").connect().await?;
+    /// assert!(fleet.shared_breakers().is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn shared_breakers(&self) -> Vec<SharedBreaker> {
+        let members: Vec<Arc<Member>> = lock(&self.shared.members).values().cloned().collect();
+        let now = Instant::now();
+        members
+            .iter()
+            .map(|m| {
+                let book = m.book();
+                let remaining = book
+                    .fleet_open_until
+                    .map(|until| until.saturating_duration_since(now));
+                let fleet_state = match (book.remote_ctl, remaining) {
+                    (Some(control), _) => control,
+                    (None, Some(left)) if !left.is_zero() => State::Open,
+                    (None, Some(_)) => State::HalfOpen,
+                    (None, None) => State::Closed,
+                };
+                SharedBreaker {
+                    name: m.name.clone(),
+                    fleet_state,
+                    open_remaining: remaining.filter(|_| fleet_state == State::Open),
+                }
+            })
+            .collect()
+    }
 }
 
 /// The mutable part of the status, behind the fleet's lock.
