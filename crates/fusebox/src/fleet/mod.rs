@@ -91,10 +91,10 @@
 //!
 //! A call through a shared breaker costs the same whatever Redis does (slow,
 //! down, restarted, partitioned), and what a call through a local breaker
-//! costs, but for one relaxed atomic add on a per-thread stripe in rate
-//! breakers (their verdicts counted for the fleet's window; BENCHMARKS.md,
-//! "Fleet"). A transition only sets a flag and wakes the fleet's task. Every
-//! Redis exchange runs on the
+//! costs, but for one count in rate breakers (their verdicts counted for the
+//! fleet's window: a plain store to a cell the calling thread owns, no
+//! read-modify-write; BENCHMARKS.md, "Fleet"). A transition only sets a flag
+//! and wakes the fleet's task. Every Redis exchange runs on the
 //! fleet's own tasks, bounded by [`timeout`](FleetBuilder::timeout). When
 //! Redis does not answer, [`Fleet::status`] says disconnected and since
 //! when, a status hook ([`FleetBuilder::on_status`]), with feature
