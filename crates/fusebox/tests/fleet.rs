@@ -5,6 +5,8 @@
 
 use fusebox::fleet::{Fleet, LocalRedis, Membership};
 use fusebox::{CircuitBreaker, Reason, State};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -922,4 +924,180 @@ async fn with_redis_up_a_node_is_connected_when_connect_returns_and_joins_at_onc
         State::Disabled,
         "no wait: share applied it"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_a_half_open_fleet_rejects_until_the_probes_verdict_travels() {
+    let Some(redis) = LocalRedis::start_or_skip("join_half_open") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "join-half", 2, || {
+        probing(Duration::from_millis(200))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    let (_, permit) = first_probes(&nodes).await.pop().unwrap();
+
+    // The fleet's breaker is half-open, its probe running elsewhere.
+    let late = node(&redis, "join-half", "late").await;
+    connected(&[&late]).await;
+    let b = probing(Duration::from_millis(200));
+    let _m = late.share(&b).await.unwrap();
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(r.state(), State::HalfOpen, "a joiner does not start closed");
+    assert_eq!(r.retry_after(), Some(Duration::ZERO));
+    tokio::time::sleep(SYNC * 4).await;
+    assert!(b.try_acquire().is_err(), "the prober still holds the lease");
+
+    // The probe's verdict travels to the joiner too.
+    permit.success();
+    assert!(eventually(|| b.state() == State::Closed).await);
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_a_half_open_fleet_probes_once_the_probers_lease_expires() {
+    let Some(redis) = LocalRedis::start_or_skip("join_half_open_dead") else {
+        return;
+    };
+    let mut nodes = fleet_of(&redis, "join-dead", 1, || {
+        probing(Duration::from_millis(200))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    let permit = admitted(&nodes[0].1).await;
+    let late = node(&redis, "join-dead", "late").await;
+    connected(&[&late]).await;
+    let b = probing(Duration::from_millis(200));
+    let _m = late.share(&b).await.unwrap();
+    assert_eq!(b.try_acquire().unwrap_err().state(), State::HalfOpen);
+
+    // The prober dies mid-probe; once its lease expires the joiner probes.
+    let (dead, _breaker, membership) = nodes.remove(0);
+    std::mem::forget(permit);
+    drop(membership);
+    drop(dead);
+    admitted(&b).await.success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+/// A TCP relay between one node and Redis that can cut the node off (every
+/// connection dropped, new ones refused) and let it back: a partition of
+/// that node alone.
+struct Relay {
+    port: u16,
+    open: Arc<AtomicBool>,
+    live: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(to: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(AtomicBool::new(true));
+        let live = Arc::new(Mutex::new(Vec::<TcpStream>::new()));
+        let (o, l) = (Arc::clone(&open), Arc::clone(&live));
+        // Runs until the test process ends.
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if !o.load(Ordering::SeqCst) {
+                    continue; // dropped: refused
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
+                    continue;
+                };
+                let mut live = l.lock().unwrap();
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server.try_clone().unwrap(), client.try_clone().unwrap()),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+                live.extend([client, server]);
+            }
+        });
+        Relay { port, open, live }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        for s in self.live.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn heal(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_told_after_a_reconnect_does_not_close_a_fleet_that_tripped_again() {
+    let Some(redis) = LocalRedis::start_or_skip("stale_close") else {
+        return;
+    };
+    let relay = Relay::start(redis.port());
+    let open = Duration::from_millis(300);
+    // Node "a" reaches Redis through the relay; n0 and n1 directly.
+    let a = Fleet::builder()
+        .redis_url(relay.url())
+        .namespace("stale")
+        .node("a")
+        .sync_every(SYNC)
+        .timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    connected(&[&a]).await;
+    let mine = probing(open);
+    let _m = a.share(&mine).await.unwrap();
+    let others = fleet_of(&redis, "stale", 2, || probing(open)).await;
+
+    // The fleet trips; after the open period "a" takes the fleet's probe.
+    fail(&others[0].1, 1);
+    assert!(eventually(|| mine.state() == State::Open).await);
+    let probe = admitted(&mine).await;
+
+    // "a" is cut off with its probe running; the probe succeeds there, so
+    // "a" closes, with a close to tell the fleet when it can.
+    relay.cut();
+    assert!(eventually(|| !a.status().connected).await);
+    probe.success();
+    assert_eq!(mine.state(), State::Closed);
+
+    // Meanwhile a's lease expires, another node probes and fails: the fleet
+    // trips again, and is half-open again after the new open period, with
+    // one of the others probing.
+    let (_, p) = first_probes(&others).await.pop().unwrap();
+    p.failure();
+    all_become(&others, State::Open).await;
+    let (_, held) = first_probes(&others).await.pop().unwrap();
+
+    // "a" comes back with its close of the earlier trip: refused. The
+    // others stay half-open and "a" takes the fleet's state.
+    relay.heal();
+    connected(&[&a]).await;
+    assert!(
+        eventually(|| mine.state() == State::HalfOpen).await,
+        "{:?}",
+        mine.state()
+    );
+    tokio::time::sleep(SYNC * 4).await;
+    for (f, b, _) in &others {
+        assert_eq!(b.state(), State::HalfOpen, "{}", f.status().node);
+    }
+    assert_eq!(mine.try_acquire().unwrap_err().state(), State::HalfOpen);
+
+    // The current probe decides for everyone.
+    held.success();
+    all_become(&others, State::Closed).await;
+    assert!(eventually(|| mine.state() == State::Closed).await);
 }

@@ -67,6 +67,15 @@
 //!   `sync_every` with no probe in flight (a permit dropped without a verdict,
 //!   or no traffic on that node); a dead prober's lease expires and another
 //!   node takes it at its next sync.
+//! - **Closes are for one trip.** Every trip of the fleet's breaker (from
+//!   closed or half-open to open) has an epoch, made by Redis, and a close is
+//!   told with the epoch its probe ran under. Redis takes it (compare and
+//!   set, in the close's Lua script) only if the fleet's breaker is still
+//!   half-open in that same epoch: a close that comes late (its node was cut
+//!   off from Redis while the fleet tripped again) or from a node that
+//!   probed alone (below the quorum) while the fleet tripped, or one made
+//!   while the fleet is open, forced open or disabled, changes nothing, and
+//!   its node takes the fleet's state instead (open, or half-open rejecting).
 //! - **Quorum.** With [`quorum(q)`](FleetBuilder::quorum), a node's own
 //!   trip always protects that node, but the fleet opens only when q
 //!   distinct nodes tripped within the fleet's window (Redis's clock). The
@@ -83,7 +92,16 @@
 //!   `breaker.force_open()` stays local.
 //! - **Joining.** A node that shares a breaker while the fleet's breaker is
 //!   open, forced open or disabled starts in that state, for what remains of
-//!   the open period.
+//!   the open period. If the fleet's breaker is half-open (its open period
+//!   is over and no probe closed it yet), the node starts half-open: it
+//!   rejects (`retry_after` zero) while another node holds the probe lease,
+//!   and closes when that probe's close travels; if the prober dies, its
+//!   lease expires and the newcomer may take it. (Its listeners see
+//!   `Closed -> Open` with [`Reason::Remote`](crate::Reason::Remote) and,
+//!   at the next admission, `Open -> HalfOpen`.) A node whose breaker is
+//!   closed while the fleet's is half-open for another reason (it missed the
+//!   trip while cut off, or its close was refused) does the same at its
+//!   next sync.
 //! - **No clock comparison between machines.** Open periods travel as
 //!   durations; windows, quorums and leases use Redis's `TIME` and TTLs.
 //!

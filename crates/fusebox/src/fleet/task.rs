@@ -54,12 +54,15 @@ async fn flush(shared: &Shared) {
         // fleet; a node that tripped alone (below the quorum) and probed
         // alone counts toward the quorum again.
         let bypass = p.bypass_quorum || (p.probe_failed && m.book().fleet_open_until.is_some());
-        if let Err(e) = tell(shared, &m, p.trip, bypass, p.close).await {
-            m.add(p);
-            shared.set_connected(false, Some(&e));
-            return;
-        }
-        if p.lease || p.join {
+        let refused = match tell(shared, &m, p.trip, bypass, p.close).await {
+            Ok(told) => !told,
+            Err(e) => {
+                m.add(p);
+                shared.set_connected(false, Some(&e));
+                return;
+            }
+        };
+        if p.lease || p.join || refused {
             join.push(m);
         }
     }
@@ -74,13 +77,14 @@ async fn flush(shared: &Shared) {
 }
 
 /// Publishes this node's own trip or close of `m`, as the breaker is now.
+/// Returns false if the fleet refused the close (see `Shared::close`).
 async fn tell(
     shared: &Shared,
     m: &Member,
     trip: bool,
     bypass_quorum: bool,
     close: bool,
-) -> Result<(), FleetError> {
+) -> Result<bool, FleetError> {
     if trip {
         if let Some(remaining) = m.breaker.open_remaining().filter(|d| !d.is_zero()) {
             let quorum = if bypass_quorum {
@@ -93,10 +97,11 @@ async fn tell(
         }
     }
     if close && m.breaker.state() == State::Closed {
-        shared.close(m).await?;
+        let closed = shared.close(m).await?;
         m.set_gate(true);
+        return Ok(closed);
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Applies the channel's messages as they come.
