@@ -1101,3 +1101,186 @@ async fn a_close_told_after_a_reconnect_does_not_close_a_fleet_that_tripped_agai
     all_become(&others, State::Closed).await;
     assert!(eventually(|| mine.state() == State::Closed).await);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rediss_url_needs_the_tls_feature_or_is_accepted() {
+    let connect = |url: &str| {
+        Fleet::builder()
+            .redis_url(url)
+            .namespace("tls")
+            .timeout(Duration::from_millis(100))
+            .connect()
+    };
+    let result = connect("rediss://:pw@127.0.0.1:1").await;
+    #[cfg(not(feature = "fleet-tls"))]
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "fleet: redis_url = \"rediss://***@127.0.0.1:1\": rediss:// (TLS) needs fusebox's cargo feature fleet-tls"
+    );
+    #[cfg(feature = "fleet-tls")]
+    {
+        let fleet = result.expect("a rediss URL is accepted");
+        assert!(!fleet.status().connected, "nothing listens on port 1");
+        let no_pem = Fleet::builder()
+            .redis_url("rediss://127.0.0.1:1")
+            .namespace("tls")
+            .tls_root_certificate("not a certificate")
+            .connect()
+            .await
+            .unwrap_err();
+        assert_eq!(
+            no_pem.to_string(),
+            "fleet: tls_root_certificate = \"(PEM)\": holds no PEM certificate"
+        );
+        let plain = Fleet::builder()
+            .redis_url("redis://127.0.0.1:1")
+            .namespace("tls")
+            .tls_root_certificate("-----BEGIN CERTIFICATE-----")
+            .connect()
+            .await
+            .unwrap_err();
+        assert!(
+            plain.to_string().contains("needs a rediss:// URL"),
+            "{plain}"
+        );
+    }
+}
+
+/// A CA and a certificate it signed for 127.0.0.1, made with the `openssl`
+/// command in a fresh directory; `None` (with a line) if openssl is missing.
+#[cfg(feature = "fleet-tls")]
+fn test_certificates() -> Option<std::path::PathBuf> {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("fusebox-fleet-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| {
+        Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .map(|o| o.status.success())
+    };
+    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    let steps: [&[&str]; 3] = [
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=fusebox test CA",
+        ],
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ],
+    ];
+    for step in steps {
+        match run(step) {
+            Ok(true) => {}
+            Ok(false) => panic!("openssl {step:?} failed"),
+            Err(_) if std::env::var(fusebox::fleet::REQUIRE_REDIS).is_ok_and(|v| v == "1") => {
+                panic!(
+                    "tls: openssl not found and {}=1",
+                    fusebox::fleet::REQUIRE_REDIS
+                )
+            }
+            Err(_) => {
+                eprintln!("skipped tls: openssl not found (apt-get install openssl)");
+                return None;
+            }
+        }
+    }
+    Some(dir)
+}
+
+#[cfg(feature = "fleet-tls")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trips_travel_over_tls_with_a_private_ca() {
+    let Some(dir) = test_certificates() else {
+        return;
+    };
+    let redis = match LocalRedis::start_tls(&dir.join("srv.crt"), &dir.join("srv.key")) {
+        Ok(Some(r)) => r,
+        Ok(None) if std::env::var(fusebox::fleet::REQUIRE_REDIS).is_ok_and(|v| v == "1") => {
+            panic!(
+                "tls: redis-server not found and {}=1",
+                fusebox::fleet::REQUIRE_REDIS
+            )
+        }
+        Ok(None) => {
+            eprintln!("skipped tls: redis-server not found");
+            return;
+        }
+        Err(e) => panic!("redis-server with TLS did not start: {e}"),
+    };
+    assert!(redis.url().starts_with("rediss://"));
+    let ca = std::fs::read(dir.join("ca.crt")).unwrap();
+    let tls_node = |id: &'static str| {
+        Fleet::builder()
+            .redis_url(redis.url())
+            .tls_root_certificate(ca.clone())
+            .namespace("tls")
+            .node(id)
+            .sync_every(SYNC)
+            .timeout(Duration::from_millis(500))
+            .connect()
+    };
+    let (a, b) = (tls_node("a").await.unwrap(), tls_node("b").await.unwrap());
+    connected(&[&a, &b]).await;
+    let (on_a, on_b) = (
+        consecutive(1, Duration::from_secs(5)),
+        consecutive(1, Duration::from_secs(5)),
+    );
+    let _ma = a.share(&on_a).await.unwrap();
+    let _mb = b.share(&on_b).await.unwrap();
+    fail(&on_a, 1);
+    assert!(eventually(|| on_b.state() == State::Open).await);
+
+    // Without the CA the server's certificate is not trusted: never connected.
+    let untrusted = Fleet::builder()
+        .redis_url(redis.url())
+        .namespace("tls")
+        .timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = untrusted.status();
+    assert!(!status.connected, "{status:?}");
+    let error = status.last_error.unwrap_or_default();
+    assert!(error.contains("certificate"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

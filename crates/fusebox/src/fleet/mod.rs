@@ -140,11 +140,16 @@
 //! - Passwords: `redis://user:password@host:6379/0` (ACL user) and
 //!   `redis://:password@host` work as in the `redis` crate; a URL in an error
 //!   message has its credentials masked.
-//! - TLS: `rediss://` URLs work when the `redis` crate's TLS support is
-//!   compiled in: add `redis = { version = "1", features =
-//!   ["tokio-rustls-comp"] }` (or `tokio-native-tls-comp`) to your own
-//!   `Cargo.toml`; cargo's feature unification turns it on for fusebox's
-//!   client. Without it, a `rediss://` URL is refused by `connect`.
+//! - TLS: with the cargo feature `fleet-tls`, `rediss://` URLs connect over
+//!   TLS (the `redis` crate's rustls support). The server's certificate is
+//!   checked against the system's root certificates, or against a private
+//!   CA given with [`FleetBuilder::tls_root_certificate`] (tested against a
+//!   TLS-only `redis-server`, and refused without the CA). rustls needs a
+//!   process-wide crypto provider: if the application installed none, the
+//!   first `rediss://` fleet installs rustls's `ring` provider. Client
+//!   certificates (mutual TLS) and `#insecure` URLs are not offered. Without
+//!   the feature, `connect` refuses a `rediss://` URL with an error naming
+//!   the feature.
 //! - Redis Cluster is not supported (the scripts touch several keys); use a
 //!   single Redis or a Sentinel-managed primary.
 //!
@@ -222,6 +227,8 @@ pub struct FleetBuilder {
     timeout: Option<Duration>,
     lease: Option<Duration>,
     on_status: Option<StatusHook>,
+    #[cfg(feature = "fleet-tls")]
+    root_certificate: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for FleetBuilder {
@@ -373,6 +380,68 @@ impl FleetBuilder {
         self
     }
 
+    /// Trusts the CA certificate(s) in `pem` (PEM text) for a `rediss://`
+    /// URL, instead of the system's roots: for a Redis whose certificate a
+    /// private CA signed (feature `fleet-tls`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let fleet = fusebox::fleet::Fleet::builder()
+    ///     .redis_url("rediss://redis.internal:6380")
+    ///     .tls_root_certificate(std::fs::read("/etc/redis/ca.crt")?)
+    ///     .namespace("shop")
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "fleet-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "fleet-tls")))]
+    pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificate = Some(pem.into());
+        self
+    }
+
+    /// The client for `url`: with TLS for `rediss://` (feature `fleet-tls`),
+    /// a clear error naming the feature without it.
+    fn client(&self, url: &str) -> Result<redis::Client, FleetError> {
+        let tls = matches!(url.split("://").next(), Some("rediss" | "valkeys"));
+        let client = redis::Client::open(url).map_err(|_| {
+            let problem = if tls && cfg!(not(feature = "fleet-tls")) {
+                "rediss:// (TLS) needs fusebox's cargo feature fleet-tls"
+            } else {
+                "not a Redis URL this client supports"
+            };
+            bad("redis_url", redact(url), problem)
+        })?;
+        #[cfg(feature = "fleet-tls")]
+        {
+            if tls && rustls::crypto::CryptoProvider::get_default().is_none() {
+                // The redis crate takes rustls's process-wide provider; if
+                // the application set none, ring (this feature's).
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
+            if let Some(pem) = &self.root_certificate {
+                let field = "tls_root_certificate";
+                if !tls {
+                    return Err(bad(field, "(PEM)", "needs a rediss:// URL"));
+                }
+                let text = String::from_utf8_lossy(pem);
+                if !text.contains("-----BEGIN CERTIFICATE-----") {
+                    return Err(bad(field, "(PEM)", "holds no PEM certificate"));
+                }
+                let certs = redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                };
+                return redis::Client::build_with_tls(url, certs)
+                    .map_err(|_| bad(field, "(PEM)", "not a valid PEM certificate"));
+            }
+        }
+        Ok(client)
+    }
+
     fn settings(&self) -> Result<(String, Settings), FleetError> {
         let url = self
             .url
@@ -448,13 +517,7 @@ impl FleetBuilder {
     /// ```
     pub async fn connect(self) -> Result<Fleet, FleetError> {
         let (url, settings) = self.settings()?;
-        let client = redis::Client::open(url.as_str()).map_err(|_| {
-            bad(
-                "redis_url",
-                redact(&url),
-                "not a Redis URL this client supports",
-            )
-        })?;
+        let client = self.client(&url)?;
         // RESP3: pub/sub pushes share the one multiplexed connection.
         let info = client.get_connection_info().clone();
         let resp3 = info
