@@ -100,6 +100,19 @@ async fn all_become(nodes: &[(Fleet, CircuitBreaker, Membership)], state: State)
     }
 }
 
+/// Once both are connected: a trip on `a` opens the same breaker on `b`.
+async fn a_trip_travels(a: &Fleet, b: &Fleet) {
+    connected(&[a, b]).await;
+    let (on_a, on_b) = (
+        consecutive(1, Duration::from_secs(5)),
+        consecutive(1, Duration::from_secs(5)),
+    );
+    let _ma = a.share(&on_a).await.unwrap();
+    let _mb = b.share(&on_b).await.unwrap();
+    fail(&on_a, 1);
+    assert!(eventually(|| on_b.state() == State::Open).await);
+}
+
 fn fail(b: &CircuitBreaker, n: usize) {
     for _ in 0..n {
         let _ = b.call(|| Err::<(), _>("down"));
@@ -793,15 +806,7 @@ async fn a_password_in_the_url_works_and_is_never_shown() {
     };
     let a = make("a", &url).connect().await.unwrap();
     let b = make("b", &url).connect().await.unwrap();
-    connected(&[&a, &b]).await;
-    let (ba, bb) = (
-        consecutive(1, Duration::from_secs(5)),
-        consecutive(1, Duration::from_secs(5)),
-    );
-    let _ma = a.share(&ba).await.unwrap();
-    let _mb = b.share(&bb).await.unwrap();
-    fail(&ba, 1);
-    assert!(eventually(|| bb.state() == State::Open).await);
+    a_trip_travels(&a, &b).await;
     // A wrong password: the node runs, disconnected, saying why, never the password.
     let wrong = redis.url().replace("redis://", "redis://:not-the-pw@");
     let builder = make("c", &wrong);
@@ -1121,27 +1126,22 @@ async fn a_rediss_url_needs_the_tls_feature_or_is_accepted() {
     {
         let fleet = result.expect("a rediss URL is accepted");
         assert!(!fleet.status().connected, "nothing listens on port 1");
-        let no_pem = Fleet::builder()
-            .redis_url("rediss://127.0.0.1:1")
-            .namespace("tls")
-            .tls_root_certificate("not a certificate")
-            .connect()
-            .await
-            .unwrap_err();
+        let refused = |url: &'static str, pem: &'static str| async move {
+            let builder = Fleet::builder().redis_url(url).namespace("tls");
+            let err = builder
+                .tls_root_certificate(pem)
+                .connect()
+                .await
+                .unwrap_err();
+            err.to_string()
+        };
         assert_eq!(
-            no_pem.to_string(),
+            refused("rediss://127.0.0.1:1", "not a certificate").await,
             "fleet: tls_root_certificate = \"(PEM)\": holds no PEM certificate"
         );
-        let plain = Fleet::builder()
-            .redis_url("redis://127.0.0.1:1")
-            .namespace("tls")
-            .tls_root_certificate("-----BEGIN CERTIFICATE-----")
-            .connect()
-            .await
-            .unwrap_err();
-        assert!(
-            plain.to_string().contains("needs a rediss:// URL"),
-            "{plain}"
+        assert_eq!(
+            refused("redis://127.0.0.1:1", "-----BEGIN CERTIFICATE-----").await,
+            "fleet: tls_root_certificate = \"(PEM)\": needs a rediss:// URL"
         );
     }
 }
@@ -1259,15 +1259,7 @@ async fn trips_travel_over_tls_with_a_private_ca() {
             .connect()
     };
     let (a, b) = (tls_node("a").await.unwrap(), tls_node("b").await.unwrap());
-    connected(&[&a, &b]).await;
-    let (on_a, on_b) = (
-        consecutive(1, Duration::from_secs(5)),
-        consecutive(1, Duration::from_secs(5)),
-    );
-    let _ma = a.share(&on_a).await.unwrap();
-    let _mb = b.share(&on_b).await.unwrap();
-    fail(&on_a, 1);
-    assert!(eventually(|| on_b.state() == State::Open).await);
+    a_trip_travels(&a, &b).await;
 
     // Without the CA the server's certificate is not trusted: never connected.
     let untrusted = Fleet::builder()
