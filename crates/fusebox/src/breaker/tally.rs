@@ -44,68 +44,72 @@ impl Cell3 {
     }
 }
 
-/// The counts of one breaker: [`SLOTS`] owned cells and a shared one.
+/// The counts of one breaker: [`SLOTS`] owned cells, then the shared one.
 #[derive(Debug)]
 pub(crate) struct TallyCells {
-    owned: Box<[Padded<Cell3>]>,
-    shared: Padded<Cell3>,
+    cells: Box<[Padded<Cell3>; SLOTS + 1]>,
 }
 
 impl TallyCells {
     pub(crate) fn new() -> TallyCells {
         TallyCells {
-            owned: (0..SLOTS).map(|_| Padded(Cell3::new())).collect(),
-            shared: Padded(Cell3::new()),
+            cells: Box::new(std::array::from_fn(|_| Padded(Cell3::new()))),
         }
     }
 
     /// Counts one verdict (a call; a failure, a slow call).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&self, failed: bool, slow: bool) {
-        match slot::mine() {
-            Some(i) => {
-                let c = &self.owned[i].0 .0;
-                // Relaxed loads and stores: this thread is the cell's only
-                // writer (see the module docs).
-                let bump =
-                    |a: &AtomicU64| a.store(a.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                bump(&c[0]);
-                if failed {
-                    bump(&c[1]);
-                }
-                if slow {
-                    bump(&c[2]);
-                }
-            }
-            None => {
-                let c = &self.shared.0 .0;
-                // Relaxed: statistics (see `Cell3::read`).
-                c[0].fetch_add(1, Ordering::Relaxed);
-                if failed {
-                    c[1].fetch_add(1, Ordering::Relaxed);
-                }
-                if slow {
-                    c[2].fetch_add(1, Ordering::Relaxed);
-                }
-            }
+        let i = slot::mine();
+        if i >= SLOTS {
+            return self.add_shared(i, failed, slow);
+        }
+        let c = &self.cells[i].0 .0;
+        // Relaxed loads and stores: this thread is the cell's only writer
+        // (see the module docs).
+        let bump = |a: &AtomicU64| a.store(a.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        bump(&c[0]);
+        if failed {
+            bump(&c[1]);
+        }
+        if slow {
+            bump(&c[2]);
+        }
+    }
+
+    /// A thread without a cell of its own, or not asked yet.
+    #[cold]
+    #[inline(never)]
+    fn add_shared(&self, i: usize, failed: bool, slow: bool) {
+        if i == slot::UNSET && slot::claim() < SLOTS {
+            return self.add(failed, slow);
+        }
+        let c = &self.cells[SLOTS].0 .0;
+        // Relaxed: statistics (see `Cell3::read`).
+        c[0].fetch_add(1, Ordering::Relaxed);
+        if failed {
+            c[1].fetch_add(1, Ordering::Relaxed);
+        }
+        if slow {
+            c[2].fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// Everything counted so far.
     pub(crate) fn read(&self) -> Tally {
-        self.owned
-            .iter()
-            .map(|c| c.0.read())
-            .chain([self.shared.0.read()])
-            .fold(Tally::default(), |a, t| Tally {
+        self.cells.iter().fold(Tally::default(), |a, c| {
+            let t = c.0.read();
+            Tally {
                 calls: a.calls + t.calls,
                 failures: a.failures + t.failures,
                 slow: a.slow + t.slow,
-            })
+            }
+        })
     }
 }
 
-/// Which owned cell the calling thread writes.
+/// Which owned cell the calling thread writes: an index below [`SLOTS`],
+/// [`slot::SHARED`] for the shared cell, [`slot::UNSET`] if not asked yet.
 #[cfg(not(loom))]
 mod slot {
     use super::SLOTS;
@@ -113,9 +117,9 @@ mod slot {
     use std::sync::Mutex;
 
     /// Not asked yet.
-    const UNSET: usize = usize::MAX;
+    pub(super) const UNSET: usize = usize::MAX;
     /// No cell of its own: the shared one (all taken, or the thread is exiting).
-    const NONE: usize = usize::MAX - 1;
+    pub(super) const SHARED: usize = SLOTS;
 
     /// Cells given back by exited threads, and how many were ever handed out.
     static POOL: Mutex<(Vec<usize>, usize)> = Mutex::new((Vec::new(), 0));
@@ -132,26 +136,23 @@ mod slot {
         fn drop(&mut self) {
             // Counts made from now on (other thread-locals' destructors)
             // go to the shared cell.
-            let _ = MINE.try_with(|m| m.set(NONE));
+            let _ = MINE.try_with(|m| m.set(SHARED));
             // The mutex orders this thread's last stores before the next
             // owner's first load.
             crate::sync::lock(&POOL).0.push(self.0);
         }
     }
 
-    /// The calling thread's cell, or `None` for the shared one.
-    #[inline]
-    pub(super) fn mine() -> Option<usize> {
-        let i = MINE.try_with(Cell::get).unwrap_or(NONE);
-        match i {
-            UNSET => claim(),
-            NONE => None,
-            i => Some(i),
-        }
+    /// The calling thread's cell.
+    #[inline(always)]
+    pub(super) fn mine() -> usize {
+        MINE.with(Cell::get)
     }
 
+    /// Takes a cell for the calling thread (or settles for the shared one);
+    /// returns what [`mine`] returns from now on.
     #[cold]
-    fn claim() -> Option<usize> {
+    pub(super) fn claim() -> usize {
         let taken = {
             let mut pool = crate::sync::lock(&POOL);
             match pool.0.pop() {
@@ -168,8 +169,9 @@ mod slot {
         if let (Some(i), None) = (taken, kept) {
             crate::sync::lock(&POOL).0.push(i);
         }
-        let _ = MINE.try_with(|m| m.set(kept.unwrap_or(NONE)));
-        kept
+        let i = kept.unwrap_or(SHARED);
+        let _ = MINE.try_with(|m| m.set(i));
+        i
     }
 }
 
@@ -177,9 +179,12 @@ mod slot {
 /// atomics, not thread exits.
 #[cfg(loom)]
 mod slot {
-    #[inline]
-    pub(super) fn mine() -> Option<usize> {
-        None
+    pub(super) const UNSET: usize = usize::MAX;
+    pub(super) fn mine() -> usize {
+        super::SLOTS
+    }
+    pub(super) fn claim() -> usize {
+        super::SLOTS
     }
 }
 
@@ -227,15 +232,16 @@ mod tests {
     #[test]
     fn a_thread_keeps_its_cell_and_gives_it_back_when_it_exits() {
         let _one = CELLS.lock().unwrap_or_else(|p| p.into_inner());
-        let first = std::thread::spawn(|| (slot::mine(), slot::mine()))
+        let first = std::thread::spawn(|| (slot::mine(), slot::claim(), slot::mine()))
             .join()
             .unwrap();
-        assert_eq!(first.0, first.1, "one cell per thread");
+        assert_eq!(first.0, slot::UNSET, "a thread has no cell until it asks");
+        assert_eq!(first.1, first.2, "one cell per thread");
         // Every cell can be taken again after its thread exits: SLOTS + 1
         // threads in a row never run out.
         for _ in 0..=SLOTS {
-            let got = std::thread::spawn(slot::mine).join().unwrap();
-            assert!(got.is_some(), "a cell given back is handed out again");
+            let got = std::thread::spawn(slot::claim).join().unwrap();
+            assert!(got < SLOTS, "a cell given back is handed out again");
         }
     }
 }
