@@ -21,8 +21,12 @@ async fn node_with_quorum(redis: &LocalRedis, ns: &str, id: &str, quorum: u32) -
 }
 
 async fn node_with(redis: &LocalRedis, ns: &str, id: &str, quorum: u32, sync: Duration) -> Fleet {
+    node_at(&redis.url(), ns, id, quorum, sync).await
+}
+
+async fn node_at(url: &str, ns: &str, id: &str, quorum: u32, sync: Duration) -> Fleet {
     Fleet::builder()
-        .redis_url(redis.url())
+        .redis_url(url)
         .namespace(ns)
         .node(id)
         .sync_every(sync)
@@ -1042,6 +1046,19 @@ impl Relay {
     fn heal(&self) {
         self.open.store(true, Ordering::SeqCst);
     }
+
+    /// Node "a" of `ns`, through this relay, connected, sharing `b`.
+    async fn node(
+        &self,
+        ns: &str,
+        quorum: u32,
+        b: CircuitBreaker,
+    ) -> (Fleet, CircuitBreaker, Membership) {
+        let a = node_at(&self.url(), ns, "a", quorum, SYNC).await;
+        connected(&[&a]).await;
+        let m = a.share(&b).await.unwrap();
+        (a, b, m)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1052,18 +1069,7 @@ async fn a_close_told_after_a_reconnect_does_not_close_a_fleet_that_tripped_agai
     let relay = Relay::start(redis.port());
     let open = Duration::from_millis(300);
     // Node "a" reaches Redis through the relay; n0 and n1 directly.
-    let a = Fleet::builder()
-        .redis_url(relay.url())
-        .namespace("stale")
-        .node("a")
-        .sync_every(SYNC)
-        .timeout(Duration::from_millis(300))
-        .connect()
-        .await
-        .unwrap();
-    connected(&[&a]).await;
-    let mine = probing(open);
-    let _m = a.share(&mine).await.unwrap();
+    let (a, mine, _m) = relay.node("stale", 1, probing(open)).await;
     let others = fleet_of(&redis, "stale", 2, || probing(open)).await;
 
     // The fleet trips; after the open period "a" takes the fleet's probe.
@@ -1275,4 +1281,40 @@ async fn trips_travel_over_tls_with_a_private_ca() {
     let error = status.last_error.unwrap_or_default();
     assert!(error.contains("certificate"), "{error}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_probe_told_after_a_reconnect_counts_toward_the_quorum_only() {
+    let Some(redis) = LocalRedis::start_or_skip("stale_probe") else {
+        return;
+    };
+    let relay = Relay::start(redis.port());
+    let open = Duration::from_millis(300);
+    let (a, mine, _m) = relay.node("stale-probe", 2, probing(open)).await;
+    let others = fleet_with_quorum(&redis, "stale-probe", 2, 2, || probing(open)).await;
+
+    // Two nodes trip: the quorum of two opens the fleet; "a" probes for it.
+    fail(&mine, 1);
+    fail(&others[0].1, 1);
+    all_become(&others, State::Open).await;
+    let probe = admitted(&mine).await;
+
+    // "a" is cut off; meanwhile another node probes and closes the fleet.
+    relay.cut();
+    assert!(eventually(|| !a.status().connected).await);
+    let (_, p) = first_probes(&others).await.pop().unwrap();
+    p.success();
+    all_become(&others, State::Closed).await;
+
+    // a's probe fails there: a reopens, and tells it when it is back. Its
+    // probe was for a trip that is over: one trip toward the quorum, which
+    // alone does not reopen the fleet.
+    probe.failure();
+    assert_eq!(mine.state(), State::Open);
+    relay.heal();
+    connected(&[&a]).await;
+    tokio::time::sleep(SYNC * 6).await;
+    for (f, b, _) in &others {
+        assert_eq!(b.state(), State::Closed, "{}", f.status().node);
+    }
 }

@@ -618,19 +618,22 @@ impl Shared {
                 };
                 self.control(&m.name, kind).await?;
             } else if let Some(remaining) = m.fleet_open_remaining() {
-                self.trip(m, remaining, 1).await?;
+                self.trip(m, remaining, 1, "").await?;
             }
         }
         Ok(())
     }
 
     /// Tells the fleet this breaker opened for `remaining`; counts toward
-    /// `quorum`. Returns whether the fleet's breaker is open now.
+    /// `quorum`, unless `probed` (a failed probe's trip epoch, `""` if none)
+    /// is the fleet's current one. Returns whether the fleet's breaker is
+    /// open now.
     pub(crate) async fn trip(
         &self,
         m: &Member,
         remaining: Duration,
         quorum: u32,
+        probed: &str,
     ) -> Result<bool, FleetError> {
         let k = &m.keys;
         let mut call = self.scripts.trip.prepare_invoke();
@@ -648,7 +651,8 @@ impl Shared {
                 &self.settings.namespace,
                 &self.settings.node,
                 &m.name,
-            ));
+            ))
+            .arg(probed);
         let mut conn = self.conn();
         let opened: i64 = self.run(call.invoke_async(&mut conn)).await?;
         if opened > 0 {
@@ -664,7 +668,7 @@ impl Shared {
     pub(crate) async fn close(&self, m: &Member) -> Result<bool, FleetError> {
         let k = &m.keys;
         let message = self.message(&m.name, Kind::Close).encode();
-        let epoch = m.epochs().closing.clone().unwrap_or_default();
+        let epoch = m.epochs().verdict.clone().unwrap_or_default();
         let mut call = self.scripts.close.prepare_invoke();
         call.key(&k.open)
             .key(&k.probe)

@@ -45,7 +45,8 @@ pub(crate) struct Pending {
     /// the quorum.
     pub(crate) bypass_quorum: bool,
     /// The trip was a failed probe: if it probed for the fleet (the fleet's
-    /// breaker was open), the fleet reopens without waiting for the quorum.
+    /// breaker is still half-open in the trip epoch the probe ran under),
+    /// the fleet reopens without waiting for the quorum.
     pub(crate) probe_failed: bool,
     /// A probe here closed the breaker: close the fleet's.
     pub(crate) close: bool,
@@ -86,15 +87,17 @@ pub(crate) struct Book {
 }
 
 /// Which trip of the fleet's breaker (its epoch, from Redis) this node knows
-/// of, and under which one its own probe closed the breaker: a close is
-/// told with the epoch it was decided under, so a late one cannot close a
-/// later trip. Never held while the breaker is called (the hook takes it).
+/// of, and under which one its own probe last decided: a close, or a failed
+/// probe's reopening, is told with the epoch it was decided under, so a late
+/// one cannot close a later trip, nor skip the quorum for a trip that is
+/// over. Never held while the breaker is called (the hook takes it).
 #[derive(Debug, Default)]
 pub(crate) struct Epochs {
     /// The fleet's breaker's epoch as last read (`None`: not tripped).
     pub(crate) known: Option<String>,
-    /// The epoch known when this node's probe closed the breaker.
-    pub(crate) closing: Option<String>,
+    /// The epoch known when this node's probe last closed or reopened the
+    /// breaker.
+    pub(crate) verdict: Option<String>,
 }
 
 /// One shared breaker.
@@ -237,6 +240,10 @@ impl Listener for Hook {
         if matches!(t.reason, Reason::Remote | Reason::Manual) {
             return;
         }
+        if t.from == State::HalfOpen && matches!(t.to, State::Open | State::Closed) {
+            let mut epochs = member.epochs();
+            epochs.verdict = epochs.known.clone();
+        }
         let pending = match (t.from, t.to) {
             (from, State::Open) => Pending {
                 trip: true,
@@ -246,14 +253,10 @@ impl Listener for Hook {
                 probe_failed: from == State::HalfOpen,
                 ..Pending::default()
             },
-            (State::HalfOpen, State::Closed) => {
-                let mut epochs = member.epochs();
-                epochs.closing = epochs.known.clone();
-                Pending {
-                    close: true,
-                    ..Pending::default()
-                }
-            }
+            (State::HalfOpen, State::Closed) => Pending {
+                close: true,
+                ..Pending::default()
+            },
             (_, State::HalfOpen) => Pending {
                 lease: true,
                 ..Pending::default()

@@ -81,9 +81,10 @@
 //!   distinct nodes tripped within the fleet's window (Redis's clock). The
 //!   fleet's window trips a node only once q distinct nodes reported
 //!   failures or slow calls into it; a failed probe reopens the fleet at
-//!   once only if it probed for the fleet (a node that tripped alone also
-//!   probes alone, and its failed probe is one more trip toward the
-//!   quorum). So with q >= 2 one replica with a broken network path does
+//!   once only if it probed for the fleet's current trip (same epoch: see
+//!   below; a node that tripped alone also probes alone, and its failed
+//!   probe is one more trip toward the quorum, as is one told after its
+//!   node was cut off while the fleet closed or tripped again). So with q >= 2 one replica with a broken network path does
 //!   not open the breaker for the healthy ones.
 //!   q = 1 by default.
 //! - **Control.** [`Fleet::force_open`], [`Fleet::disable`] and

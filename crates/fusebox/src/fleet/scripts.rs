@@ -99,12 +99,16 @@ return out
 ///
 /// `KEYS`: open, trips (a sorted set of node -> Redis time), control, probe
 /// lease (dropped: a reopened breaker's probe is over), tripped.
-/// `ARGV`: node, remaining ms, quorum, window ms, channel, message tail.
+/// `ARGV`: node, remaining ms, quorum, window ms, channel, message tail, and
+/// the trip epoch a failed probe ran under (`""` if not a probe's trip): if
+/// it is the fleet's current epoch, the probe was the fleet's and the quorum
+/// does not apply.
 /// Returns 0 (below quorum, or the fleet is forced open or disabled), 1 (the
 /// fleet was already open at least as long) or 2 (opened and published).
 pub(crate) const TRIP: &str = r#"
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 local q = tonumber(ARGV[3])
+if q > 1 and ARGV[7] ~= '' and redis.call('GET', KEYS[5]) == ARGV[7] then q = 1 end
 if q > 1 then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
