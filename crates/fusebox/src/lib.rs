@@ -20,8 +20,8 @@
 //! [`registry`] of named breakers loaded from TOML or YAML), `http` (HTTP
 //! presets and the standard stack, `fusebox::http`; `reqwest` adds
 //! `Standard::send`), `dashboard` (a live page of every breaker, an axum
-//! `Router`), `fleet` (replicas sharing breaker state through Redis),
-//! `quanta` (a TSC clock: cheaper readings, see [`MonotonicClock`]). With no
+//! `Router`), `fleet` (replicas sharing breaker state through Redis;
+//! `fleet-tls` adds `rediss://`), `quanta` (a TSC clock: cheaper readings, see [`MonotonicClock`]). With no
 //! feature, fusebox depends on `arc-swap` alone (the breaker's live settings).
 //!
 //! # A breaker's life

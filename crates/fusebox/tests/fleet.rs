@@ -5,6 +5,8 @@
 
 use fusebox::fleet::{Fleet, LocalRedis, Membership};
 use fusebox::{CircuitBreaker, Reason, State};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,8 +21,12 @@ async fn node_with_quorum(redis: &LocalRedis, ns: &str, id: &str, quorum: u32) -
 }
 
 async fn node_with(redis: &LocalRedis, ns: &str, id: &str, quorum: u32, sync: Duration) -> Fleet {
+    node_at(&redis.url(), ns, id, quorum, sync).await
+}
+
+async fn node_at(url: &str, ns: &str, id: &str, quorum: u32, sync: Duration) -> Fleet {
     Fleet::builder()
-        .redis_url(redis.url())
+        .redis_url(url)
         .namespace(ns)
         .node(id)
         .sync_every(sync)
@@ -96,6 +102,19 @@ async fn all_become(nodes: &[(Fleet, CircuitBreaker, Membership)], state: State)
             f.status().node
         );
     }
+}
+
+/// Once both are connected: a trip on `a` opens the same breaker on `b`.
+async fn a_trip_travels(a: &Fleet, b: &Fleet) {
+    connected(&[a, b]).await;
+    let (on_a, on_b) = (
+        consecutive(1, Duration::from_secs(5)),
+        consecutive(1, Duration::from_secs(5)),
+    );
+    let _ma = a.share(&on_a).await.unwrap();
+    let _mb = b.share(&on_b).await.unwrap();
+    fail(&on_a, 1);
+    assert!(eventually(|| on_b.state() == State::Open).await);
 }
 
 fn fail(b: &CircuitBreaker, n: usize) {
@@ -791,15 +810,7 @@ async fn a_password_in_the_url_works_and_is_never_shown() {
     };
     let a = make("a", &url).connect().await.unwrap();
     let b = make("b", &url).connect().await.unwrap();
-    connected(&[&a, &b]).await;
-    let (ba, bb) = (
-        consecutive(1, Duration::from_secs(5)),
-        consecutive(1, Duration::from_secs(5)),
-    );
-    let _ma = a.share(&ba).await.unwrap();
-    let _mb = b.share(&bb).await.unwrap();
-    fail(&ba, 1);
-    assert!(eventually(|| bb.state() == State::Open).await);
+    a_trip_travels(&a, &b).await;
     // A wrong password: the node runs, disconnected, saying why, never the password.
     let wrong = redis.url().replace("redis://", "redis://:not-the-pw@");
     let builder = make("c", &wrong);
@@ -922,4 +933,388 @@ async fn with_redis_up_a_node_is_connected_when_connect_returns_and_joins_at_onc
         State::Disabled,
         "no wait: share applied it"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_a_half_open_fleet_rejects_until_the_probes_verdict_travels() {
+    let Some(redis) = LocalRedis::start_or_skip("join_half_open") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "join-half", 2, || {
+        probing(Duration::from_millis(200))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    let (_, permit) = first_probes(&nodes).await.pop().unwrap();
+
+    // The fleet's breaker is half-open, its probe running elsewhere.
+    let late = node(&redis, "join-half", "late").await;
+    connected(&[&late]).await;
+    let b = probing(Duration::from_millis(200));
+    let _m = late.share(&b).await.unwrap();
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(r.state(), State::HalfOpen, "a joiner does not start closed");
+    assert_eq!(r.retry_after(), Some(Duration::ZERO));
+    tokio::time::sleep(SYNC * 4).await;
+    assert!(b.try_acquire().is_err(), "the prober still holds the lease");
+
+    // The probe's verdict travels to the joiner too.
+    permit.success();
+    assert!(eventually(|| b.state() == State::Closed).await);
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_a_half_open_fleet_probes_once_the_probers_lease_expires() {
+    let Some(redis) = LocalRedis::start_or_skip("join_half_open_dead") else {
+        return;
+    };
+    let mut nodes = fleet_of(&redis, "join-dead", 1, || {
+        probing(Duration::from_millis(200))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    let permit = admitted(&nodes[0].1).await;
+    let late = node(&redis, "join-dead", "late").await;
+    connected(&[&late]).await;
+    let b = probing(Duration::from_millis(200));
+    let _m = late.share(&b).await.unwrap();
+    assert_eq!(b.try_acquire().unwrap_err().state(), State::HalfOpen);
+
+    // The prober dies mid-probe; once its lease expires the joiner probes.
+    let (dead, _breaker, membership) = nodes.remove(0);
+    std::mem::forget(permit);
+    drop(membership);
+    drop(dead);
+    admitted(&b).await.success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+/// A TCP relay between one node and Redis that can cut the node off (every
+/// connection dropped, new ones refused) and let it back: a partition of
+/// that node alone.
+struct Relay {
+    port: u16,
+    open: Arc<AtomicBool>,
+    live: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(to: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open = Arc::new(AtomicBool::new(true));
+        let live = Arc::new(Mutex::new(Vec::<TcpStream>::new()));
+        let (o, l) = (Arc::clone(&open), Arc::clone(&live));
+        // Runs until the test process ends.
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if !o.load(Ordering::SeqCst) {
+                    continue; // dropped: refused
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
+                    continue;
+                };
+                let mut live = l.lock().unwrap();
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server.try_clone().unwrap(), client.try_clone().unwrap()),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+                live.extend([client, server]);
+            }
+        });
+        Relay { port, open, live }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn cut(&self) {
+        self.open.store(false, Ordering::SeqCst);
+        for s in self.live.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn heal(&self) {
+        self.open.store(true, Ordering::SeqCst);
+    }
+
+    /// Node "a" of `ns`, through this relay, connected, sharing `b`.
+    async fn node(
+        &self,
+        ns: &str,
+        quorum: u32,
+        b: CircuitBreaker,
+    ) -> (Fleet, CircuitBreaker, Membership) {
+        let a = node_at(&self.url(), ns, "a", quorum, SYNC).await;
+        connected(&[&a]).await;
+        let m = a.share(&b).await.unwrap();
+        (a, b, m)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_told_after_a_reconnect_does_not_close_a_fleet_that_tripped_again() {
+    let Some(redis) = LocalRedis::start_or_skip("stale_close") else {
+        return;
+    };
+    let relay = Relay::start(redis.port());
+    let open = Duration::from_millis(300);
+    // Node "a" reaches Redis through the relay; n0 and n1 directly.
+    let (a, mine, _m) = relay.node("stale", 1, probing(open)).await;
+    let others = fleet_of(&redis, "stale", 2, || probing(open)).await;
+
+    // The fleet trips; after the open period "a" takes the fleet's probe.
+    fail(&others[0].1, 1);
+    assert!(eventually(|| mine.state() == State::Open).await);
+    let probe = admitted(&mine).await;
+
+    // "a" is cut off with its probe running; the probe succeeds there, so
+    // "a" closes, with a close to tell the fleet when it can.
+    relay.cut();
+    assert!(eventually(|| !a.status().connected).await);
+    probe.success();
+    assert_eq!(mine.state(), State::Closed);
+
+    // Meanwhile a's lease expires, another node probes and fails: the fleet
+    // trips again, and is half-open again after the new open period, with
+    // one of the others probing.
+    let (_, p) = first_probes(&others).await.pop().unwrap();
+    p.failure();
+    all_become(&others, State::Open).await;
+    let (_, held) = first_probes(&others).await.pop().unwrap();
+
+    // "a" comes back with its close of the earlier trip: refused. The
+    // others stay half-open and "a" takes the fleet's state.
+    relay.heal();
+    connected(&[&a]).await;
+    assert!(
+        eventually(|| mine.state() == State::HalfOpen).await,
+        "{:?}",
+        mine.state()
+    );
+    tokio::time::sleep(SYNC * 4).await;
+    for (f, b, _) in &others {
+        assert_eq!(b.state(), State::HalfOpen, "{}", f.status().node);
+    }
+    assert_eq!(mine.try_acquire().unwrap_err().state(), State::HalfOpen);
+
+    // The current probe decides for everyone.
+    held.success();
+    all_become(&others, State::Closed).await;
+    assert!(eventually(|| mine.state() == State::Closed).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rediss_url_needs_the_tls_feature_or_is_accepted() {
+    let connect = |url: &str| {
+        Fleet::builder()
+            .redis_url(url)
+            .namespace("tls")
+            .timeout(Duration::from_millis(100))
+            .connect()
+    };
+    let result = connect("rediss://:pw@127.0.0.1:1").await;
+    #[cfg(not(feature = "fleet-tls"))]
+    assert_eq!(
+        result.unwrap_err().to_string(),
+        "fleet: redis_url = \"rediss://***@127.0.0.1:1\": rediss:// (TLS) needs fusebox's cargo feature fleet-tls"
+    );
+    #[cfg(feature = "fleet-tls")]
+    {
+        let fleet = result.expect("a rediss URL is accepted");
+        assert!(!fleet.status().connected, "nothing listens on port 1");
+        let refused = |url: &'static str, pem: &'static str| async move {
+            let builder = Fleet::builder().redis_url(url).namespace("tls");
+            let err = builder
+                .tls_root_certificate(pem)
+                .connect()
+                .await
+                .unwrap_err();
+            err.to_string()
+        };
+        assert_eq!(
+            refused("rediss://127.0.0.1:1", "not a certificate").await,
+            "fleet: tls_root_certificate = \"(PEM)\": holds no PEM certificate"
+        );
+        assert_eq!(
+            refused("redis://127.0.0.1:1", "-----BEGIN CERTIFICATE-----").await,
+            "fleet: tls_root_certificate = \"(PEM)\": needs a rediss:// URL"
+        );
+    }
+}
+
+/// A CA and a certificate it signed for 127.0.0.1, made with the `openssl`
+/// command in a fresh directory; `None` (with a line) if openssl is missing.
+#[cfg(feature = "fleet-tls")]
+fn test_certificates() -> Option<std::path::PathBuf> {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("fusebox-fleet-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| {
+        Command::new("openssl")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .map(|o| o.status.success())
+    };
+    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    let steps: [&[&str]; 3] = [
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=fusebox test CA",
+        ],
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ],
+    ];
+    for step in steps {
+        match run(step) {
+            Ok(true) => {}
+            Ok(false) => panic!("openssl {step:?} failed"),
+            Err(_) if std::env::var(fusebox::fleet::REQUIRE_REDIS).is_ok_and(|v| v == "1") => {
+                panic!(
+                    "tls: openssl not found and {}=1",
+                    fusebox::fleet::REQUIRE_REDIS
+                )
+            }
+            Err(_) => {
+                eprintln!("skipped tls: openssl not found (apt-get install openssl)");
+                return None;
+            }
+        }
+    }
+    Some(dir)
+}
+
+#[cfg(feature = "fleet-tls")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trips_travel_over_tls_with_a_private_ca() {
+    let Some(dir) = test_certificates() else {
+        return;
+    };
+    let redis = match LocalRedis::start_tls(&dir.join("srv.crt"), &dir.join("srv.key")) {
+        Ok(Some(r)) => r,
+        Ok(None) if std::env::var(fusebox::fleet::REQUIRE_REDIS).is_ok_and(|v| v == "1") => {
+            panic!(
+                "tls: redis-server not found and {}=1",
+                fusebox::fleet::REQUIRE_REDIS
+            )
+        }
+        Ok(None) => {
+            eprintln!("skipped tls: redis-server not found");
+            return;
+        }
+        Err(e) => panic!("redis-server with TLS did not start: {e}"),
+    };
+    assert!(redis.url().starts_with("rediss://"));
+    let ca = std::fs::read(dir.join("ca.crt")).unwrap();
+    let tls_node = |id: &'static str| {
+        Fleet::builder()
+            .redis_url(redis.url())
+            .tls_root_certificate(ca.clone())
+            .namespace("tls")
+            .node(id)
+            .sync_every(SYNC)
+            .timeout(Duration::from_millis(500))
+            .connect()
+    };
+    let (a, b) = (tls_node("a").await.unwrap(), tls_node("b").await.unwrap());
+    a_trip_travels(&a, &b).await;
+
+    // Without the CA the server's certificate is not trusted: never connected.
+    let untrusted = Fleet::builder()
+        .redis_url(redis.url())
+        .namespace("tls")
+        .timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = untrusted.status();
+    assert!(!status.connected, "{status:?}");
+    let error = status.last_error.unwrap_or_default();
+    assert!(error.contains("certificate"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_probe_told_after_a_reconnect_counts_toward_the_quorum_only() {
+    let Some(redis) = LocalRedis::start_or_skip("stale_probe") else {
+        return;
+    };
+    let relay = Relay::start(redis.port());
+    let open = Duration::from_millis(300);
+    let (a, mine, _m) = relay.node("stale-probe", 2, probing(open)).await;
+    let others = fleet_with_quorum(&redis, "stale-probe", 2, 2, || probing(open)).await;
+
+    // Two nodes trip: the quorum of two opens the fleet; "a" probes for it.
+    fail(&mine, 1);
+    fail(&others[0].1, 1);
+    all_become(&others, State::Open).await;
+    let probe = admitted(&mine).await;
+
+    // "a" is cut off; meanwhile another node probes and closes the fleet.
+    relay.cut();
+    assert!(eventually(|| !a.status().connected).await);
+    let (_, p) = first_probes(&others).await.pop().unwrap();
+    p.success();
+    all_become(&others, State::Closed).await;
+
+    // a's probe fails there: a reopens, and tells it when it is back. Its
+    // probe was for a trip that is over: one trip toward the quorum, which
+    // alone does not reopen the fleet.
+    probe.failure();
+    assert_eq!(mine.state(), State::Open);
+    relay.heal();
+    connected(&[&a]).await;
+    tokio::time::sleep(SYNC * 6).await;
+    for (f, b, _) in &others {
+        assert_eq!(b.state(), State::Closed, "{}", f.status().node);
+    }
 }

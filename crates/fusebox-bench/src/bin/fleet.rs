@@ -17,6 +17,11 @@
 //! 3. Time from a trip on one node to open on another (median and max over
 //!    100 trips): from just before the failing call on node A to node B's
 //!    transition listener hearing it.
+//!
+//! `fleet --closed-path POLICY SHARING CALLS` (POLICY `consecutive` or
+//! `rate`, SHARING `unshared` or `shared`) only runs the closed path, CALLS
+//! calls after a warm-up, for `results/fleet-instructions.sh` to count its
+//! instructions with callgrind.
 
 use fusebox::fleet::{Fleet, LocalRedis, Membership};
 use fusebox::{CircuitBreaker, State};
@@ -46,10 +51,48 @@ fn rate() -> fusebox::Builder {
 /// ns per successful call through `b`.
 fn closed_path(b: &CircuitBreaker) -> f64 {
     let t = Instant::now();
-    for i in 0..CALLS {
+    calls(b, CALLS);
+    t.elapsed().as_nanos() as f64 / CALLS as f64
+}
+
+/// `n` successful calls through `b` (what callgrind counts: see
+/// `results/fleet-instructions.sh`).
+#[inline(never)]
+fn calls(b: &CircuitBreaker, n: u64) {
+    for i in 0..n {
         let _ = black_box(b.call(|| Ok::<_, ()>(black_box(i))));
     }
-    t.elapsed().as_nanos() as f64 / CALLS as f64
+}
+
+/// `--closed-path POLICY SHARING CALLS`: the closed path alone, for
+/// callgrind. The shared breaker shares through a fleet on a real Redis.
+async fn closed_path_only(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let usage = "usage: fleet --closed-path consecutive|rate unshared|shared CALLS";
+    let [policy, sharing, n] = args else {
+        return Err(usage.into());
+    };
+    let make = match policy.as_str() {
+        "consecutive" => consecutive,
+        "rate" => rate,
+        _ => return Err(usage.into()),
+    };
+    let n: u64 = n.parse().map_err(|_| usage)?;
+    let b = make().build()?;
+    let Some(redis) = LocalRedis::start_or_skip("the fleet's closed path") else {
+        return Ok(());
+    };
+    let fleet = node(&redis, "instructions", "a").await;
+    let _m = match sharing.as_str() {
+        "shared" => Some(fleet.share(&b).await?),
+        "unshared" => None,
+        _ => return Err(usage.into()),
+    };
+    tokio::task::block_in_place(|| {
+        calls(&b, 1_000);
+        calls(&b, n);
+    });
+    assert_eq!(b.state(), State::Closed);
+    Ok(())
 }
 
 async fn node(redis: &LocalRedis, ns: &str, id: &str) -> Fleet {
@@ -110,6 +153,10 @@ fn paced(b: &CircuitBreaker, rate: u64, secs: u64) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--closed-path") {
+        return closed_path_only(&args[1..]).await;
+    }
     let Some(redis) = LocalRedis::start_or_skip("the fleet benchmark") else {
         return Ok(());
     };

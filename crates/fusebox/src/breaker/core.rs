@@ -7,6 +7,7 @@
 
 use super::listener::Listener;
 use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
+use super::tally::{Tally, TallyCells};
 use super::types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
 use crate::clock::Clock;
@@ -186,22 +187,6 @@ pub(crate) enum ProbeGate {
     Deny,
     /// This replica holds the lease: admit probes as usual.
     Allow,
-}
-
-/// Closed-state verdicts since the tally was enabled, striped per thread.
-#[derive(Debug)]
-struct TallyCells {
-    calls: Striped,
-    failures: Striped,
-    slow: Striped,
-}
-
-/// Cumulative closed-state verdicts of one breaker (see [`Core::tally`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Tally {
-    pub(crate) calls: u64,
-    pub(crate) failures: u64,
-    pub(crate) slow: u64,
 }
 
 impl fmt::Debug for Core {
@@ -577,16 +562,6 @@ impl Core {
             Outcome::Failure => true,
             Outcome::Success => false,
         };
-        if let Some(t) = self.tally.get() {
-            // Relaxed: statistics, read by a fleet's periodic sync.
-            t.calls.mine().fetch_add(1, Ordering::Relaxed);
-            if failed {
-                t.failures.mine().fetch_add(1, Ordering::Relaxed);
-            }
-            if slow_call {
-                t.slow.mine().fetch_add(1, Ordering::Relaxed);
-            }
-        }
         let policy = &live.settings.policy;
         let mut trip = None;
         if let Some(n) = policy.consecutive {
@@ -839,27 +814,24 @@ impl Core {
     /// Starts counting closed-state verdicts (idempotent).
     #[allow(dead_code)] // used by the fleet
     pub(crate) fn enable_tally(&self) {
-        self.tally.get_or_init(|| {
-            Box::new(TallyCells {
-                calls: Striped::new(),
-                failures: Striped::new(),
-                slow: Striped::new(),
-            })
-        });
+        self.tally.get_or_init(|| Box::new(TallyCells::new()));
     }
 
     /// Closed-state verdicts counted since [`Core::enable_tally`].
     #[allow(dead_code)] // used by the fleet
     pub(crate) fn tally(&self) -> Tally {
-        self.tally
-            .get()
-            .map(|t| Tally {
-                // Relaxed: statistics.
-                calls: t.calls.sum(Ordering::Relaxed),
-                failures: t.failures.sum(Ordering::Relaxed),
-                slow: t.slow.sum(Ordering::Relaxed),
-            })
-            .unwrap_or_default()
+        self.tally.get().map(|t| t.read()).unwrap_or_default()
+    }
+
+    /// The fleet's hook on every verdict: counts a closed-state one if the
+    /// tally is on (a plain store to this thread's own cell).
+    #[inline(always)]
+    fn count(&self, ticket: &Ticket, outcome: Outcome, slow: bool) {
+        if let Some(t) = self.tally.get() {
+            if ticket.kind == Kind::Normal && outcome != Outcome::Ignore {
+                t.add(outcome == Outcome::Failure, slow);
+            }
+        }
     }
 
     /// Trips a closed breaker if totals counted elsewhere (a fleet's window)
@@ -1142,6 +1114,7 @@ impl Inner {
                 .core
                 .with_live(|live| self.success_is_noop(live, &ticket, outcome))
         {
+            self.core.count(&ticket, outcome, false);
             return;
         }
         let read = || self.now();
@@ -1149,6 +1122,7 @@ impl Inner {
         let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
         let (slow, transition) = self.core.with_live(|live| {
             let slow = live.settings.policy.is_slow(elapsed);
+            self.core.count(&ticket, outcome, slow);
             if !slow && self.success_is_noop(live, &ticket, outcome) {
                 return (false, None);
             }
@@ -1174,14 +1148,13 @@ impl Inner {
 
     /// Whether a closed-state success that was not slow changes nothing, so
     /// that [`Core::record`] (which would find the same) can be skipped: no
-    /// consecutive failure to reset, no tally, and no window or a count
+    /// consecutive failure to reset, and no window or a count
     /// window full of plain successes. A time window counts every call.
     #[inline(always)]
     fn success_is_noop(&self, live: &Live, ticket: &Ticket, outcome: Outcome) -> bool {
         outcome == Outcome::Success
             && ticket.kind == Kind::Normal
             && self.mode() & TIME_WINDOW == 0
-            && self.core.tally.get().is_none()
             && (live.settings.policy.consecutive.is_none() || self.core.success_is_noop(ticket))
             && live
                 .window

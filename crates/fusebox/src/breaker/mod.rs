@@ -10,16 +10,17 @@ mod permit;
 mod policy;
 #[cfg(feature = "fleet")]
 mod remote;
+mod tally;
 mod types;
 mod window;
 
 pub use config::{Backoff, BreakerConfig, Builder, ConfigError};
-#[cfg(feature = "fleet")]
-#[allow(unused_imports)] // for the fleet
-pub(crate) use core::{ProbeGate, Tally};
 pub use listener::Listener;
 pub use permit::Permit;
 pub use types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
+#[cfg(feature = "fleet")]
+#[allow(unused_imports)] // for the fleet
+pub(crate) use {core::ProbeGate, tally::Tally};
 
 use crate::clock::Clock;
 use core::{Inner, Settings};

@@ -3,7 +3,8 @@
 //! half-open probes to the replica holding the fleet's lease, and read its
 //! verdict counts for the fleet's window. Every call still decides locally.
 
-use super::core::{ProbeGate, Tally};
+use super::core::ProbeGate;
+use super::tally::Tally;
 use super::types::{Reason, State};
 use super::window::Totals;
 use super::{CircuitBreaker, Listener};

@@ -181,6 +181,10 @@ struct Entry {
     window: Option<(u64, u64)>,
     lease: LeaseOp,
     epoch: u64,
+    /// [`Member::settled_closed`] when this was read: a breaker closed then
+    /// and still closed in the same generation when the answer comes may be
+    /// put half-open if the fleet's breaker is.
+    closed: Option<u64>,
 }
 
 impl Entry {
@@ -199,10 +203,17 @@ impl Entry {
 struct View {
     totals: Tally,
     failing_nodes: u64,
+    /// The rest of the open period; 0 once over but not closed since
+    /// (half-open); negative if the fleet's breaker is closed.
     open_ms: i64,
     ctl: Option<State>,
     holder: String,
+    /// The fleet's trip epoch, `""` if not tripped.
+    epoch: String,
 }
+
+/// Values per breaker in the sync script's answer.
+const VIEW_LEN: usize = 8;
 
 fn int(v: &Value) -> i64 {
     match v {
@@ -408,6 +419,7 @@ impl Shared {
             (span, (span / 10).max(1))
         });
         let state = breaker.state(); // the lazy Open -> HalfOpen step
+        let closed = member.settled_closed();
         let tally = breaker.tally();
         let mut book = member.book();
         if let Some((span, _)) = window {
@@ -446,6 +458,7 @@ impl Shared {
             lease,
             // Acquire: see `apply_message`, which bumps it before applying.
             epoch: member.epoch.load(Ordering::Acquire),
+            closed,
         }
     }
 
@@ -469,7 +482,11 @@ impl Shared {
             .arg(self.settings.quorum);
         for e in &entries {
             let k = &e.member.keys;
-            call.key(&k.open).key(&k.ctl).key(&k.win).key(&k.probe);
+            call.key(&k.open)
+                .key(&k.ctl)
+                .key(&k.win)
+                .key(&k.probe)
+                .key(&k.tripped);
             let (span, bucket) = e.window.unwrap_or((0, 1));
             call.arg(e.delta.calls)
                 .arg(e.delta.failures)
@@ -481,7 +498,7 @@ impl Shared {
         let mut conn = self.conn();
         let result: Result<Vec<Value>, _> = self.run(call.invoke_async(&mut conn)).await;
         let out = match result {
-            Ok(out) if out.len() == 1 + 7 * entries.len() => out,
+            Ok(out) if out.len() == 1 + VIEW_LEN * entries.len() => out,
             Ok(_) => {
                 let e = FleetError::Redis("unexpected answer to the sync script".into());
                 self.set_connected(false, Some(&e));
@@ -510,7 +527,7 @@ impl Shared {
             }
             return self.republish(members).await;
         }
-        for (e, v) in entries.iter().zip(out[1..].chunks(7)) {
+        for (e, v) in entries.iter().zip(out[1..].chunks(VIEW_LEN)) {
             let view = View {
                 totals: Tally {
                     calls: int(&v[0]).max(0) as u64,
@@ -521,6 +538,7 @@ impl Shared {
                 open_ms: int(&v[4]),
                 ctl: control_state(&text(&v[5])),
                 holder: text(&v[6]),
+                epoch: text(&v[7]),
             };
             self.apply_view(e, &view);
         }
@@ -554,10 +572,20 @@ impl Shared {
                 b.set_remote(State::Closed);
             }
         }
+        m.epochs().known = (!view.epoch.is_empty()).then(|| view.epoch.clone());
         if view.open_ms > 0 {
             let remaining = Duration::from_millis(view.open_ms as u64);
             m.fleet_open_for(remaining);
             b.trip_remote(remaining);
+        } else if view.open_ms == 0 && e.closed.is_some() && m.settled_closed() == e.closed {
+            // The fleet's breaker is half-open (its open period is over, no
+            // probe closed it yet) and this one is closed without having
+            // closed it itself: it joined late, or missed the trip, or its
+            // close came too late. Half-open here too, so that it rejects
+            // until the prober's verdict travels (or takes the lease if the
+            // prober's expires): open with nothing left of the period.
+            m.fleet_open_for(Duration::ZERO);
+            b.trip_remote(Duration::ZERO);
         }
         {
             let mut book = m.book();
@@ -590,19 +618,22 @@ impl Shared {
                 };
                 self.control(&m.name, kind).await?;
             } else if let Some(remaining) = m.fleet_open_remaining() {
-                self.trip(m, remaining, 1).await?;
+                self.trip(m, remaining, 1, "").await?;
             }
         }
         Ok(())
     }
 
     /// Tells the fleet this breaker opened for `remaining`; counts toward
-    /// `quorum`. Returns whether the fleet's breaker is open now.
+    /// `quorum`, unless `probed` (a failed probe's trip epoch, `""` if none)
+    /// is the fleet's current one. Returns whether the fleet's breaker is
+    /// open now.
     pub(crate) async fn trip(
         &self,
         m: &Member,
         remaining: Duration,
         quorum: u32,
+        probed: &str,
     ) -> Result<bool, FleetError> {
         let k = &m.keys;
         let mut call = self.scripts.trip.prepare_invoke();
@@ -610,6 +641,7 @@ impl Shared {
             .key(&k.trips)
             .key(&k.ctl)
             .key(&k.probe)
+            .key(&k.tripped)
             .arg(&self.settings.node)
             .arg(codec::millis(remaining))
             .arg(quorum)
@@ -619,7 +651,8 @@ impl Shared {
                 &self.settings.namespace,
                 &self.settings.node,
                 &m.name,
-            ));
+            ))
+            .arg(probed);
         let mut conn = self.conn();
         let opened: i64 = self.run(call.invoke_async(&mut conn)).await?;
         if opened > 0 {
@@ -628,23 +661,30 @@ impl Shared {
         Ok(opened > 0)
     }
 
-    /// Tells the fleet a probe here closed this breaker.
-    pub(crate) async fn close(&self, m: &Member) -> Result<(), FleetError> {
+    /// Tells the fleet a probe here closed this breaker, under the trip
+    /// epoch known when it closed. Returns false if the fleet refused it
+    /// (it tripped again meanwhile, or is open or under control): the
+    /// fleet's state then stands, and the caller syncs to take it.
+    pub(crate) async fn close(&self, m: &Member) -> Result<bool, FleetError> {
         let k = &m.keys;
         let message = self.message(&m.name, Kind::Close).encode();
+        let epoch = m.epochs().verdict.clone().unwrap_or_default();
         let mut call = self.scripts.close.prepare_invoke();
         call.key(&k.open)
             .key(&k.probe)
             .key(&k.trips)
             .key(&k.win)
+            .key(&k.tripped)
+            .key(&k.ctl)
             .arg(&self.channel)
-            .arg(message);
+            .arg(message)
+            .arg(epoch);
         let mut conn = self.conn();
-        let _: i64 = self.run(call.invoke_async(&mut conn)).await?;
-        let mut book = m.book();
-        book.fleet_open_until = None;
-        book.lease_since = None;
-        Ok(())
+        let closed: i64 = self.run(call.invoke_async(&mut conn)).await?;
+        if closed > 0 {
+            m.fleet_closed();
+        }
+        Ok(closed > 0)
     }
 
     /// Forces open, disables or resets breaker `name` fleet-wide.
@@ -657,6 +697,7 @@ impl Shared {
             .key(&k.probe)
             .key(&k.trips)
             .key(&k.win)
+            .key(&k.tripped)
             .arg(kind.as_str())
             .arg(&self.channel)
             .arg(message);
@@ -705,11 +746,7 @@ impl Shared {
                 b.trip_remote(remaining);
             }
             Kind::Close => {
-                {
-                    let mut book = m.book();
-                    book.fleet_open_until = None;
-                    book.lease_since = None;
-                }
+                m.fleet_closed();
                 b.close_remote();
             }
             Kind::ForceOpen | Kind::Disable => {
@@ -726,12 +763,8 @@ impl Shared {
                 b.set_remote(state);
             }
             Kind::Reset => {
-                {
-                    let mut book = m.book();
-                    book.remote_ctl = None;
-                    book.fleet_open_until = None;
-                    book.lease_since = None;
-                }
+                m.book().remote_ctl = None;
+                m.fleet_closed();
                 b.set_remote(State::Closed);
             }
         }

@@ -4,7 +4,7 @@
 
 use std::io;
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,8 @@ pub struct LocalRedis {
     binary: PathBuf,
     port: u16,
     args: Vec<String>,
+    /// Serves TLS only (`--tls-port`), see [`LocalRedis::start_tls`].
+    tls: bool,
     child: Option<Child>,
 }
 
@@ -84,6 +86,32 @@ impl LocalRedis {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn start_with(args: &[&str]) -> io::Result<Option<LocalRedis>> {
+        LocalRedis::start_as(args, false)
+    }
+
+    /// [`LocalRedis::start`] serving TLS only, with the server certificate
+    /// `cert` and its key `key` (PEM files; clients are not asked for
+    /// certificates). [`LocalRedis::url`] is then `rediss://`. The
+    /// `redis-server` must be built with TLS (Debian's is).
+    ///
+    /// # Errors
+    ///
+    /// As [`LocalRedis::start`]; a server without TLS does not start.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::path::Path;
+    /// let redis = fusebox::fleet::LocalRedis::start_tls(Path::new("srv.crt"), Path::new("srv.key"))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_tls(cert: &Path, key: &Path) -> io::Result<Option<LocalRedis>> {
+        let (cert, key) = (cert.to_string_lossy(), key.to_string_lossy());
+        let args = ["--tls-cert-file", &cert, "--tls-key-file", &key];
+        LocalRedis::start_as(&[&args[..], &["--tls-auth-clients", "no"]].concat(), true)
+    }
+
+    fn start_as(args: &[&str], tls: bool) -> io::Result<Option<LocalRedis>> {
         let Some(binary) = find_binary() else {
             return Ok(None);
         };
@@ -95,6 +123,7 @@ impl LocalRedis {
                 binary: binary.clone(),
                 port: free_port()?,
                 args: args.iter().map(|a| a.to_string()).collect(),
+                tls,
                 child: None,
             };
             match redis.restart() {
@@ -156,7 +185,7 @@ impl LocalRedis {
         self.port
     }
 
-    /// `redis://127.0.0.1:PORT`.
+    /// `redis://127.0.0.1:PORT` (`rediss://` for [`LocalRedis::start_tls`]).
     ///
     /// # Examples
     ///
@@ -166,7 +195,8 @@ impl LocalRedis {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
     }
 
     /// The process id, while running.
@@ -199,8 +229,14 @@ impl LocalRedis {
     /// ```
     pub fn restart(&mut self) -> io::Result<()> {
         self.kill();
+        let port = self.port.to_string();
+        let ports: &[&str] = if self.tls {
+            &["--port", "0", "--tls-port", &port]
+        } else {
+            &["--port", &port]
+        };
         let child = Command::new(&self.binary)
-            .args(["--port", &self.port.to_string()])
+            .args(ports)
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--loglevel", "warning"])
             .args(["--dir", &std::env::temp_dir().to_string_lossy()])

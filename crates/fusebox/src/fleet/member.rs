@@ -18,6 +18,7 @@ pub(crate) struct Keys {
     pub(crate) win: String,
     pub(crate) probe: String,
     pub(crate) trips: String,
+    pub(crate) tripped: String,
 }
 
 impl Keys {
@@ -29,6 +30,7 @@ impl Keys {
             win: key("win"),
             probe: key("probe"),
             trips: key("trips"),
+            tripped: key("tripped"),
         }
     }
 }
@@ -43,7 +45,8 @@ pub(crate) struct Pending {
     /// the quorum.
     pub(crate) bypass_quorum: bool,
     /// The trip was a failed probe: if it probed for the fleet (the fleet's
-    /// breaker was open), the fleet reopens without waiting for the quorum.
+    /// breaker is still half-open in the trip epoch the probe ran under),
+    /// the fleet reopens without waiting for the quorum.
     pub(crate) probe_failed: bool,
     /// A probe here closed the breaker: close the fleet's.
     pub(crate) close: bool,
@@ -83,6 +86,20 @@ pub(crate) struct Book {
     pub(crate) fleet_open_until: Option<Instant>,
 }
 
+/// Which trip of the fleet's breaker (its epoch, from Redis) this node knows
+/// of, and under which one its own probe last decided: a close, or a failed
+/// probe's reopening, is told with the epoch it was decided under, so a late
+/// one cannot close a later trip, nor skip the quorum for a trip that is
+/// over. Never held while the breaker is called (the hook takes it).
+#[derive(Debug, Default)]
+pub(crate) struct Epochs {
+    /// The fleet's breaker's epoch as last read (`None`: not tripped).
+    pub(crate) known: Option<String>,
+    /// The epoch known when this node's probe last closed or reopened the
+    /// breaker.
+    pub(crate) verdict: Option<String>,
+}
+
 /// One shared breaker.
 pub(crate) struct Member {
     pub(crate) id: u64,
@@ -97,6 +114,7 @@ pub(crate) struct Member {
     /// a message arrived does not apply that answer's (older) state.
     pub(crate) epoch: AtomicU64,
     pub(crate) book: Mutex<Book>,
+    pub(crate) epochs: Mutex<Epochs>,
 }
 
 impl std::fmt::Debug for Member {
@@ -127,6 +145,7 @@ impl Member {
                 remote_ctl: None,
                 fleet_open_until: None,
             }),
+            epochs: Mutex::new(Epochs::default()),
         }
     }
 
@@ -142,6 +161,31 @@ impl Member {
 
     pub(crate) fn book(&self) -> crate::sync::MutexGuard<'_, Book> {
         lock(&self.book)
+    }
+
+    /// The breaker's generation if it is closed and no close of this
+    /// node's waits to be told: a closed state this node does not have to
+    /// tell the fleet. (A probe's close is visible a moment before the hook
+    /// flags it; a sync that falls in that moment puts the breaker
+    /// half-open again, and the node, still holding the lease, probes once
+    /// more.)
+    pub(crate) fn settled_closed(&self) -> Option<u64> {
+        let s = self.breaker.snapshot();
+        (s.state == State::Closed && !lock(&self.pending).close).then_some(s.generation)
+    }
+
+    pub(crate) fn epochs(&self) -> crate::sync::MutexGuard<'_, Epochs> {
+        lock(&self.epochs)
+    }
+
+    /// The fleet's breaker closed (or was reset): no trip to know of.
+    pub(crate) fn fleet_closed(&self) {
+        {
+            let mut book = self.book();
+            book.fleet_open_until = None;
+            book.lease_since = None;
+        }
+        self.epochs().known = None;
     }
 
     /// The gate for this node's half-open admissions: the lease holder
@@ -188,14 +232,18 @@ pub(crate) struct Hook {
 
 impl Listener for Hook {
     fn on_transition(&self, t: &Transition) {
+        let Some(member) = self.member.upgrade() else {
+            return;
+        };
         // What came from the fleet is not echoed back; a local manual
         // change stays local (`Fleet::force_open` is the fleet's).
         if matches!(t.reason, Reason::Remote | Reason::Manual) {
             return;
         }
-        let Some(member) = self.member.upgrade() else {
-            return;
-        };
+        if t.from == State::HalfOpen && matches!(t.to, State::Open | State::Closed) {
+            let mut epochs = member.epochs();
+            epochs.verdict = epochs.known.clone();
+        }
         let pending = match (t.from, t.to) {
             (from, State::Open) => Pending {
                 trip: true,

@@ -67,14 +67,24 @@
 //!   `sync_every` with no probe in flight (a permit dropped without a verdict,
 //!   or no traffic on that node); a dead prober's lease expires and another
 //!   node takes it at its next sync.
+//! - **Closes are for one trip.** Every trip of the fleet's breaker (from
+//!   closed or half-open to open) has an epoch, made by Redis, and a close is
+//!   told with the epoch its probe ran under. Redis takes it (compare and
+//!   set, in the close's Lua script) only if the fleet's breaker is still
+//!   half-open in that same epoch: a close that comes late (its node was cut
+//!   off from Redis while the fleet tripped again) or from a node that
+//!   probed alone (below the quorum) while the fleet tripped, or one made
+//!   while the fleet is open, forced open or disabled, changes nothing, and
+//!   its node takes the fleet's state instead (open, or half-open rejecting).
 //! - **Quorum.** With [`quorum(q)`](FleetBuilder::quorum), a node's own
 //!   trip always protects that node, but the fleet opens only when q
 //!   distinct nodes tripped within the fleet's window (Redis's clock). The
 //!   fleet's window trips a node only once q distinct nodes reported
 //!   failures or slow calls into it; a failed probe reopens the fleet at
-//!   once only if it probed for the fleet (a node that tripped alone also
-//!   probes alone, and its failed probe is one more trip toward the
-//!   quorum). So with q >= 2 one replica with a broken network path does
+//!   once only if it probed for the fleet's current trip (same epoch: see
+//!   below; a node that tripped alone also probes alone, and its failed
+//!   probe is one more trip toward the quorum, as is one told after its
+//!   node was cut off while the fleet closed or tripped again). So with q >= 2 one replica with a broken network path does
 //!   not open the breaker for the healthy ones.
 //!   q = 1 by default.
 //! - **Control.** [`Fleet::force_open`], [`Fleet::disable`] and
@@ -83,7 +93,16 @@
 //!   `breaker.force_open()` stays local.
 //! - **Joining.** A node that shares a breaker while the fleet's breaker is
 //!   open, forced open or disabled starts in that state, for what remains of
-//!   the open period.
+//!   the open period. If the fleet's breaker is half-open (its open period
+//!   is over and no probe closed it yet), the node starts half-open: it
+//!   rejects (`retry_after` zero) while another node holds the probe lease,
+//!   and closes when that probe's close travels; if the prober dies, its
+//!   lease expires and the newcomer may take it. (Its listeners see
+//!   `Closed -> Open` with [`Reason::Remote`](crate::Reason::Remote) and,
+//!   at the next admission, `Open -> HalfOpen`.) A node whose breaker is
+//!   closed while the fleet's is half-open for another reason (it missed the
+//!   trip while cut off, or its close was refused) does the same at its
+//!   next sync.
 //! - **No clock comparison between machines.** Open periods travel as
 //!   durations; windows, quorums and leases use Redis's `TIME` and TTLs.
 //!
@@ -91,10 +110,10 @@
 //!
 //! A call through a shared breaker costs the same whatever Redis does (slow,
 //! down, restarted, partitioned), and what a call through a local breaker
-//! costs, but for one relaxed atomic add on a per-thread stripe in rate
-//! breakers (their verdicts counted for the fleet's window; BENCHMARKS.md,
-//! "Fleet"). A transition only sets a flag and wakes the fleet's task. Every
-//! Redis exchange runs on the
+//! costs, but for one count in rate breakers (their verdicts counted for the
+//! fleet's window: a plain store to a cell the calling thread owns, no
+//! read-modify-write; BENCHMARKS.md, "Fleet"). A transition only sets a flag
+//! and wakes the fleet's task. Every Redis exchange runs on the
 //! fleet's own tasks, bounded by [`timeout`](FleetBuilder::timeout). When
 //! Redis does not answer, [`Fleet::status`] says disconnected and since
 //! when, a status hook ([`FleetBuilder::on_status`]), with feature
@@ -122,11 +141,16 @@
 //! - Passwords: `redis://user:password@host:6379/0` (ACL user) and
 //!   `redis://:password@host` work as in the `redis` crate; a URL in an error
 //!   message has its credentials masked.
-//! - TLS: `rediss://` URLs work when the `redis` crate's TLS support is
-//!   compiled in: add `redis = { version = "1", features =
-//!   ["tokio-rustls-comp"] }` (or `tokio-native-tls-comp`) to your own
-//!   `Cargo.toml`; cargo's feature unification turns it on for fusebox's
-//!   client. Without it, a `rediss://` URL is refused by `connect`.
+//! - TLS: with the cargo feature `fleet-tls`, `rediss://` URLs connect over
+//!   TLS (the `redis` crate's rustls support). The server's certificate is
+//!   checked against the system's root certificates, or against a private
+//!   CA given with [`FleetBuilder::tls_root_certificate`] (tested against a
+//!   TLS-only `redis-server`, and refused without the CA). rustls needs a
+//!   process-wide crypto provider: if the application installed none, the
+//!   first `rediss://` fleet installs rustls's `ring` provider. Client
+//!   certificates (mutual TLS) and `#insecure` URLs are not offered. Without
+//!   the feature, `connect` refuses a `rediss://` URL with an error naming
+//!   the feature.
 //! - Redis Cluster is not supported (the scripts touch several keys); use a
 //!   single Redis or a Sentinel-managed primary.
 //!
@@ -204,6 +228,8 @@ pub struct FleetBuilder {
     timeout: Option<Duration>,
     lease: Option<Duration>,
     on_status: Option<StatusHook>,
+    #[cfg(feature = "fleet-tls")]
+    root_certificate: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for FleetBuilder {
@@ -355,6 +381,68 @@ impl FleetBuilder {
         self
     }
 
+    /// Trusts the CA certificate(s) in `pem` (PEM text) for a `rediss://`
+    /// URL, instead of the system's roots: for a Redis whose certificate a
+    /// private CA signed (feature `fleet-tls`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let fleet = fusebox::fleet::Fleet::builder()
+    ///     .redis_url("rediss://redis.internal:6380")
+    ///     .tls_root_certificate(std::fs::read("/etc/redis/ca.crt")?)
+    ///     .namespace("shop")
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "fleet-tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "fleet-tls")))]
+    pub fn tls_root_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificate = Some(pem.into());
+        self
+    }
+
+    /// The client for `url`: with TLS for `rediss://` (feature `fleet-tls`),
+    /// a clear error naming the feature without it.
+    fn client(&self, url: &str) -> Result<redis::Client, FleetError> {
+        let tls = matches!(url.split("://").next(), Some("rediss" | "valkeys"));
+        let client = redis::Client::open(url).map_err(|_| {
+            let problem = if tls && cfg!(not(feature = "fleet-tls")) {
+                "rediss:// (TLS) needs fusebox's cargo feature fleet-tls"
+            } else {
+                "not a Redis URL this client supports"
+            };
+            bad("redis_url", redact(url), problem)
+        })?;
+        #[cfg(feature = "fleet-tls")]
+        {
+            if tls && rustls::crypto::CryptoProvider::get_default().is_none() {
+                // The redis crate takes rustls's process-wide provider; if
+                // the application set none, ring (this feature's).
+                let _ = rustls::crypto::ring::default_provider().install_default();
+            }
+            if let Some(pem) = &self.root_certificate {
+                let field = "tls_root_certificate";
+                if !tls {
+                    return Err(bad(field, "(PEM)", "needs a rediss:// URL"));
+                }
+                let text = String::from_utf8_lossy(pem);
+                if !text.contains("-----BEGIN CERTIFICATE-----") {
+                    return Err(bad(field, "(PEM)", "holds no PEM certificate"));
+                }
+                let certs = redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                };
+                return redis::Client::build_with_tls(url, certs)
+                    .map_err(|_| bad(field, "(PEM)", "not a valid PEM certificate"));
+            }
+        }
+        Ok(client)
+    }
+
     fn settings(&self) -> Result<(String, Settings), FleetError> {
         let url = self
             .url
@@ -430,13 +518,7 @@ impl FleetBuilder {
     /// ```
     pub async fn connect(self) -> Result<Fleet, FleetError> {
         let (url, settings) = self.settings()?;
-        let client = redis::Client::open(url.as_str()).map_err(|_| {
-            bad(
-                "redis_url",
-                redact(&url),
-                "not a Redis URL this client supports",
-            )
-        })?;
+        let client = self.client(&url)?;
         // RESP3: pub/sub pushes share the one multiplexed connection.
         let info = client.get_connection_info().clone();
         let resp3 = info

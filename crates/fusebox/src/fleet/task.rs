@@ -4,7 +4,7 @@
 //! a caller of a breaker.
 
 use super::link::Shared;
-use super::member::Member;
+use super::member::{Member, Pending};
 use super::FleetError;
 use crate::State;
 use std::sync::atomic::Ordering;
@@ -50,22 +50,21 @@ async fn flush(shared: &Shared) {
         if p == Default::default() {
             continue;
         }
-        // A failed probe reopens the fleet at once if it probed for the
-        // fleet; a node that tripped alone (below the quorum) and probed
-        // alone counts toward the quorum again.
-        let bypass = p.bypass_quorum || (p.probe_failed && m.book().fleet_open_until.is_some());
-        if let Err(e) = tell(shared, &m, p.trip, bypass, p.close).await {
-            m.add(p);
-            shared.set_connected(false, Some(&e));
-            return;
-        }
-        if p.lease || p.join {
+        let refused = match tell(shared, &m, p).await {
+            Ok(told) => !told,
+            Err(e) => {
+                m.add(p);
+                shared.set_connected(false, Some(&e));
+                return;
+            }
+        };
+        if p.lease || p.join || refused {
             join.push(m);
         }
     }
     if !join.is_empty() && shared.sync(&join).await.is_err() {
         for m in join {
-            m.add(super::member::Pending {
+            m.add(Pending {
                 join: true,
                 ..Default::default()
             });
@@ -73,30 +72,36 @@ async fn flush(shared: &Shared) {
     }
 }
 
-/// Publishes this node's own trip or close of `m`, as the breaker is now.
-async fn tell(
-    shared: &Shared,
-    m: &Member,
-    trip: bool,
-    bypass_quorum: bool,
-    close: bool,
-) -> Result<(), FleetError> {
-    if trip {
+/// Publishes this node's own trip or close of `m` (as `p` says), as the
+/// breaker is now. The fleet window's trip opens the fleet whatever the
+/// quorum; so does a failed probe if it probed for the fleet (its trip epoch
+/// is the fleet's current one), while a node that tripped alone (below the
+/// quorum) and probed alone, or whose probe belongs to a trip that is over,
+/// counts toward the quorum again. Returns false if the fleet refused the
+/// close (see `Shared::close`).
+async fn tell(shared: &Shared, m: &Member, p: Pending) -> Result<bool, FleetError> {
+    if p.trip {
         if let Some(remaining) = m.breaker.open_remaining().filter(|d| !d.is_zero()) {
-            let quorum = if bypass_quorum {
+            let quorum = if p.bypass_quorum {
                 1
             } else {
                 shared.settings.quorum
             };
-            shared.trip(m, remaining, quorum).await?;
+            let probed = if p.probe_failed {
+                m.epochs().verdict.clone().unwrap_or_default()
+            } else {
+                String::new()
+            };
+            shared.trip(m, remaining, quorum, &probed).await?;
             m.set_gate(true);
         }
     }
-    if close && m.breaker.state() == State::Closed {
-        shared.close(m).await?;
+    if p.close && m.breaker.state() == State::Closed {
+        let closed = shared.close(m).await?;
         m.set_gate(true);
+        return Ok(closed);
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Applies the channel's messages as they come.
