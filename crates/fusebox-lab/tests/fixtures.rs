@@ -18,7 +18,7 @@ fn dir(name: &str) -> PathBuf {
 }
 
 fn report(sc: Scenario) -> ScenarioReport {
-    ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
+    ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {}).unwrap()
 }
 
 fn fixture(name: &str) -> String {

@@ -24,7 +24,7 @@ fn ms(n: u64) -> Duration {
 
 /// The virtual-time run of `spec`.
 fn sim(sc: &Scenario, spec: &StrategySpec) -> RunResult {
-    engine::run(sc, spec, Mode::Virtual, None)
+    engine::run(sc, spec, Mode::Virtual, None).unwrap()
 }
 
 fn summary(sc: &Scenario, kind: &str) -> Summary {
@@ -731,6 +731,7 @@ fn generated_fleets(seed: u64, count: usize) -> Vec<Scenario> {
                 },
                 sync_every: ms(500),
                 propagation: ms(g.next(20)),
+                redis: None,
             });
             sc.strategies.retain(|s| s.kind.as_str() != "none");
             sc.check().unwrap_or_else(|p| panic!("{}: {p:?}", sc.name));
@@ -776,16 +777,38 @@ fn fleet_simulation_matches_the_fleet_model() {
 }
 
 #[test]
-fn a_fleet_does_not_run_in_real_mode() {
+fn a_real_mode_fleet_shares_fusebox_breakers_through_redis_only() {
     let mut sc = Scenario::embedded()[0].clone();
+    sc.fleet = Some(Fleet {
+        replicas: 2,
+        sharing: Sharing::Fleet,
+        quorum: 1,
+        sync_every: ms(500),
+        propagation: ms(0),
+        redis: None,
+    });
+    assert!(engine::check(&sc, Mode::Virtual).is_ok());
+    // The article's breaker cannot be shared through fusebox::fleet.
+    let e = engine::check(&sc, Mode::Real).unwrap_err();
+    assert!(e.contains("kind = \"seed\" cannot be shared"), "{e}");
+    sc.strategies.retain(|s| s.kind.as_str() != "seed");
+    let e = engine::check(&sc, Mode::Real).unwrap_err();
+    assert!(e.contains("redis = \"local\""), "{e}");
+    assert_eq!(
+        engine::run(&sc, &sc.strategies[0], Mode::Real, None).unwrap_err(),
+        e
+    );
+    sc.fleet.as_mut().unwrap().redis = Some(fusebox_lab::scenario::Redis::Local);
+    assert!(engine::check(&sc, Mode::Real).is_ok());
+    // Without sharing, every strategy runs (no Redis needed).
+    sc = Scenario::embedded()[0].clone();
     sc.fleet = Some(Fleet {
         replicas: 2,
         sharing: Sharing::None,
         quorum: 1,
         sync_every: ms(500),
         propagation: ms(0),
+        redis: None,
     });
-    assert!(engine::check(&sc, Mode::Virtual).is_ok());
-    let e = engine::check(&sc, Mode::Real).unwrap_err();
-    assert!(e.contains("virtual mode only"), "{e}");
+    assert!(engine::check(&sc, Mode::Real).is_ok());
 }

@@ -12,7 +12,7 @@ mod common;
 use common::shipped;
 
 fn report(sc: Scenario) -> ScenarioReport {
-    ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
+    ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {}).unwrap()
 }
 
 fn at<'a>(v: &'a Value, path: &str) -> &'a Value {

@@ -4,6 +4,7 @@
 //!
 //! Imports `guard` and `scenario` (below it).
 
+mod fleet;
 mod http;
 mod real;
 mod rules;
@@ -12,7 +13,7 @@ mod virtual_time;
 pub use crate::guard::{Breakers, Mode, TransitionRecord};
 pub use http::{serve_downstream, use_lab_binary};
 
-use crate::scenario::{CallResult, Scenario, StrategySpec};
+use crate::scenario::{CallResult, Scenario, StrategyKind, StrategySpec};
 use std::time::Duration;
 
 /// How a request ended.
@@ -128,9 +129,29 @@ pub struct FleetRun {
     pub held: Vec<Vec<(Duration, Option<Duration>)>>,
 }
 
+impl FleetRun {
+    /// A real-mode fleet's run from its replicas' transitions: a replica is
+    /// held from a transition the fleet made ([`TransitionRecord::remote`])
+    /// to open or forced open, until its next transition.
+    pub fn from_transitions(transitions: Vec<Vec<TransitionRecord>>) -> FleetRun {
+        let held = transitions
+            .iter()
+            .map(|log| {
+                log.iter()
+                    .enumerate()
+                    .filter(|(_, t)| t.remote && matches!(t.to, "open" | "forced_open"))
+                    .map(|(i, t)| (t.at, log.get(i + 1).map(|n| n.at)))
+                    .collect()
+            })
+            .collect();
+        FleetRun { transitions, held }
+    }
+}
+
 /// Whether `scenario` can run in `mode` here: a peer strategy needs real
-/// mode and the feature `peers`; a `[fleet]` runs in virtual mode only (the
-/// real-mode fleet, against `redis-server`, is not built yet).
+/// mode and the feature `peers`; a real-mode fleet with `sharing = "fleet"`
+/// shares fusebox breakers through `fusebox::fleet` (a `seed` or peer
+/// strategy cannot be shared) and needs `[fleet] redis` (or `run --redis`).
 ///
 /// # Examples
 ///
@@ -143,12 +164,24 @@ pub struct FleetRun {
 /// ```
 pub fn check(scenario: &Scenario, mode: Mode) -> Result<(), String> {
     crate::guard::peers::check(scenario, mode)?;
-    if scenario.fleet.is_some() && mode == Mode::Real {
-        return Err(format!(
-            "scenario {:?}: a [fleet] runs in virtual mode only (--clock virtual); \
-             the real-mode fleet is not built yet",
-            scenario.name
-        ));
+    if mode == Mode::Real && scenario.shares_trips() {
+        if let Some(s) = scenario
+            .strategies
+            .iter()
+            .find(|s| !matches!(s.kind, StrategyKind::None | StrategyKind::Fusebox(_)))
+        {
+            return Err(format!(
+                "scenario {:?}, strategy {:?}: a real-mode fleet with sharing = \"fleet\" shares \
+                 fusebox breakers through fusebox::fleet; kind = \"{}\" cannot be shared \
+                 (run it in virtual mode, or with sharing = \"none\")",
+                scenario.name,
+                s.name,
+                s.kind.as_str()
+            ));
+        }
+        if scenario.fleet.as_ref().is_some_and(|f| f.redis.is_none()) {
+            return Err(fleet::needs_redis(scenario));
+        }
     }
     Ok(())
 }
@@ -167,25 +200,27 @@ pub fn check(scenario: &Scenario, mode: Mode) -> Result<(), String> {
 ///
 /// let sc = &Scenario::embedded()[0];
 /// let article = &sc.strategies[1]; // the article's breaker
-/// let run = engine::run(sc, article, Mode::Virtual, None);
+/// let run = engine::run(sc, article, Mode::Virtual, None)?;
 /// let fast_fails = run.requests.iter().filter(|r| r.outcome == Outcome::FastFail).count();
 /// assert_eq!((run.calls.len(), fast_fails), (86, 64));
+/// # Ok::<(), String>(())
 /// ```
+///
+/// # Errors
+///
+/// What [`check`] refuses, or, in real mode, a part of the run that could
+/// not start: the HTTP downstream's server, `redis-server`, the fleet's
+/// connection to Redis. Virtual mode does not fail.
 pub fn run(
     scenario: &Scenario,
     spec: &StrategySpec,
     mode: Mode,
     shared: Option<&Breakers>,
-) -> RunResult {
+) -> Result<RunResult, String> {
+    check(scenario, mode)?;
     let name = format!("{}/{}", scenario.name, spec.name);
-    // A fleet in real mode is refused by `check`; its replicas run in virtual time.
-    let mode = if scenario.fleet.is_some() {
-        Mode::Virtual
-    } else {
-        mode
-    };
     match mode {
-        Mode::Virtual => virtual_time::run(scenario, spec, &name),
+        Mode::Virtual => Ok(virtual_time::run(scenario, spec, &name)),
         Mode::Real => real::run(scenario, spec, shared, &name),
     }
 }

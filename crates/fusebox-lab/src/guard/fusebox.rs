@@ -41,6 +41,7 @@ impl Observer for LogObserver {
                 at: t.at.saturating_sub(offset),
                 from: t.from.as_str(),
                 to: t.to.as_str(),
+                remote: matches!(t.reason, fusebox::Reason::Remote),
             });
         })
     }
@@ -194,5 +195,9 @@ impl Guard for FuseboxGuard {
 
     fn release(&self, _now: Duration) {
         self.breaker.reset();
+    }
+
+    fn breaker(&self) -> Option<fusebox::CircuitBreaker> {
+        Some(self.breaker.clone())
     }
 }

@@ -58,6 +58,10 @@ pub struct TransitionRecord {
     pub from: &'static str,
     /// State after.
     pub to: &'static str,
+    /// Made by a fleet: another replica's trip or close, applied by
+    /// `fusebox::fleet` (real mode). The virtual fleet keeps its holds
+    /// apart ([`crate::engine::FleetRun::held`]) and leaves this `false`.
+    pub remote: bool,
 }
 
 impl TransitionRecord {
@@ -101,6 +105,11 @@ pub trait Guard: Send + Sync {
     /// The fleet's close arrived at `now`: closed again, counters cleared
     /// (fusebox: `reset`).
     fn release(&self, _now: Duration) {}
+    /// The library breaker behind it, for a real-mode fleet to share
+    /// through `fusebox::fleet` (fusebox strategies only).
+    fn breaker(&self) -> Option<::fusebox::CircuitBreaker> {
+        None
+    }
 }
 
 /// A call the guard let through; consumed by its verdict.

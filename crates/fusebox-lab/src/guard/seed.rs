@@ -91,6 +91,7 @@ impl SeedInner {
                 at: now,
                 from: self.state.as_str(),
                 to: to.as_str(),
+                remote: false,
             });
             self.state = to;
         }
