@@ -11,7 +11,7 @@
 
 use super::fleet::RealFleet;
 use super::http::HttpDownstream;
-use super::rules::{end_attempt, queue_admits, start_attempt};
+use super::rules::{end_attempt, queue_admits, start_attempt, Gate};
 use super::{CallRecord, FleetRun, RequestRecord, RunResult, TransitionRecord};
 use crate::guard::{self, Breakers, Guard, LabClock};
 use crate::scenario::{FaultOutcome, Scenario, StrategySpec, Transport};
@@ -240,7 +240,7 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
             rep.guard.as_ref(),
             &mut r,
             now,
-            (replica, false),
+            (replica, Gate::Ask { counted: false }),
         ) {
             let result = match sh.http {
                 None => {

@@ -197,6 +197,14 @@ impl Guard for FuseboxGuard {
         self.breaker.reset();
     }
 
+    fn state(&self, _now: Duration) -> &'static str {
+        self.breaker.state().as_str()
+    }
+
+    fn probes_in_flight(&self) -> u32 {
+        self.breaker.probes_in_flight()
+    }
+
     fn breaker(&self) -> Option<fusebox::CircuitBreaker> {
         Some(self.breaker.clone())
     }

@@ -105,6 +105,17 @@ pub trait Guard: Send + Sync {
     /// The fleet's close arrived at `now`: closed again, counters cleared
     /// (fusebox: `reset`).
     fn release(&self, _now: Duration) {}
+    /// Its state at `now` (`closed`, `open`, `half_open`, `forced_open`):
+    /// `half_open` once an open period is over (for fusebox, the lazy step
+    /// happens here, as `CircuitBreaker::state` does it). A virtual fleet
+    /// asks this before it lets a half-open replica call.
+    fn state(&self, _now: Duration) -> &'static str {
+        "closed"
+    }
+    /// Half-open probes admitted and not finished.
+    fn probes_in_flight(&self) -> u32 {
+        0
+    }
     /// The library breaker behind it, for a real-mode fleet to share
     /// through `fusebox::fleet` (fusebox strategies only).
     fn breaker(&self) -> Option<::fusebox::CircuitBreaker> {

@@ -133,6 +133,20 @@ impl Guard for SeedBreaker {
         lock(&self.inner).log.clone()
     }
 
+    fn state(&self, now: Duration) -> &'static str {
+        let s = lock(&self.inner);
+        // Its half-open begins with the probe it admits: due is half-open.
+        if s.state == SeedState::Open && now.saturating_sub(s.opened_at) >= self.config.open_for {
+            SeedState::HalfOpen.as_str()
+        } else {
+            s.state.as_str()
+        }
+    }
+
+    fn probes_in_flight(&self) -> u32 {
+        u32::from(lock(&self.inner).probing)
+    }
+
     fn hold(&self, now: Duration) {
         lock(&self.inner).set(SeedState::ForcedOpen, now);
     }

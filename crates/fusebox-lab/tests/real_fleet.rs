@@ -1,0 +1,87 @@
+//! A real-mode fleet against a real `redis-server` the lab starts itself
+//! (`[fleet] redis = "local"`): 8 replicas, each with its own worker threads
+//! and breaker, sharing through `fusebox::fleet`, against the same fleet with
+//! `sharing = "none"`. Skipped with one line when `redis-server` is missing,
+//! unless `FUSEBOX_REQUIRE_REDIS=1` (`.ci/run`). About 6 s.
+
+use fusebox_lab::engine::{self, Mode};
+use fusebox_lab::report::Summary;
+use fusebox_lab::scenario::Scenario;
+
+/// 8 replicas at 10 req/s each; the dependency fails for a second (20 ms
+/// errors); a fusebox breaker trips after 3 failures in a row and stays open
+/// 2 s (no probe before the run ends). Alone, each replica fails 3 calls
+/// before it trips: 24 in all. Shared, the first trip opens every replica's
+/// breaker: about 3 + 7 x 2 failing calls.
+fn fleet(sharing: &str) -> Scenario {
+    let redis = if sharing == "fleet" {
+        "redis = \"local\""
+    } else {
+        ""
+    };
+    let text = format!(
+        r#"
+name = "fleet8-{sharing}"
+duration = "1500ms"
+rate = 80.0
+workers = 2
+[fleet]
+replicas = 8
+sharing = "{sharing}"
+sync_every = "100ms"
+{redis}
+[downstream]
+latency = "2ms"
+[[downstream.faults]]
+from = "200ms"
+until = "1200ms"
+latency = "20ms"
+outcome = "error"
+[[strategy]]
+name = "fusebox"
+kind = "fusebox"
+consecutive_failures = 3
+open_for = "2s"
+"#
+    );
+    Scenario::parse("fleet8.toml", &text).unwrap()
+}
+
+#[test]
+fn sharing_through_redis_cuts_failing_calls() {
+    // Is redis-server here? (The lab starts its own; this one only asks.)
+    if fusebox::fleet::LocalRedis::start_or_skip("the lab's real-mode fleet test").is_none() {
+        return;
+    }
+    let mut failing = Vec::new();
+    for sharing in ["none", "fleet"] {
+        let sc = fleet(sharing);
+        let spec = &sc.strategies[0];
+        let real = engine::run(&sc, spec, Mode::Real, None).unwrap();
+        let virt = engine::run(&sc, spec, Mode::Virtual, None).unwrap();
+        let (r, v) = (Summary::of(&sc, &real), Summary::of(&sc, &virt));
+        let total = |s: &Summary| s.fleet.as_ref().unwrap().total.failing_calls;
+        println!(
+            "sharing = {sharing}: failing calls real {} virtual {}",
+            total(&r),
+            total(&v)
+        );
+        let fleet = real.fleet.as_ref().unwrap();
+        let held = fleet.held.iter().filter(|h| !h.is_empty()).count();
+        if sharing == "fleet" {
+            // The trip travelled through Redis to the 7 other replicas.
+            assert_eq!(held, 7, "replicas opened by the fleet: {:?}", fleet.held);
+        } else {
+            assert_eq!(held, 0);
+            // Alone, every replica trips on its own 3 failures.
+            assert_eq!(total(&r), 24);
+        }
+        failing.push(total(&r));
+    }
+    assert!(
+        failing[1] + 4 <= failing[0],
+        "shared {} vs local {} failing calls",
+        failing[1],
+        failing[0]
+    );
+}
