@@ -615,16 +615,20 @@ impl<'a> FleetModel<'a> {
             StrategyKind::Seed(c) => (c.open_for, 1, 1, None),
             StrategyKind::Fusebox(c) => {
                 let full = c.resolved().unwrap();
-                let rate = (full.failure_rate.is_some() || full.slow_call_rate.is_some()).then(|| {
-                    let span = full.time_window.unwrap_or(Duration::from_secs(10)).as_millis() as u64;
-                    (
-                        span,
-                        std::cmp::max(span / 10, 1),
-                        u64::from(full.min_calls.unwrap()),
-                        full.failure_rate,
-                        full.slow_call_duration.zip(full.slow_call_rate),
-                    )
-                });
+                let rate =
+                    (full.failure_rate.is_some() || full.slow_call_rate.is_some()).then(|| {
+                        let span = full
+                            .time_window
+                            .unwrap_or(Duration::from_secs(10))
+                            .as_millis() as u64;
+                        (
+                            span,
+                            std::cmp::max(span / 10, 1),
+                            u64::from(full.min_calls.unwrap()),
+                            full.failure_rate,
+                            full.slow_call_duration.zip(full.slow_call_rate),
+                        )
+                    });
                 (
                     full.open_for.unwrap(),
                     full.half_open_probes.unwrap(),
@@ -669,7 +673,12 @@ impl<'a> FleetModel<'a> {
     }
 
     fn note(&mut self, r: usize, at: Duration, from: &'static str, to: &'static str, remote: bool) {
-        self.reps[r].log.push(TransitionRecord { at, from, to, remote });
+        self.reps[r].log.push(TransitionRecord {
+            at,
+            from,
+            to,
+            remote,
+        });
     }
 
     /// The state replica `r` is in at `t`; its fleet open period ends into
@@ -725,7 +734,9 @@ impl<'a> FleetModel<'a> {
 
     fn trip(&mut self, r: usize, at: Duration, bypass: bool) {
         if !bypass && self.fleet.quorum > 1 {
-            self.redis.trips.retain(|&(n, x)| n != r && at - x < Duration::from_secs(10));
+            self.redis
+                .trips
+                .retain(|&(n, x)| n != r && at - x < Duration::from_secs(10));
             self.redis.trips.push((r, at));
             if self.redis.trips.len() < self.fleet.quorum {
                 return;
@@ -741,8 +752,12 @@ impl<'a> FleetModel<'a> {
             self.redis.lease = None;
             self.last_tripper = Some(r);
             self.sent += 1;
-            self.messages
-                .push((at + self.fleet.propagation, self.sent, r, Some(self.open_for)));
+            self.messages.push((
+                at + self.fleet.propagation,
+                self.sent,
+                r,
+                Some(self.open_for),
+            ));
         }
     }
 
@@ -750,7 +765,8 @@ impl<'a> FleetModel<'a> {
         self.redis = Redis::default();
         self.reps[r].knows_open = false;
         self.sent += 1;
-        self.messages.push((at + self.fleet.propagation, self.sent, r, None));
+        self.messages
+            .push((at + self.fleet.propagation, self.sent, r, None));
     }
 
     fn opened_by_fleet(&mut self, r: usize, at: Duration, remaining: Duration) {
@@ -837,9 +853,11 @@ impl<'a> FleetModel<'a> {
             let oldest = (b + 1).saturating_sub(span.div_ceil(bucket));
             self.redis.window.retain(|w| w.0 >= oldest);
             self.redis.failing.retain(|f| f.1 >= oldest);
-            let sum = self.redis.window.iter().fold((0, 0, 0), |a, w| {
-                (a.0 + w.1, a.1 + w.2, a.2 + w.3)
-            });
+            let sum = self
+                .redis
+                .window
+                .iter()
+                .fold((0, 0, 0), |a, w| (a.0 + w.1, a.1 + w.2, a.2 + w.3));
             judged = Some((sum, self.redis.failing.len()));
         }
         match self.redis.lease {
@@ -848,8 +866,7 @@ impl<'a> FleetModel<'a> {
                     ByFleet::HalfOpen { in_flight, .. } => in_flight,
                     _ => self.guards[r].probes_in_flight(),
                 };
-                if state != "half_open" || (in_flight == 0 && t - since >= self.fleet.sync_every)
-                {
+                if state != "half_open" || (in_flight == 0 && t - since >= self.fleet.sync_every) {
                     self.redis.lease = None;
                     self.leases_given_back += 1;
                 }
@@ -885,7 +902,12 @@ impl<'a> FleetModel<'a> {
 
     /// A fleet probe of replica `r` ended at `t`.
     fn fleet_probe_end(&mut self, r: usize, t: Duration, id: u64, ok: bool) {
-        let ByFleet::HalfOpen { in_flight, ok: oks, id: now_id } = self.reps[r].by_fleet else {
+        let ByFleet::HalfOpen {
+            in_flight,
+            ok: oks,
+            id: now_id,
+        } = self.reps[r].by_fleet
+        else {
             return;
         };
         if now_id != id {
@@ -922,7 +944,13 @@ fn fleet_model(
     let sync_every = m.fleet.sync_every;
     let mut next_sync = sync_every;
     // A call in flight: its ticket (none for a fleet probe), result, replica, start, how.
-    type InFlight = (Option<Box<dyn Ticket>>, CallResult, usize, Duration, Through);
+    type InFlight = (
+        Option<Box<dyn Ticket>>,
+        CallResult,
+        usize,
+        Duration,
+        Through,
+    );
     let mut calls: Vec<Option<InFlight>> = Vec::new();
     let mut ends: BinaryHeap<Reverse<(Duration, usize)>> = BinaryHeap::new();
     let mut last_end = Duration::ZERO;
@@ -951,7 +979,10 @@ fn fleet_model(
                 }
                 match how {
                     Through::Breaker { counted: true } => {
-                        let slow = m.rate.and_then(|r| r.4).is_some_and(|(d, _)| end - start >= d);
+                        let slow = m
+                            .rate
+                            .and_then(|r| r.4)
+                            .is_some_and(|(d, _)| end - start >= d);
                         let c = &mut m.reps[r].counted;
                         c.0 += 1;
                         c.1 += u64::from(!result.is_ok());
@@ -1041,7 +1072,11 @@ fn fleet_model(
     for r in 0..n {
         m.own(r);
     }
-    let seen = [m.leases_to_non_trippers, m.leases_given_back, m.window_trips];
+    let seen = [
+        m.leases_to_non_trippers,
+        m.leases_given_back,
+        m.window_trips,
+    ];
     (out, m.reps.into_iter().map(|r| r.log).collect(), seen)
 }
 
@@ -1131,7 +1166,10 @@ fn fleet_simulation_matches_the_fleet_model() {
     println!("leases to non-trippers {non_trippers}, given back {given_back}, window trips {window_trips}, held {held}, quorum {quorum_held_back}");
     assert!(non_trippers > 20, "leases to non-trippers: {non_trippers}");
     assert!(given_back > 20, "leases given back at a sync: {given_back}");
-    assert!(window_trips > 5, "trips of the fleet's window: {window_trips}");
+    assert!(
+        window_trips > 5,
+        "trips of the fleet's window: {window_trips}"
+    );
 }
 
 #[test]

@@ -313,7 +313,10 @@ impl FleetRules {
     pub(super) fn finish(
         mut self,
         guards: &[&dyn Guard],
-    ) -> (Vec<Vec<TransitionRecord>>, Vec<Vec<(Duration, Option<Duration>)>>) {
+    ) -> (
+        Vec<Vec<TransitionRecord>>,
+        Vec<Vec<(Duration, Option<Duration>)>>,
+    ) {
         if !self.share {
             let logs = guards.iter().map(|g| g.transitions()).collect();
             return (logs, vec![Vec::new(); guards.len()]);
@@ -479,7 +482,10 @@ impl FleetRules {
             }
         }
         self.nodes[r].fleet_open = true;
-        if self.open_until.is_some_and(|u| u > at && u - at >= remaining) {
+        if self
+            .open_until
+            .is_some_and(|u| u > at && u - at >= remaining)
+        {
             return;
         }
         self.open_until = Some(at + remaining);
