@@ -235,13 +235,20 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
         let mut now = sh.clock.now();
         // Only this worker touches the request until it ends: work on a copy.
         let mut r = lock(&sh.requests)[request];
-        while let Some((ticket, plan)) = start_attempt(
+        while let Some((ticket, _)) = start_attempt(
             sh.scenario,
             rep.guard.as_ref(),
             &mut r,
             now,
             (replica, Gate::Ask { counted: false }),
         ) {
+            // The call starts once admitted: a breaker's transition at the
+            // admission (open -> half-open) is not after its probe's start.
+            now = sh.clock.now();
+            let plan = sh
+                .scenario
+                .downstream
+                .plan_on(replica, now, sh.scenario.client.timeout);
             let result = match sh.http {
                 None => {
                     sleep_until(sh.origin + now + plan.duration);
