@@ -1,7 +1,7 @@
 //! `[downstream] transport = "http"` in real mode: the downstream is an HTTP
 //! server on 127.0.0.1 in a process of its own (the lab's binary, hidden
-//! subcommand `http-downstream`), and the workers call it through one
-//! `reqwest` client with a connection pool.
+//! subcommand `http-downstream`), and each replica's workers call it through
+//! the replica's own `reqwest` client (its own connection pool).
 //!
 //! As in the model, a call's fate is decided by its start time: the client
 //! sends it (`x-lab-start-ns`, time since the run's origin, and
@@ -54,7 +54,8 @@ pub(super) struct HttpDownstream {
     child: Mutex<Option<Child>>,
     binary: PathBuf,
     setup: Setup,
-    client: reqwest::blocking::Client,
+    /// One client (one connection pool) per replica.
+    clients: Vec<reqwest::blocking::Client>,
     url: String,
 }
 
@@ -92,7 +93,8 @@ fn spawn(binary: &PathBuf, setup: &Setup) -> Result<(Child, String), String> {
 }
 
 impl HttpDownstream {
-    /// Starts the server for `scenario` and a client with `config`'s pool.
+    /// Starts the server for `scenario` and, for each replica, a client with
+    /// `config`'s pool.
     pub(super) fn start(scenario: &Scenario, config: HttpConfig) -> Result<Self, String> {
         let binary = match LAB_BINARY.get() {
             Some(p) => p.clone(),
@@ -111,17 +113,21 @@ impl HttpDownstream {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or(0);
-        let client = reqwest::blocking::Client::builder()
-            .pool_max_idle_per_host(config.pool_max_idle)
-            .connect_timeout(config.connect_timeout)
-            .timeout(scenario.client.timeout)
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let clients = (0..scenario.replicas())
+            .map(|_| {
+                reqwest::blocking::Client::builder()
+                    .pool_max_idle_per_host(config.pool_max_idle)
+                    .connect_timeout(config.connect_timeout)
+                    .timeout(scenario.client.timeout)
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
         Ok(HttpDownstream {
             child: Mutex::new(Some(child)),
             binary,
             setup,
-            client,
+            clients,
             url: format!("http://{addr}/call"),
         })
     }
@@ -146,8 +152,7 @@ impl HttpDownstream {
 
     /// One call, started at `start` (since the run's origin) by `replica`.
     pub(super) fn call(&self, start: Duration, replica: usize) -> CallResult {
-        let sent = self
-            .client
+        let sent = self.clients[replica]
             .get(&self.url)
             .header("x-lab-start-ns", start.as_nanos().to_string())
             .header("x-lab-replica", replica.to_string())
