@@ -1,8 +1,9 @@
 //! A real-mode fleet against a real `redis-server` the lab starts itself
 //! (`[fleet] redis = "local"`): 8 replicas, each with its own worker threads
 //! and breaker, sharing through `fusebox::fleet`, against the same fleet with
-//! `sharing = "none"`. Skipped with one line when `redis-server` is missing,
-//! unless `FUSEBOX_REQUIRE_REDIS=1` (`.ci/run`). About 6 s.
+//! `sharing = "none"`, and `run --redis URL`. Skipped with one line when
+//! `redis-server` is missing, unless `FUSEBOX_REQUIRE_REDIS=1` (`.ci/run`).
+//! About 6 s.
 
 use fusebox_lab::engine::{self, Mode};
 use fusebox_lab::report::Summary;
@@ -84,4 +85,61 @@ fn sharing_through_redis_cuts_failing_calls() {
         failing[1],
         failing[0]
     );
+}
+
+/// `run --redis URL` shares a real-mode fleet through a Redis already
+/// running; without it (and without `[fleet] redis`) the run is refused
+/// before it starts; a bad URL is bad input.
+#[test]
+fn run_takes_redis_from_the_command_line() {
+    let dir = std::env::temp_dir().join(format!("fusebox-lab-redis-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("fleet.toml");
+    // A short shared fleet with no `redis` key.
+    let toml = r#"name = "fleet8-cli"
+duration = "300ms"
+rate = 40.0
+workers = 2
+[fleet]
+replicas = 2
+sharing = "fleet"
+[downstream]
+latency = "2ms"
+[[strategy]]
+name = "fusebox"
+kind = "fusebox"
+consecutive_failures = 3
+open_for = "1s"
+"#;
+    std::fs::write(&file, toml).unwrap();
+    let lab = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+            .args(["run", "-q"])
+            .args(args)
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    let out = lab(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("redis = \"local\"") && err.contains("--redis"),
+        "{err}"
+    );
+    let out = lab(&["--redis", "127.0.0.1:6379"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--redis: \"127.0.0.1:6379\""), "{err}");
+    if let Some(redis) = fusebox::fleet::LocalRedis::start_or_skip("run --redis") {
+        let out = lab(&["--redis", &redis.url()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("fleet8-cli (real threads)"), "{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -132,16 +132,40 @@ pub struct FleetRun {
 impl FleetRun {
     /// A real-mode fleet's run from its replicas' transitions: a replica is
     /// held from a transition the fleet made ([`TransitionRecord::remote`])
-    /// to open or forced open, until its next transition.
+    /// to open or forced open until it is closed again (as in virtual mode).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::engine::{FleetRun, TransitionRecord};
+    /// use std::time::Duration;
+    ///
+    /// let t = |ms, from, to, remote| TransitionRecord {
+    ///     at: Duration::from_millis(ms), from, to, remote,
+    /// };
+    /// let run = FleetRun::from_transitions(vec![vec![
+    ///     t(100, "closed", "open", true),
+    ///     t(600, "open", "half_open", false),
+    ///     t(700, "half_open", "closed", true),
+    /// ]]);
+    /// assert_eq!(run.held[0], [(Duration::from_millis(100), Some(Duration::from_millis(700)))]);
+    /// ```
     pub fn from_transitions(transitions: Vec<Vec<TransitionRecord>>) -> FleetRun {
         let held = transitions
             .iter()
             .map(|log| {
-                log.iter()
-                    .enumerate()
-                    .filter(|(_, t)| t.remote && matches!(t.to, "open" | "forced_open"))
-                    .map(|(i, t)| (t.at, log.get(i + 1).map(|n| n.at)))
-                    .collect()
+                let mut periods: Vec<(Duration, Option<Duration>)> = Vec::new();
+                for t in log {
+                    let holding = periods.last().is_some_and(|p| p.1.is_none());
+                    if !holding && t.remote && matches!(t.to, "open" | "forced_open") {
+                        periods.push((t.at, None));
+                    } else if holding && t.to == "closed" {
+                        if let Some(p) = periods.last_mut() {
+                            p.1 = Some(t.at);
+                        }
+                    }
+                }
+                periods
             })
             .collect();
         FleetRun { transitions, held }
