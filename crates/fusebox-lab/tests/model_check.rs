@@ -548,13 +548,11 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
 /// Events at one time: verdicts (in call start order), then trips and
 /// closes arriving, then syncs, then the request.
 struct FleetModel<'a> {
-    sc: &'a Scenario,
     fleet: &'a Fleet,
     open_for: Duration,
     probes: u32,
     successes: u32,
-    /// (span ms, bucket ms, min calls, failure rate, slow (duration, rate))
-    rate: Option<(u64, u64, u64, Option<f64>, Option<(Duration, f64)>)>,
+    rate: Option<RateRule>,
     guards: Vec<std::sync::Arc<dyn guard::Guard>>,
     reps: Vec<ModelReplica>,
     redis: Redis,
@@ -567,6 +565,16 @@ struct FleetModel<'a> {
     leases_given_back: usize,
     window_trips: usize,
     last_tripper: Option<usize>,
+}
+
+/// A rate policy's rule for the fleet's window.
+#[derive(Clone, Copy)]
+struct RateRule {
+    span_ms: u64,
+    bucket_ms: u64,
+    min_calls: u64,
+    failure_rate: Option<f64>,
+    slow: Option<(Duration, f64)>,
 }
 
 #[derive(Default)]
@@ -617,17 +625,17 @@ impl<'a> FleetModel<'a> {
                 let full = c.resolved().unwrap();
                 let rate =
                     (full.failure_rate.is_some() || full.slow_call_rate.is_some()).then(|| {
-                        let span = full
+                        let span_ms = full
                             .time_window
                             .unwrap_or(Duration::from_secs(10))
                             .as_millis() as u64;
-                        (
-                            span,
-                            std::cmp::max(span / 10, 1),
-                            u64::from(full.min_calls.unwrap()),
-                            full.failure_rate,
-                            full.slow_call_duration.zip(full.slow_call_rate),
-                        )
+                        RateRule {
+                            span_ms,
+                            bucket_ms: std::cmp::max(span_ms / 10, 1),
+                            min_calls: u64::from(full.min_calls.unwrap()),
+                            failure_rate: full.failure_rate,
+                            slow: full.slow_call_duration.zip(full.slow_call_rate),
+                        }
                     });
                 (
                     full.open_for.unwrap(),
@@ -639,7 +647,6 @@ impl<'a> FleetModel<'a> {
             _ => unreachable!("generated fleets have seed and fusebox strategies"),
         };
         FleetModel {
-            sc,
             fleet,
             open_for,
             probes,
@@ -708,7 +715,7 @@ impl<'a> FleetModel<'a> {
     /// The breaker's own new transitions of replica `r`.
     fn own(&mut self, r: usize) {
         let all = self.guards[r].transitions();
-        for tr in all[self.reps[r].seen..].to_vec() {
+        for tr in all[self.reps[r].seen..].iter().copied() {
             self.reps[r].log.push(tr);
             if tr.to == "open" {
                 self.reps[r].asked = false;
@@ -823,7 +830,12 @@ impl<'a> FleetModel<'a> {
     fn sync(&mut self, r: usize, t: Duration) {
         let state = self.state(r, t);
         let mut judged = None;
-        if let Some((span, bucket, ..)) = self.rate {
+        if let Some(RateRule {
+            span_ms: span,
+            bucket_ms: bucket,
+            ..
+        }) = self.rate
+        {
             let rep = &mut self.reps[r];
             if t - rep.sent_at > Duration::from_millis(span) {
                 rep.sent = rep.counted;
@@ -882,11 +894,11 @@ impl<'a> FleetModel<'a> {
         let Some(((calls, failures, slow), failing)) = judged else {
             return;
         };
-        let (_, _, min_calls, failure_rate, slow_rule) = self.rate.unwrap();
+        let rule = self.rate.unwrap();
         let over = |part: u64, limit: f64| part as f64 / calls as f64 >= limit;
-        let trips = calls >= min_calls
-            && (failure_rate.is_some_and(|l| over(failures, l))
-                || slow_rule.is_some_and(|(_, l)| over(slow, l)));
+        let trips = calls >= rule.min_calls
+            && (rule.failure_rate.is_some_and(|l| over(failures, l))
+                || rule.slow.is_some_and(|(_, l)| over(slow, l)));
         if trips
             && self.fleet.quorum <= failing.max(1)
             && self.reps[r].by_fleet == ByFleet::No
@@ -981,7 +993,7 @@ fn fleet_model(
                     Through::Breaker { counted: true } => {
                         let slow = m
                             .rate
-                            .and_then(|r| r.4)
+                            .and_then(|r| r.slow)
                             .is_some_and(|(d, _)| end - start >= d);
                         let c = &mut m.reps[r].counted;
                         c.0 += 1;

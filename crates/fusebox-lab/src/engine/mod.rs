@@ -125,9 +125,13 @@ pub struct FleetRun {
     /// Each replica's breaker's own state changes.
     pub transitions: Vec<Vec<TransitionRecord>>,
     /// Each replica's periods held open or waiting by another replica's
-    /// trip: from, and until (`None`: to the end of the run).
-    pub held: Vec<Vec<(Duration, Option<Duration>)>>,
+    /// trip.
+    pub held: Vec<Held>,
 }
+
+/// The periods a fleet held one replica open: from, and until (`None`: to
+/// the end of the run).
+pub type Held = Vec<(Duration, Option<Duration>)>;
 
 impl FleetRun {
     /// A real-mode fleet's run from its replicas' transitions: a replica is
@@ -154,7 +158,7 @@ impl FleetRun {
         let held = transitions
             .iter()
             .map(|log| {
-                let mut periods: Vec<(Duration, Option<Duration>)> = Vec::new();
+                let mut periods: Held = Vec::new();
                 for t in log {
                     let holding = periods.last().is_some_and(|p| p.1.is_none());
                     if !holding && t.remote && matches!(t.to, "open" | "forced_open") {

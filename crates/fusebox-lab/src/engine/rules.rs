@@ -10,7 +10,7 @@
 //!   after a failed call the same worker retries at once while retries
 //!   remain ([`end_attempt`]).
 
-use super::{Outcome, RequestRecord, TransitionRecord};
+use super::{Held, Outcome, RequestRecord, TransitionRecord};
 use crate::guard::{Admission, Guard, Ticket};
 use crate::scenario::{CallPlan, CallResult, Scenario, StrategyKind, StrategySpec, FLEET_WINDOW};
 use std::collections::BTreeMap;
@@ -193,7 +193,7 @@ struct Node {
     /// Its own breaker's transitions already seen.
     seen: usize,
     log: Vec<TransitionRecord>,
-    held: Vec<(Duration, Option<Duration>)>,
+    held: Held,
 }
 
 /// The fleet's rules, as `fusebox::fleet` documents and implements them,
@@ -313,10 +313,7 @@ impl FleetRules {
     pub(super) fn finish(
         mut self,
         guards: &[&dyn Guard],
-    ) -> (
-        Vec<Vec<TransitionRecord>>,
-        Vec<Vec<(Duration, Option<Duration>)>>,
-    ) {
+    ) -> (Vec<Vec<TransitionRecord>>, Vec<Held>) {
         if !self.share {
             let logs = guards.iter().map(|g| g.transitions()).collect();
             return (logs, vec![Vec::new(); guards.len()]);
