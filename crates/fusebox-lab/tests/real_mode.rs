@@ -47,10 +47,6 @@ fn real_run_accounts_for_every_request() {
 /// within ±5, transitions within ±30 ms. Takes ~20 s of real time and depends on the
 /// machine's scheduling, so it is not part of the default run:
 /// `cargo test --release -p fusebox-lab -- --ignored real_mode`.
-/// Real mode against virtual mode on both embedded scenarios: counts
-/// within ±5, transitions within ±30 ms. Takes ~20 s of real time and depends on the
-/// machine's scheduling, so it is not part of the default run:
-/// `cargo test --release -p fusebox-lab -- --ignored real_mode`.
 #[test]
 #[ignore = "real time: ~20 s, timing depends on machine load"]
 fn real_mode_matches_virtual_mode() {
@@ -82,14 +78,7 @@ fn http_transport_matches_virtual_mode() {
 #[test]
 fn http_calls_follow_the_fault_schedule() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let text = scenario::EMBEDDED[0]
-        .1
-        .replace("duration = \"3s\"", "duration = \"300ms\"")
-        .replace("rate = 50.0", "rate = 100.0")
-        .replace(
-            "latency = \"5ms\"          # a healthy call succeeds after this",
-            "latency = \"1ms\"\ntransport = \"http\"\npool_max_idle = 2\nconnect_timeout = \"500ms\"",
-        )
+    let text = http_text("300ms", "pool_max_idle = 2\nconnect_timeout = \"500ms\"")
         .replace("from = \"500ms\"", "from = \"100ms\"")
         .replace("until = \"1500ms\"", "until = \"150ms\"")
         .replace("latency = \"150ms\"", "latency = \"2ms\"")
@@ -108,6 +97,19 @@ fn http_calls_follow_the_fault_schedule() {
         seen.insert(c.result);
     }
     assert_eq!(seen.len(), 3, "success, error and timeout: {seen:?}");
+}
+
+/// The article's scenario over HTTP, `duration` long at 100 req/s, 1 ms
+/// healthy calls, with more `[downstream]` keys (its fault still to set).
+fn http_text(duration: &str, keys: &str) -> String {
+    scenario::EMBEDDED[0]
+        .1
+        .replace("duration = \"3s\"", &format!("duration = {duration:?}"))
+        .replace("rate = 50.0", "rate = 100.0")
+        .replace(
+            "latency = \"5ms\"          # a healthy call succeeds after this",
+            &format!("latency = \"1ms\"\ntransport = \"http\"\n{keys}"),
+        )
 }
 
 /// Real mode's counts within ±5 of virtual mode's, transitions within ±30 ms.
@@ -229,14 +231,7 @@ fn http_downstream_process_answers_by_the_schedule() {
 #[test]
 fn http_down_fault_stops_and_restarts_the_server() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let text = scenario::EMBEDDED[0]
-        .1
-        .replace("duration = \"3s\"", "duration = \"500ms\"")
-        .replace("rate = 50.0", "rate = 100.0")
-        .replace(
-            "latency = \"5ms\"          # a healthy call succeeds after this",
-            "latency = \"1ms\"\ntransport = \"http\"",
-        )
+    let text = http_text("500ms", "")
         .replace("from = \"500ms\"", "from = \"100ms\"")
         .replace("until = \"1500ms\"", "until = \"200ms\"")
         .replace("latency = \"150ms\"", "latency = \"0ms\"")
@@ -267,14 +262,7 @@ fn http_down_fault_stops_and_restarts_the_server() {
 #[test]
 fn http_reset_and_slow_faults_follow_the_schedule() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let text = scenario::EMBEDDED[0]
-        .1
-        .replace("duration = \"3s\"", "duration = \"400ms\"")
-        .replace("rate = 50.0", "rate = 100.0")
-        .replace(
-            "latency = \"5ms\"          # a healthy call succeeds after this",
-            "latency = \"1ms\"\ntransport = \"http\"\npool_max_idle = 2",
-        )
+    let text = http_text("400ms", "pool_max_idle = 2")
         .replace("from = \"500ms\"", "from = \"50ms\"")
         .replace("until = \"1500ms\"", "until = \"150ms\"")
         .replace("latency = \"150ms\"", "latency = \"2ms\"")
