@@ -95,11 +95,12 @@ pub struct Fleet {
     /// `quorum`: the fleet opens once this many distinct replicas tripped
     /// within [`FLEET_WINDOW`] (`fusebox::fleet`'s rule); 1 by default.
     pub quorum: usize,
-    /// `sync_every`: the fleet's sync interval (1 s by default). Virtual mode
-    /// delivers every trip and close (no message is lost), so it does not use it.
+    /// `sync_every`: the fleet's sync interval (1 s by default): how often
+    /// each replica adds its verdicts to the fleet's window and reads its
+    /// totals, and keeps or gives back the probe lease (both modes).
     pub sync_every: Duration,
     /// `propagation`: how long a trip or a close takes to reach the other
-    /// replicas (0 by default).
+    /// replicas (0 by default; virtual mode: real mode takes what Redis takes).
     pub propagation: Duration,
     /// `redis`: where a real-mode fleet shares its breakers (`None`: not
     /// given; `run --redis URL` sets it for every scenario).
