@@ -526,7 +526,8 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
 ///   makes it sets the fleet's open key (`open_for`, unless a longer one is
 ///   set), drops the probe lease and is published;
 /// - a published trip opens every other replica `propagation` later for
-///   `open_for` (a breaker open on its own stays as it is); the fleet
+///   `open_for` (a breaker open on its own longer stays as it is; a shorter
+///   one is held open to the later end); the fleet
 ///   holds its breaker (`Guard::hold`) and, after the open period, acts as
 ///   half-open on it: probes only with the lease, up to `half_open_probes`,
 ///   closing after `successes_to_close`, reopening (a trip) on a failure;
@@ -788,10 +789,16 @@ impl<'a> FleetModel<'a> {
             ByFleet::No => {
                 let s = self.guards[r].state(at);
                 self.own(r);
+                let until = at + remaining;
+                // Open on its own: only a later end changes it (no transition).
+                let own_end = (s == "open").then(|| self.guards[r].open_until(at));
+                if own_end.is_some_and(|end| end.is_none_or(|end| end >= until)) {
+                    return;
+                }
+                self.lab(r, at, true);
+                self.reps[r].by_fleet = ByFleet::Open(until);
+                self.reps[r].held += 1;
                 if s != "open" {
-                    self.lab(r, at, true);
-                    self.reps[r].by_fleet = ByFleet::Open(at + remaining);
-                    self.reps[r].held += 1;
                     self.note(r, at, s, "open", true);
                 }
             }

@@ -204,7 +204,8 @@ struct Node {
 ///   (or it bypasses the quorum: a failed probe of a replica that knew the
 ///   fleet open, a trip of the fleet's window); the fleet's open period
 ///   (Redis's key) runs `open_for` from the trip, and every other replica is
-///   opened `propagation` later for `open_for` (a longer open period is kept);
+///   opened `propagation` later for `open_for` (a longer open period is kept;
+///   a replica open on its own stays open to the later of the two ends);
 /// - **probe leases**: a replica's breaker that is half-open (its own, or the
 ///   fleet's once its open period is over) rejects calls unless it holds the
 ///   fleet's one probe lease; it asks for it when it first finds itself
@@ -525,14 +526,17 @@ impl FleetRules {
             Hold::Free => {
                 let from = guard.state(now);
                 self.observe(r, guard);
-                if from == "open" {
-                    // Its own open period (as long, or nearly): left alone.
+                if from == "open" && guard.open_until(now).is_none_or(|own| own >= until) {
+                    // Open on its own at least as long: left alone.
                     return;
                 }
                 self.hold_breaker(r, now, guard, true);
                 self.nodes[r].hold = Hold::Open(until);
                 self.nodes[r].held.push((now, None));
-                self.log(r, now, from, "open", true);
+                if from != "open" {
+                    // Open already, it only stays open longer: no transition.
+                    self.log(r, now, from, "open", true);
+                }
             }
         }
     }

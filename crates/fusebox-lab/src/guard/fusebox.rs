@@ -205,6 +205,13 @@ impl Guard for FuseboxGuard {
         self.breaker.probes_in_flight()
     }
 
+    fn open_until(&self, now: Duration) -> Option<Duration> {
+        let snapshot = self.breaker.snapshot();
+        let open_for = self.breaker.config().open_for?;
+        (snapshot.state == fusebox::State::Open)
+            .then(|| now.saturating_sub(snapshot.since_transition) + open_for)
+    }
+
     fn breaker(&self) -> Option<fusebox::CircuitBreaker> {
         Some(self.breaker.clone())
     }

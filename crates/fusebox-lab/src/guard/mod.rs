@@ -116,6 +116,11 @@ pub trait Guard: Send + Sync {
     fn probes_in_flight(&self) -> u32 {
         0
     }
+    /// When its open period ends, while it is open on its own (a fixed
+    /// `open_for`, as a fleet needs); `None` in any other state.
+    fn open_until(&self, _now: Duration) -> Option<Duration> {
+        None
+    }
     /// The library breaker behind it, for a real-mode fleet to share
     /// through `fusebox::fleet` (fusebox strategies only).
     fn breaker(&self) -> Option<::fusebox::CircuitBreaker> {

@@ -147,6 +147,11 @@ impl Guard for SeedBreaker {
         u32::from(lock(&self.inner).probing)
     }
 
+    fn open_until(&self, _now: Duration) -> Option<Duration> {
+        let s = lock(&self.inner);
+        (s.state == SeedState::Open).then_some(s.opened_at + self.config.open_for)
+    }
+
     fn hold(&self, now: Duration) {
         lock(&self.inner).set(SeedState::ForcedOpen, now);
     }
