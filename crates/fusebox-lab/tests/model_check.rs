@@ -1100,7 +1100,8 @@ fn fleet_model(
 }
 
 /// Fleets of 2 to 6 replicas with workers to spare, sharing trips, faults on
-/// all replicas or on some, quorum 1 to the number of replicas.
+/// all replicas or on some, quorum 1 to the number of replicas, syncs every
+/// 20 ms to 0.5 s.
 fn generated_fleets(seed: u64, count: usize) -> Vec<Scenario> {
     let mut g = Lcg(seed);
     (0..count)
@@ -1137,6 +1138,22 @@ fn generated_fleets(seed: u64, count: usize) -> Vec<Scenario> {
                 redis: None,
             });
             sc.strategies.retain(|s| s.kind.as_str() != "none");
+            // One fleet in three: a rate breaker one replica alone rarely
+            // trips (more calls needed than it sees in its window), so the
+            // fleet's window decides.
+            if g.next(3) == 0 {
+                for s in &mut sc.strategies {
+                    if let StrategyKind::Fusebox(c) = &mut s.kind {
+                        c.consecutive_failures = None;
+                        c.count_window = None;
+                        c.failure_rate = Some(g.pick(&[0.2, 0.5, 0.8]));
+                        let window = ms(200 * (1 + g.next(5)));
+                        c.time_window = Some(window);
+                        let per_replica = sc.rate / replicas as f64 * window.as_secs_f64();
+                        c.min_calls = Some((per_replica * 1.5).ceil() as u32 + 1);
+                    }
+                }
+            }
             sc.check().unwrap_or_else(|p| panic!("{}: {p:?}", sc.name));
             sc
         })
