@@ -144,12 +144,22 @@ fn seed000_100rps_is_within_three_calls_of_the_article() {
 
 #[test]
 fn virtual_mode_is_deterministic() {
-    let sc = &Scenario::embedded()[1];
-    for spec in &sc.strategies {
-        let a = sim(sc, spec);
-        let b = sim(sc, spec);
-        assert_eq!(a.requests, b.requests);
-        assert_eq!(a.transitions, b.transitions);
+    let fleets = [
+        "fleet20-shared",
+        "fleet20-window-shared",
+        "fleet20-path-quorum1",
+    ];
+    let scenarios = [Scenario::embedded().remove(1)]
+        .into_iter()
+        .chain(fleets.map(shipped));
+    for sc in scenarios {
+        for spec in &sc.strategies {
+            let a = sim(&sc, spec);
+            let b = sim(&sc, spec);
+            assert_eq!(a.requests, b.requests);
+            assert_eq!(a.transitions, b.transitions);
+            assert_eq!(a.fleet, b.fleet);
+        }
     }
 }
 
