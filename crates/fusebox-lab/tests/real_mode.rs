@@ -78,11 +78,8 @@ fn http_transport_matches_virtual_mode() {
 #[test]
 fn http_calls_follow_the_fault_schedule() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let text = http_text("300ms", "pool_max_idle = 2\nconnect_timeout = \"500ms\"")
-        .replace("from = \"500ms\"", "from = \"100ms\"")
-        .replace("until = \"1500ms\"", "until = \"150ms\"")
-        .replace("latency = \"150ms\"", "latency = \"2ms\"")
-        .replacen(
+    let text = http_text("300ms", "pool_max_idle = 2\nconnect_timeout = \"500ms\"", ["100ms", "150ms", "2ms"])
+                .replacen(
             "[[strategy]]",
             "[[downstream.faults]]\nfrom = \"200ms\"\nuntil = \"240ms\"\nlatency = \"0ms\"\noutcome = \"hang\"\n\n[client]\ntimeout = \"250ms\"\n\n[[strategy]]", 1,
         );
@@ -100,8 +97,9 @@ fn http_calls_follow_the_fault_schedule() {
 }
 
 /// The article's scenario over HTTP, `duration` long at 100 req/s, 1 ms
-/// healthy calls, with more `[downstream]` keys (its fault still to set).
-fn http_text(duration: &str, keys: &str) -> String {
+/// healthy calls, with more `[downstream]` keys, its fault from, until and
+/// latency set (its outcome still "error").
+fn http_text(duration: &str, keys: &str, [from, until, latency]: [&str; 3]) -> String {
     scenario::EMBEDDED[0]
         .1
         .replace("duration = \"3s\"", &format!("duration = {duration:?}"))
@@ -110,6 +108,9 @@ fn http_text(duration: &str, keys: &str) -> String {
             "latency = \"5ms\"          # a healthy call succeeds after this",
             &format!("latency = \"1ms\"\ntransport = \"http\"\n{keys}"),
         )
+        .replace("from = \"500ms\"", &format!("from = {from:?}"))
+        .replace("until = \"1500ms\"", &format!("until = {until:?}"))
+        .replace("latency = \"150ms\"", &format!("latency = {latency:?}"))
 }
 
 /// Real mode's counts within ±5 of virtual mode's, transitions within ±30 ms.
@@ -231,10 +232,7 @@ fn http_downstream_process_answers_by_the_schedule() {
 #[test]
 fn http_down_fault_stops_and_restarts_the_server() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let text = http_text("500ms", "")
-        .replace("from = \"500ms\"", "from = \"100ms\"")
-        .replace("until = \"1500ms\"", "until = \"200ms\"")
-        .replace("latency = \"150ms\"", "latency = \"0ms\"")
+    let text = http_text("500ms", "", ["100ms", "200ms", "0ms"])
         .replace("outcome = \"error\"", "outcome = \"down\"");
     let sc = Scenario::parse("short-down", &text).unwrap();
     let r = engine::run(&sc, &sc.strategies[0], Mode::Real, None).unwrap();
@@ -262,11 +260,8 @@ fn http_down_fault_stops_and_restarts_the_server() {
 #[test]
 fn http_reset_and_slow_faults_follow_the_schedule() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let text = http_text("400ms", "pool_max_idle = 2")
-        .replace("from = \"500ms\"", "from = \"50ms\"")
-        .replace("until = \"1500ms\"", "until = \"150ms\"")
-        .replace("latency = \"150ms\"", "latency = \"2ms\"")
-        .replace("outcome = \"error\"", "outcome = \"reset\"")
+    let text = http_text("400ms", "pool_max_idle = 2", ["50ms", "150ms", "2ms"])
+                .replace("outcome = \"error\"", "outcome = \"reset\"")
         .replacen(
             "[[strategy]]",
             // Grows from 1 ms to 400 ms over 200 ms: past the 150 ms timeout
