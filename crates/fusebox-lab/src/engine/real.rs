@@ -14,7 +14,7 @@ use super::http::HttpDownstream;
 use super::rules::{end_attempt, queue_admits, start_attempt, Gate};
 use super::{CallRecord, FleetRun, RequestRecord, RunResult, TransitionRecord};
 use crate::guard::{self, Breakers, Guard, LabClock};
-use crate::scenario::{FaultOutcome, Scenario, StrategySpec, Transport};
+use crate::scenario::{FaultOutcome, Scenario, StrategyKind, StrategySpec, Transport};
 use crate::sync::lock;
 use fusebox::Clock;
 use std::collections::VecDeque;
@@ -84,7 +84,10 @@ pub(super) fn run(
         ),
     };
     let count = scenario.replicas();
-    let lead = if scenario.shares_trips() {
+    // Only a library breaker is shared (`check` let through only fusebox
+    // strategies, or none, in a shared real-mode fleet).
+    let sharing = scenario.shares_trips() && matches!(spec.kind, StrategyKind::Fusebox(_));
+    let lead = if sharing {
         FLEET_LEAD + FLEET_LEAD_PER_REPLICA * count as u32
     } else {
         LEAD
@@ -104,18 +107,15 @@ pub(super) fn run(
         .map(|b| guard::build(spec, &clock, b, name))
         .collect();
     // Nodes connect and share before the run's clock starts.
-    let _fleet = if scenario.shares_trips() {
+    let _fleet = if sharing {
         let breakers: Vec<_> = guards.iter().filter_map(|g| g.breaker()).collect();
-        // `check` let through only fusebox strategies (or none).
-        (breakers.len() == count)
-            .then(|| RealFleet::start(scenario, &breakers))
-            .transpose()?
+        Some(RealFleet::start(scenario, &breakers)?)
     } else {
         None
     };
     if Instant::now() + Duration::from_millis(10) > origin {
         return Err(format!(
-            "scenario {:?}: the fleet's nodes took more than {} ms to connect and share",
+            "scenario {:?}: setting up the run (Redis, the fleet's nodes) took more than {} ms",
             scenario.name,
             lead.as_millis()
         ));
