@@ -143,3 +143,38 @@ open_for = "1s"
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped 20-replica fleets (`fleet20-real-*`, `fleet20-window-*`) in
+/// real mode against virtual mode: failing calls within 3 and recovery
+/// probes equal, in every replica's total. Recovery lag and healthy
+/// fast-fails are not compared: each real node syncs on its own phase, which
+/// moves the probe lease (README, "A fleet of replicas"). ~40 s of real time:
+/// `cargo test --release -p fusebox-lab --test real_fleet -- --ignored`.
+#[test]
+#[ignore = "real time: ~40 s"]
+fn shipped_fleets_in_real_mode_match_virtual_mode() {
+    if fusebox::fleet::LocalRedis::start_or_skip("the shipped real-mode fleets").is_none() {
+        return;
+    }
+    for name in [
+        "fleet20-real-local",
+        "fleet20-real-shared",
+        "fleet20-window-local",
+        "fleet20-window-shared",
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(format!("{name}.toml"));
+        let sc = Scenario::load(&path).unwrap();
+        for spec in &sc.strategies {
+            let total = |mode| {
+                let run = engine::run(&sc, spec, mode, None).unwrap();
+                Summary::of(&sc, &run).fleet.unwrap().total
+            };
+            let (v, r) = (total(Mode::Virtual), total(Mode::Real));
+            println!("{name} / {}: virtual {v:?}\n    real {r:?}", spec.name);
+            assert!(v.failing_calls.abs_diff(r.failing_calls) <= 3, "{name}");
+            assert_eq!(v.recovery_probes, r.recovery_probes, "{name}");
+        }
+    }
+}
