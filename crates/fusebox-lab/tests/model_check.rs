@@ -903,10 +903,8 @@ impl<'a> FleetModel<'a> {
             None if state == "half_open" => self.take_lease(r, t),
             _ => {}
         }
-        if let Some(u) = self.redis.open_until {
-            if u > t && (state == "closed" || state == "half_open") {
-                self.opened_by_fleet(r, t, u - t);
-            }
+        if let Some(u) = self.redis.open_until.filter(|&u| u > t) {
+            self.opened_by_fleet(r, t, u - t);
         }
         let Some(((calls, failures, slow), failing)) = judged else {
             return;

@@ -688,9 +688,9 @@ impl FleetRules {
             _ => {}
         }
         if let Some(until) = self.open_until.filter(|&u| u > now) {
-            if matches!(state, "closed" | "half_open") {
-                self.open(r, now, until - now, guard);
-            }
+            // The fleet's open period as Redis has it (a no-op where this
+            // replica is open at least as long).
+            self.open(r, now, until - now, guard);
         }
         if let Some((w, sum, failing)) = totals {
             let free = self.nodes[r].hold == Hold::Free;
