@@ -290,8 +290,8 @@ fn a_shared_fleet_probes_once_and_quorum_two_spares_the_healthy_replicas() {
         total("fleet20-path-quorum1", 1),
         total("fleet20-path-quorum2", 1),
     );
-    // Quorum 1: replica 3's trips open the fleet; a healthy replica takes
-    // the probe lease and closes it, until replica 3 trips again.
+    // Quorum 1: replica 3's trip opens the fleet until a healthy replica
+    // takes the probe lease and its probe closes it.
     assert!(q1.healthy_fast_fails > 50, "{q1:?}");
     assert!(
         q1.healthy_fast_fails > 10 * q2.healthy_fast_fails,
