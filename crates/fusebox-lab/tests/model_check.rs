@@ -24,7 +24,7 @@ fn ms(n: u64) -> Duration {
 
 /// The virtual-time run of `spec`.
 fn sim(sc: &Scenario, spec: &StrategySpec) -> RunResult {
-    engine::run(sc, spec, Mode::Virtual, None)
+    engine::run(sc, spec, Mode::Virtual, None).unwrap()
 }
 
 fn summary(sc: &Scenario, kind: &str) -> Summary {
@@ -144,12 +144,22 @@ fn seed000_100rps_is_within_three_calls_of_the_article() {
 
 #[test]
 fn virtual_mode_is_deterministic() {
-    let sc = &Scenario::embedded()[1];
-    for spec in &sc.strategies {
-        let a = sim(sc, spec);
-        let b = sim(sc, spec);
-        assert_eq!(a.requests, b.requests);
-        assert_eq!(a.transitions, b.transitions);
+    let fleets = [
+        "fleet20-shared",
+        "fleet20-window-shared",
+        "fleet20-path-quorum1",
+    ];
+    let scenarios = [Scenario::embedded().remove(1)]
+        .into_iter()
+        .chain(fleets.map(shipped));
+    for sc in scenarios {
+        for spec in &sc.strategies {
+            let a = sim(&sc, spec);
+            let b = sim(&sc, spec);
+            assert_eq!(a.requests, b.requests);
+            assert_eq!(a.transitions, b.transitions);
+            assert_eq!(a.fleet, b.fleet);
+        }
     }
 }
 
@@ -520,187 +530,589 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
 /// The independent model of a fleet, per request, for generated fleets
 /// where every request starts at its arrival (workers to spare: no queue,
 /// no retries). Replica `i % n` takes request `i`. Its own rules, written
-/// from `fusebox::fleet`'s documentation: a replica's breaker opening is a
-/// trip; the trip opens the fleet if the replicas that tripped within the
-/// fleet's window (10 s) are at least `quorum`, or if it is a failed probe of
-/// the replica probing for the fleet; an opened fleet holds every other
-/// replica open from `propagation` after the trip to `open_for` after it,
-/// and then rejecting until the prober's close arrives (`propagation` after
-/// it). Holding a replica holds its breaker open (`Guard::hold`), the close
-/// closes it (`Guard::release`). The tripping replica probes for the fleet
-/// and is held no more.
-/// Events at one time: verdicts (in call start order), then arrivals of
-/// trips and closes, then requests.
+/// from `fusebox::fleet`'s documentation and scripts, with Redis's keys as
+/// fields of [`Redis`]:
 ///
-/// Not modelled, here or in the lab: the fleet's window for rate policies,
-/// probe leases (hand-over, expiry), lost messages caught up by a sync.
+/// - a replica's breaker opening is a trip: it counts toward the quorum
+///   (distinct replicas within 10 s) unless it is a failed probe of a
+///   replica that knows the fleet open, or the fleet window's; a trip that
+///   makes it sets the fleet's open key (`open_for`, unless a longer one is
+///   set), drops the probe lease and is published;
+/// - a published trip opens every other replica `propagation` later for
+///   `open_for` (a breaker open on its own longer stays as it is; a shorter
+///   one is held open to the later end); the fleet
+///   holds its breaker (`Guard::hold`) and, after the open period, acts as
+///   half-open on it: probes only with the lease, up to `half_open_probes`,
+///   closing after `successes_to_close`, reopening (a trip) on a failure;
+/// - any replica's half-open -> closed clears the open key, the lease, the
+///   quorum's trips and the window, and is published: it closes every
+///   other replica's breaker (`Guard::release`) `propagation` later;
+/// - a half-open replica without the lease rejects; the first call that
+///   finds it half-open is rejected and then asks for the lease; the lease
+///   is given if nobody holds it and the open key is gone;
+/// - every `sync_every` (while requests are still to come or calls are in
+///   flight) each replica in turn: steps into half-open if its open period
+///   is over, adds its closed-state verdicts since its last sync to the
+///   window (buckets of a tenth of the span), gives the lease back if it is
+///   not half-open or had no probe in flight for `sync_every`, else asks for
+///   it if half-open, catches up an open key it has not applied, and trips
+///   on the window's totals (rate policies, once `quorum` replicas reported
+///   failures) if its breaker is closed.
+///
+/// Events at one time: verdicts (in call start order), then trips and
+/// closes arriving, then syncs, then the request.
+struct FleetModel<'a> {
+    fleet: &'a Fleet,
+    open_for: Duration,
+    probes: u32,
+    successes: u32,
+    rate: Option<RateRule>,
+    guards: Vec<std::sync::Arc<dyn guard::Guard>>,
+    reps: Vec<ModelReplica>,
+    redis: Redis,
+    /// (arrives at, order sent, from, Some(remaining) = trip / None = close)
+    messages: Vec<(Duration, u64, usize, Option<Duration>)>,
+    sent: u64,
+    half_open_ids: u64,
+    /// What the generated runs went through (for the coverage check).
+    leases_to_non_trippers: usize,
+    leases_given_back: usize,
+    window_trips: usize,
+    last_tripper: Option<usize>,
+}
+
+/// A rate policy's rule for the fleet's window.
+#[derive(Clone, Copy)]
+struct RateRule {
+    span_ms: u64,
+    bucket_ms: u64,
+    min_calls: u64,
+    failure_rate: Option<f64>,
+    slow: Option<(Duration, f64)>,
+}
+
+#[derive(Default)]
+struct Redis {
+    open_until: Option<Duration>,
+    lease: Option<(usize, Duration)>,
+    trips: Vec<(usize, Duration)>,
+    /// (bucket, calls, failures, slow)
+    window: Vec<(u64, u64, u64, u64)>,
+    /// (replica, last bucket it reported failures in)
+    failing: Vec<(usize, u64)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ByFleet {
+    No,
+    Open(Duration),
+    HalfOpen { in_flight: u32, ok: u32, id: u64 },
+}
+
+struct ModelReplica {
+    by_fleet: ByFleet,
+    knows_open: bool,
+    asked: bool,
+    /// (calls, failures, slow) counted, and as last sent.
+    counted: (u64, u64, u64),
+    sent: (u64, u64, u64),
+    sent_at: Duration,
+    seen: usize,
+    log: Vec<TransitionRecord>,
+    held: usize,
+}
+
+/// How a call in flight was let through.
+#[derive(Clone, Copy)]
+enum Through {
+    Breaker { counted: bool },
+    FleetProbe(u64),
+}
+
+impl<'a> FleetModel<'a> {
+    fn new(sc: &'a Scenario, spec: &StrategySpec, clock: &LabClock) -> Self {
+        let fleet = sc.fleet.as_ref().expect("a fleet scenario");
+        let breakers = Breakers::for_run(clock);
+        let (open_for, probes, successes, rate) = match &spec.kind {
+            StrategyKind::Seed(c) => (c.open_for, 1, 1, None),
+            StrategyKind::Fusebox(c) => {
+                let full = c.resolved().unwrap();
+                let rate =
+                    (full.failure_rate.is_some() || full.slow_call_rate.is_some()).then(|| {
+                        let span_ms = full
+                            .time_window
+                            .unwrap_or(Duration::from_secs(10))
+                            .as_millis() as u64;
+                        RateRule {
+                            span_ms,
+                            bucket_ms: std::cmp::max(span_ms / 10, 1),
+                            min_calls: u64::from(full.min_calls.unwrap()),
+                            failure_rate: full.failure_rate,
+                            slow: full.slow_call_duration.zip(full.slow_call_rate),
+                        }
+                    });
+                (
+                    full.open_for.unwrap(),
+                    full.half_open_probes.unwrap(),
+                    full.successes_to_close.unwrap(),
+                    rate,
+                )
+            }
+            _ => unreachable!("generated fleets have seed and fusebox strategies"),
+        };
+        FleetModel {
+            fleet,
+            open_for,
+            probes,
+            successes,
+            rate,
+            guards: (0..fleet.replicas)
+                .map(|r| guard::build(spec, clock, &breakers, &format!("m{r}")))
+                .collect(),
+            reps: (0..fleet.replicas)
+                .map(|_| ModelReplica {
+                    by_fleet: ByFleet::No,
+                    knows_open: false,
+                    asked: false,
+                    counted: (0, 0, 0),
+                    sent: (0, 0, 0),
+                    sent_at: Duration::ZERO,
+                    seen: 0,
+                    log: Vec::new(),
+                    held: 0,
+                })
+                .collect(),
+            redis: Redis::default(),
+            messages: Vec::new(),
+            sent: 0,
+            half_open_ids: 0,
+            leases_to_non_trippers: 0,
+            leases_given_back: 0,
+            window_trips: 0,
+            last_tripper: None,
+        }
+    }
+
+    fn note(&mut self, r: usize, at: Duration, from: &'static str, to: &'static str, remote: bool) {
+        self.reps[r].log.push(TransitionRecord {
+            at,
+            from,
+            to,
+            remote,
+        });
+    }
+
+    /// The state replica `r` is in at `t`; its fleet open period ends into
+    /// half-open here.
+    fn state(&mut self, r: usize, t: Duration) -> &'static str {
+        match self.reps[r].by_fleet {
+            ByFleet::Open(until) if t < until => "open",
+            ByFleet::Open(_) => {
+                self.half_open_ids += 1;
+                self.reps[r].by_fleet = ByFleet::HalfOpen {
+                    in_flight: 0,
+                    ok: 0,
+                    id: self.half_open_ids,
+                };
+                self.note(r, t, "open", "half_open", false);
+                "half_open"
+            }
+            ByFleet::HalfOpen { .. } => "half_open",
+            ByFleet::No => {
+                let s = self.guards[r].state(t);
+                self.own(r);
+                s
+            }
+        }
+    }
+
+    /// The breaker's own new transitions of replica `r`.
+    fn own(&mut self, r: usize) {
+        let all = self.guards[r].transitions();
+        for tr in all[self.reps[r].seen..].iter().copied() {
+            self.reps[r].log.push(tr);
+            if tr.to == "open" {
+                self.reps[r].asked = false;
+                let bypass = tr.from == "half_open" && self.reps[r].knows_open;
+                self.trip(r, tr.at, bypass);
+            } else if tr.from == "half_open" && tr.to == "closed" {
+                self.close(r, tr.at);
+            }
+        }
+        self.reps[r].seen = all.len();
+    }
+
+    /// The lab's hold or release of replica `r`'s breaker (not its own transitions).
+    fn lab(&mut self, r: usize, t: Duration, hold: bool) {
+        self.own(r);
+        if hold {
+            self.guards[r].hold(t);
+        } else {
+            self.guards[r].release(t);
+        }
+        self.reps[r].seen = self.guards[r].transitions().len();
+    }
+
+    fn trip(&mut self, r: usize, at: Duration, bypass: bool) {
+        if !bypass && self.fleet.quorum > 1 {
+            self.redis
+                .trips
+                .retain(|&(n, x)| n != r && at - x < Duration::from_secs(10));
+            self.redis.trips.push((r, at));
+            if self.redis.trips.len() < self.fleet.quorum {
+                return;
+            }
+        }
+        self.reps[r].knows_open = true;
+        let longer = self
+            .redis
+            .open_until
+            .is_some_and(|u| u > at && u - at >= self.open_for);
+        if !longer {
+            self.redis.open_until = Some(at + self.open_for);
+            self.redis.lease = None;
+            self.last_tripper = Some(r);
+            self.sent += 1;
+            self.messages.push((
+                at + self.fleet.propagation,
+                self.sent,
+                r,
+                Some(self.open_for),
+            ));
+        }
+    }
+
+    fn close(&mut self, r: usize, at: Duration) {
+        self.redis = Redis::default();
+        self.reps[r].knows_open = false;
+        self.sent += 1;
+        self.messages
+            .push((at + self.fleet.propagation, self.sent, r, None));
+    }
+
+    fn opened_by_fleet(&mut self, r: usize, at: Duration, remaining: Duration) {
+        self.reps[r].knows_open = true;
+        self.reps[r].asked = false;
+        match self.reps[r].by_fleet {
+            ByFleet::Open(u) => self.reps[r].by_fleet = ByFleet::Open(u.max(at + remaining)),
+            ByFleet::HalfOpen { .. } => {
+                self.reps[r].by_fleet = ByFleet::Open(at + remaining);
+                self.note(r, at, "half_open", "open", true);
+            }
+            ByFleet::No => {
+                let s = self.guards[r].state(at);
+                self.own(r);
+                let until = at + remaining;
+                // Open on its own: only a later end changes it (no transition).
+                let own_end = (s == "open").then(|| self.guards[r].open_until(at));
+                if own_end.is_some_and(|end| end.is_none_or(|end| end >= until)) {
+                    return;
+                }
+                self.lab(r, at, true);
+                self.reps[r].by_fleet = ByFleet::Open(until);
+                self.reps[r].held += 1;
+                if s != "open" {
+                    self.note(r, at, s, "open", true);
+                }
+            }
+        }
+    }
+
+    fn closed_by_fleet(&mut self, r: usize, at: Duration) {
+        self.reps[r].knows_open = false;
+        self.reps[r].asked = false;
+        let from = match self.reps[r].by_fleet {
+            ByFleet::Open(_) => "open",
+            ByFleet::HalfOpen { .. } => "half_open",
+            ByFleet::No => {
+                let s = self.guards[r].state(at);
+                self.own(r);
+                if s != "open" && s != "half_open" {
+                    return;
+                }
+                s
+            }
+        };
+        self.lab(r, at, false);
+        self.reps[r].by_fleet = ByFleet::No;
+        self.note(r, at, from, "closed", true);
+    }
+
+    fn take_lease(&mut self, r: usize, t: Duration) {
+        if self.redis.lease.is_none() && self.redis.open_until.is_none_or(|u| u <= t) {
+            self.redis.lease = Some((r, t));
+            if self.last_tripper != Some(r) {
+                self.leases_to_non_trippers += 1;
+            }
+        }
+    }
+
+    fn sync(&mut self, r: usize, t: Duration) {
+        let state = self.state(r, t);
+        let mut judged = None;
+        if let Some(RateRule {
+            span_ms: span,
+            bucket_ms: bucket,
+            ..
+        }) = self.rate
+        {
+            let rep = &mut self.reps[r];
+            if t - rep.sent_at > Duration::from_millis(span) {
+                rep.sent = rep.counted;
+            }
+            let d = (
+                rep.counted.0 - rep.sent.0,
+                rep.counted.1 - rep.sent.1,
+                rep.counted.2 - rep.sent.2,
+            );
+            rep.sent = rep.counted;
+            rep.sent_at = t;
+            let b = t.as_millis() as u64 / bucket;
+            if d.0 > 0 {
+                match self.redis.window.iter_mut().find(|w| w.0 == b) {
+                    Some(w) => {
+                        w.1 += d.0;
+                        w.2 += d.1;
+                        w.3 += d.2;
+                    }
+                    None => self.redis.window.push((b, d.0, d.1, d.2)),
+                }
+                if d.1 + d.2 > 0 {
+                    self.redis.failing.retain(|f| f.0 != r);
+                    self.redis.failing.push((r, b));
+                }
+            }
+            let oldest = (b + 1).saturating_sub(span.div_ceil(bucket));
+            self.redis.window.retain(|w| w.0 >= oldest);
+            self.redis.failing.retain(|f| f.1 >= oldest);
+            let sum = self
+                .redis
+                .window
+                .iter()
+                .fold((0, 0, 0), |a, w| (a.0 + w.1, a.1 + w.2, a.2 + w.3));
+            judged = Some((sum, self.redis.failing.len()));
+        }
+        match self.redis.lease {
+            Some((h, since)) if h == r => {
+                let in_flight = match self.reps[r].by_fleet {
+                    ByFleet::HalfOpen { in_flight, .. } => in_flight,
+                    _ => self.guards[r].probes_in_flight(),
+                };
+                if state != "half_open" || (in_flight == 0 && t - since >= self.fleet.sync_every) {
+                    self.redis.lease = None;
+                    self.leases_given_back += 1;
+                }
+            }
+            None if state == "half_open" => self.take_lease(r, t),
+            _ => {}
+        }
+        if let Some(u) = self.redis.open_until.filter(|&u| u > t) {
+            self.opened_by_fleet(r, t, u - t);
+        }
+        let Some(((calls, failures, slow), failing)) = judged else {
+            return;
+        };
+        let rule = self.rate.unwrap();
+        let over = |part: u64, limit: f64| part as f64 / calls as f64 >= limit;
+        let trips = calls >= rule.min_calls
+            && (rule.failure_rate.is_some_and(|l| over(failures, l))
+                || rule.slow.is_some_and(|(_, l)| over(slow, l)));
+        if trips
+            && self.fleet.quorum <= failing.max(1)
+            && self.reps[r].by_fleet == ByFleet::No
+            && self.guards[r].state(t) == "closed"
+        {
+            self.window_trips += 1;
+            self.lab(r, t, true);
+            self.reps[r].by_fleet = ByFleet::Open(t + self.open_for);
+            self.note(r, t, "closed", "open", false);
+            self.trip(r, t, true);
+        }
+    }
+
+    /// A fleet probe of replica `r` ended at `t`.
+    fn fleet_probe_end(&mut self, r: usize, t: Duration, id: u64, ok: bool) {
+        let ByFleet::HalfOpen {
+            in_flight,
+            ok: oks,
+            id: now_id,
+        } = self.reps[r].by_fleet
+        else {
+            return;
+        };
+        if now_id != id {
+            return;
+        }
+        if !ok {
+            self.reps[r].by_fleet = ByFleet::Open(t + self.open_for);
+            self.note(r, t, "half_open", "open", false);
+            let bypass = self.reps[r].knows_open;
+            self.trip(r, t, bypass);
+        } else if oks + 1 >= self.successes {
+            self.lab(r, t, false);
+            self.reps[r].by_fleet = ByFleet::No;
+            self.note(r, t, "half_open", "closed", false);
+            self.close(r, t);
+        } else {
+            self.reps[r].by_fleet = ByFleet::HalfOpen {
+                in_flight: in_flight - 1,
+                ok: oks + 1,
+                id,
+            };
+        }
+    }
+}
+
 fn fleet_model(
     sc: &Scenario,
     spec: &StrategySpec,
-) -> (Vec<RequestRecord>, Vec<Vec<TransitionRecord>>) {
-    let fleet = sc.fleet.as_ref().expect("a fleet scenario");
-    let n = fleet.replicas;
-    let open_for = match &spec.kind {
-        StrategyKind::Seed(c) => Some(c.open_for),
-        StrategyKind::Fusebox(c) => c.open_for,
-        _ => None,
-    };
+) -> (Vec<RequestRecord>, Vec<Vec<TransitionRecord>>, [usize; 3]) {
     let clock = fusebox::ManualClock::new();
     let lab_clock = LabClock::Virtual(clock.clone());
-    let breakers = Breakers::for_run(&lab_clock);
-    let guards: Vec<_> = (0..n)
-        .map(|r| guard::build(spec, &lab_clock, &breakers, &format!("m{r}")))
-        .collect();
-    // Per replica: held open until (Some), or waiting for the prober (None).
-    let mut hold: Vec<Option<Option<Duration>>> = vec![None; n];
-    let mut seen = vec![0usize; n];
-    let mut tripped_at: Vec<Option<Duration>> = vec![None; n];
-    let mut prober: Option<usize> = None;
-    // (time, order sent, from, Some(until) = trip / None = close)
-    let mut messages: Vec<(Duration, usize, usize, Option<Duration>)> = Vec::new();
-    let mut sent = 0;
-    let mut pending: BinaryHeap<Reverse<(Duration, u64, usize)>> = BinaryHeap::new();
-    // A call in flight: its ticket, its result, its replica.
-    type InFlight = (Box<dyn Ticket>, CallResult, usize);
-    let mut tickets: Vec<Option<InFlight>> = Vec::new();
-    let mut busy: Vec<Vec<Duration>> = vec![Vec::new(); n];
+    let mut m = FleetModel::new(sc, spec, &lab_clock);
+    let n = m.reps.len();
+    let sync_every = m.fleet.sync_every;
+    let mut next_sync = sync_every;
+    // A call in flight: its ticket (none for a fleet probe), result, replica, start, how.
+    type InFlight = (
+        Option<Box<dyn Ticket>>,
+        CallResult,
+        usize,
+        Duration,
+        Through,
+    );
+    let mut calls: Vec<Option<InFlight>> = Vec::new();
+    let mut ends: BinaryHeap<Reverse<(Duration, usize)>> = BinaryHeap::new();
+    let mut last_end = Duration::ZERO;
     let mut out = Vec::new();
     let count = sc.request_count() as usize;
-    let mut seq = 0u64;
+    let arrival = |i: usize| Duration::from_nanos(sc.arrival_ns(i as u64));
     for i in 0..=count {
-        let t = (i < count).then(|| Duration::from_nanos(sc.arrival_ns(i as u64)));
-        // Verdicts and messages up to t, in time order (verdicts first at a tie).
+        let t = (i < count).then(|| arrival(i));
         loop {
-            let verdict = pending.peek().map(|Reverse((end, _, _))| *end);
-            let message = messages.iter().map(|m| m.0).min();
-            let take_verdict = match (verdict, message) {
-                (Some(v), Some(m)) => v <= m,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
+            let verdict = ends.peek().map(|Reverse((e, _))| *e);
+            let message = m.messages.iter().map(|x| x.0).min();
+            // A sync runs while requests are to come or calls are in flight.
+            let sync = (t.is_some() || last_end >= next_sync).then_some(next_sync);
+            let Some(at) = [verdict, message, sync].into_iter().flatten().min() else {
+                break;
             };
-            let at = if take_verdict { verdict } else { message }.unwrap();
             if t.is_some_and(|t| at > t) {
                 break;
             }
-            if take_verdict {
-                let Reverse((end, _, k)) = pending.pop().unwrap();
-                let (ticket, result, r) = tickets[k].take().unwrap();
-                clock.set(end);
-                ticket.finish(end, result);
-                let all = guards[r].transitions();
-                for tr in all[seen[r]..].iter().copied() {
-                    if tr.to == "open" {
-                        let fleet_probe = tr.from == "half_open" && prober == Some(r);
-                        let opens = fleet_probe || {
-                            tripped_at[r] = Some(tr.at);
-                            tripped_at
-                                .iter()
-                                .flatten()
-                                .filter(|&&x| tr.at - x < Duration::from_secs(10))
-                                .count()
-                                >= fleet.quorum
-                        };
-                        if let (true, Some(o)) = (opens, open_for) {
-                            prober = Some(r);
-                            if hold[r].take().is_some() {
-                                guards[r].release(tr.at);
-                            }
-                            sent += 1;
-                            messages.push((tr.at + fleet.propagation, sent, r, Some(tr.at + o)));
-                        }
-                    } else if tr.from == "half_open" && tr.to == "closed" && prober == Some(r) {
-                        prober = None;
-                        sent += 1;
-                        messages.push((tr.at + fleet.propagation, sent, r, None));
+            clock.set(at);
+            if verdict == Some(at) {
+                let Reverse((end, k)) = ends.pop().unwrap();
+                let (ticket, result, r, start, how) = calls[k].take().unwrap();
+                if let Some(ticket) = ticket {
+                    ticket.finish(end, result);
+                }
+                match how {
+                    Through::Breaker { counted: true } => {
+                        let slow = m
+                            .rate
+                            .and_then(|r| r.slow)
+                            .is_some_and(|(d, _)| end - start >= d);
+                        let c = &mut m.reps[r].counted;
+                        c.0 += 1;
+                        c.1 += u64::from(!result.is_ok());
+                        c.2 += u64::from(slow);
+                    }
+                    Through::Breaker { counted: false } => {}
+                    Through::FleetProbe(id) => m.fleet_probe_end(r, end, id, result.is_ok()),
+                }
+                m.own(r);
+            } else if message == Some(at) {
+                let k = (0..m.messages.len())
+                    .min_by_key(|&k| (m.messages[k].0, m.messages[k].1))
+                    .unwrap();
+                let (_, _, from, what) = m.messages.remove(k);
+                for r in (0..n).filter(|&r| r != from) {
+                    match what {
+                        Some(remaining) => m.opened_by_fleet(r, at, remaining),
+                        None => m.closed_by_fleet(r, at),
                     }
                 }
-                seen[r] = all.len();
             } else {
-                let first = messages
-                    .iter()
-                    .enumerate()
-                    .min_by_key(|(_, m)| (m.0, m.1))
-                    .unwrap()
-                    .0;
-                let (_, _, from, what) = messages.remove(first);
-                clock.set(at);
+                next_sync += sync_every;
                 for r in 0..n {
-                    if r == from {
-                        continue;
-                    }
-                    match what {
-                        Some(until) if prober != Some(r) => {
-                            if hold[r].is_none() {
-                                guards[r].hold(at);
-                            }
-                            hold[r] = Some(Some(until));
-                        }
-                        Some(_) => {}
-                        None => {
-                            if hold[r].take().is_some() {
-                                guards[r].release(at);
-                            }
-                        }
-                    }
+                    m.sync(r, at);
                 }
             }
         }
         let Some(t) = t else { break };
         let r = i % n;
-        busy[r].retain(|&e| e > t);
-        assert!(
-            busy[r].len() < sc.workers,
-            "the fleet model needs a free worker"
-        );
         clock.set(t);
-        let held = match hold[r] {
-            None => false,
-            Some(Some(until)) if t < until => true,
-            Some(_) => {
-                hold[r] = Some(None);
-                true
+        let state = m.state(r, t);
+        let lease = m.redis.lease.is_some_and(|(h, _)| h == r);
+        let how = match m.reps[r].by_fleet {
+            ByFleet::Open(_) => None,
+            ByFleet::HalfOpen { in_flight, ok, id } if lease && in_flight < m.probes => {
+                m.reps[r].by_fleet = ByFleet::HalfOpen {
+                    in_flight: in_flight + 1,
+                    ok,
+                    id,
+                };
+                Some(Through::FleetProbe(id))
             }
+            ByFleet::HalfOpen { .. } => None,
+            ByFleet::No if state == "half_open" && !lease => None,
+            ByFleet::No => Some(Through::Breaker {
+                counted: m.rate.is_some() && state == "closed",
+            }),
         };
-        if held {
-            out.push(RequestRecord {
-                arrival: t,
-                start: Some(t),
-                end: t,
-                outcome: Outcome::FastFail,
-                attempts: 0,
-            });
-            continue;
+        let ticket = match how {
+            None => None,
+            Some(Through::FleetProbe(_)) => Some(None),
+            Some(Through::Breaker { .. }) => match m.guards[r].admit(t) {
+                Admission::Call(ticket) => Some(Some(ticket)),
+                Admission::FastFail => None,
+            },
+        };
+        if state == "half_open" && !m.reps[r].asked {
+            m.reps[r].asked = true;
+            m.sync(r, t);
         }
-        match guards[r].admit(t) {
-            Admission::FastFail => out.push(RequestRecord {
+        m.reps[r].asked &= state == "half_open";
+        m.own(r);
+        match ticket {
+            None => out.push(RequestRecord {
                 arrival: t,
                 start: Some(t),
                 end: t,
                 outcome: Outcome::FastFail,
                 attempts: 0,
             }),
-            Admission::Call(ticket) => {
+            Some(ticket) => {
                 let plan = sc.downstream.plan_on(r, t, sc.client.timeout);
-                seq += 1;
-                tickets.push(Some((ticket, plan.result, r)));
-                pending.push(Reverse((t + plan.duration, seq, tickets.len() - 1)));
-                busy[r].push(t + plan.duration);
+                let end = t + plan.duration;
+                last_end = last_end.max(end);
+                calls.push(Some((ticket, plan.result, r, t, how.unwrap())));
+                ends.push(Reverse((end, calls.len() - 1)));
                 out.push(RequestRecord {
                     arrival: t,
                     start: Some(t),
-                    end: t + plan.duration,
+                    end,
                     outcome: Outcome::of(plan.result),
                     attempts: 1,
                 });
             }
         }
     }
-    (out, guards.iter().map(|g| g.transitions()).collect())
+    for r in 0..n {
+        m.own(r);
+    }
+    let seen = [
+        m.leases_to_non_trippers,
+        m.leases_given_back,
+        m.window_trips,
+    ];
+    (out, m.reps.into_iter().map(|r| r.log).collect(), seen)
 }
 
 /// Fleets of 2 to 6 replicas with workers to spare, sharing trips, faults on
-/// all replicas or on some, quorum 1 to the number of replicas.
+/// all replicas or on some, quorum 1 to the number of replicas, syncs every
+/// 20 ms to 0.5 s.
 fn generated_fleets(seed: u64, count: usize) -> Vec<Scenario> {
     let mut g = Lcg(seed);
     (0..count)
@@ -732,10 +1144,27 @@ fn generated_fleets(seed: u64, count: usize) -> Vec<Scenario> {
                 } else {
                     1 + g.next(replicas as u64) as usize
                 },
-                sync_every: ms(500),
+                sync_every: ms(g.pick(&[20, 50, 100, 250, 500])),
                 propagation: ms(g.next(20)),
+                redis: None,
             });
             sc.strategies.retain(|s| s.kind.as_str() != "none");
+            // One fleet in three: a rate breaker one replica alone rarely
+            // trips (more calls needed than it sees in its window), so the
+            // fleet's window decides.
+            if g.next(3) == 0 {
+                for s in &mut sc.strategies {
+                    if let StrategyKind::Fusebox(c) = &mut s.kind {
+                        c.consecutive_failures = None;
+                        c.count_window = None;
+                        c.failure_rate = Some(g.pick(&[0.2, 0.5, 0.8]));
+                        let window = ms(200 * (1 + g.next(5)));
+                        c.time_window = Some(window);
+                        let per_replica = sc.rate / replicas as f64 * window.as_secs_f64();
+                        c.min_calls = Some((per_replica * 1.5).ceil() as u32 + 1);
+                    }
+                }
+            }
             sc.check().unwrap_or_else(|p| panic!("{}: {p:?}", sc.name));
             sc
         })
@@ -746,17 +1175,16 @@ fn generated_fleets(seed: u64, count: usize) -> Vec<Scenario> {
 fn fleet_simulation_matches_the_fleet_model() {
     let mut compared = 0;
     let (mut held, mut quorum_held_back) = (0, 0);
-    for sc in generated_fleets(11, 60) {
+    let mut seen = [0; 3];
+    for sc in generated_fleets(11, 80) {
         for spec in &sc.strategies {
             let sim = sim(&sc, spec);
-            let (requests, transitions) = fleet_model(&sc, spec);
+            let (requests, transitions, what) = fleet_model(&sc, spec);
             assert_same_requests(&sc, spec, &sim, &requests);
             let fleet = sim.fleet.as_ref().expect("a fleet run");
-            assert_eq!(
-                fleet.transitions, transitions,
-                "{} / {}",
-                sc.name, spec.name
-            );
+            for (r, (a, b)) in fleet.transitions.iter().zip(&transitions).enumerate() {
+                assert_eq!(a, b, "{} / {}: replica {}", sc.name, spec.name, r + 1);
+            }
             held += fleet.held.iter().filter(|h| !h.is_empty()).count();
             let tripped = transitions
                 .iter()
@@ -766,29 +1194,64 @@ fn fleet_simulation_matches_the_fleet_model() {
             if q > 1 && tripped > 0 && tripped < q {
                 quorum_held_back += 1;
             }
+            for (s, w) in seen.iter_mut().zip(what) {
+                *s += w;
+            }
             compared += 1;
         }
     }
-    assert!(compared >= 100, "{compared}");
-    // Worth something only if trips travelled, and some were held back by a quorum.
+    assert!(compared >= 150, "{compared}");
+    // Worth something only if trips travelled, some were held back by a
+    // quorum, leases went to replicas that did not trip and were given back
+    // at a sync, and the fleet's window tripped replicas.
     assert!(held > 50, "replicas held by a travelling trip: {held}");
     assert!(
         quorum_held_back > 3,
         "runs where the quorum kept trips local: {quorum_held_back}"
     );
+    let [non_trippers, given_back, window_trips] = seen;
+    println!("leases to non-trippers {non_trippers}, given back {given_back}, window trips {window_trips}, held {held}, quorum {quorum_held_back}");
+    assert!(non_trippers > 20, "leases to non-trippers: {non_trippers}");
+    assert!(given_back > 20, "leases given back at a sync: {given_back}");
+    assert!(
+        window_trips > 5,
+        "trips of the fleet's window: {window_trips}"
+    );
 }
 
 #[test]
-fn a_fleet_does_not_run_in_real_mode() {
+fn a_real_mode_fleet_shares_fusebox_breakers_through_redis_only() {
     let mut sc = Scenario::embedded()[0].clone();
+    sc.fleet = Some(Fleet {
+        replicas: 2,
+        sharing: Sharing::Fleet,
+        quorum: 1,
+        sync_every: ms(500),
+        propagation: ms(0),
+        redis: None,
+    });
+    assert!(engine::check(&sc, Mode::Virtual).is_ok());
+    // The article's breaker cannot be shared through fusebox::fleet.
+    let e = engine::check(&sc, Mode::Real).unwrap_err();
+    assert!(e.contains("kind = \"seed\" cannot be shared"), "{e}");
+    sc.strategies.retain(|s| s.kind.as_str() != "seed");
+    let e = engine::check(&sc, Mode::Real).unwrap_err();
+    assert!(e.contains("redis = \"local\""), "{e}");
+    assert_eq!(
+        engine::run(&sc, &sc.strategies[0], Mode::Real, None).unwrap_err(),
+        e
+    );
+    sc.fleet.as_mut().unwrap().redis = Some(fusebox_lab::scenario::Redis::Local);
+    assert!(engine::check(&sc, Mode::Real).is_ok());
+    // Without sharing, every strategy runs (no Redis needed).
+    sc = Scenario::embedded()[0].clone();
     sc.fleet = Some(Fleet {
         replicas: 2,
         sharing: Sharing::None,
         quorum: 1,
         sync_every: ms(500),
         propagation: ms(0),
+        redis: None,
     });
-    assert!(engine::check(&sc, Mode::Virtual).is_ok());
-    let e = engine::check(&sc, Mode::Real).unwrap_err();
-    assert!(e.contains("virtual mode only"), "{e}");
+    assert!(engine::check(&sc, Mode::Real).is_ok());
 }

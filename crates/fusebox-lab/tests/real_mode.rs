@@ -24,7 +24,7 @@ fn real_run_accounts_for_every_request() {
     let sc = Scenario::parse("short", &text).unwrap();
     assert_eq!((sc.queue, sc.request_count()), (2, 20));
     for spec in &sc.strategies {
-        let r = engine::run(&sc, spec, Mode::Real, None);
+        let r = engine::run(&sc, spec, Mode::Real, None).unwrap();
         assert_eq!(r.requests.len(), 20);
         let attempts: u32 = r.requests.iter().map(|q| q.attempts).sum();
         assert_eq!(attempts as usize, r.calls.len());
@@ -43,10 +43,6 @@ fn real_run_accounts_for_every_request() {
     }
 }
 
-/// Real mode against virtual mode on both embedded scenarios: counts
-/// within ±5, transitions within ±30 ms. Takes ~20 s of real time and depends on the
-/// machine's scheduling, so it is not part of the default run:
-/// `cargo test --release -p fusebox-lab -- --ignored real_mode`.
 /// Real mode against virtual mode on both embedded scenarios: counts
 /// within ±5, transitions within ±30 ms. Takes ~20 s of real time and depends on the
 /// machine's scheduling, so it is not part of the default run:
@@ -82,24 +78,14 @@ fn http_transport_matches_virtual_mode() {
 #[test]
 fn http_calls_follow_the_fault_schedule() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let text = scenario::EMBEDDED[0]
-        .1
-        .replace("duration = \"3s\"", "duration = \"300ms\"")
-        .replace("rate = 50.0", "rate = 100.0")
-        .replace(
-            "latency = \"5ms\"          # a healthy call succeeds after this",
-            "latency = \"1ms\"\ntransport = \"http\"\npool_max_idle = 2\nconnect_timeout = \"500ms\"",
-        )
-        .replace("from = \"500ms\"", "from = \"100ms\"")
-        .replace("until = \"1500ms\"", "until = \"150ms\"")
-        .replace("latency = \"150ms\"", "latency = \"2ms\"")
-        .replacen(
+    let text = http_text("300ms", "pool_max_idle = 2\nconnect_timeout = \"500ms\"", ["100ms", "150ms", "2ms"])
+                .replacen(
             "[[strategy]]",
             "[[downstream.faults]]\nfrom = \"200ms\"\nuntil = \"240ms\"\nlatency = \"0ms\"\noutcome = \"hang\"\n\n[client]\ntimeout = \"250ms\"\n\n[[strategy]]", 1,
         );
     let sc = Scenario::parse("short-http", &text).unwrap();
     let none = &sc.strategies[0];
-    let r = engine::run(&sc, none, Mode::Real, None);
+    let r = engine::run(&sc, none, Mode::Real, None).unwrap();
     assert_eq!(r.calls.len(), 30);
     let mut seen = std::collections::HashSet::new();
     for c in &r.calls {
@@ -110,11 +96,28 @@ fn http_calls_follow_the_fault_schedule() {
     assert_eq!(seen.len(), 3, "success, error and timeout: {seen:?}");
 }
 
+/// The article's scenario over HTTP, `duration` long at 100 req/s, 1 ms
+/// healthy calls, with more `[downstream]` keys, its fault from, until and
+/// latency set (its outcome still "error").
+fn http_text(duration: &str, keys: &str, [from, until, latency]: [&str; 3]) -> String {
+    scenario::EMBEDDED[0]
+        .1
+        .replace("duration = \"3s\"", &format!("duration = {duration:?}"))
+        .replace("rate = 50.0", "rate = 100.0")
+        .replace(
+            "latency = \"5ms\"          # a healthy call succeeds after this",
+            &format!("latency = \"1ms\"\ntransport = \"http\"\n{keys}"),
+        )
+        .replace("from = \"500ms\"", &format!("from = {from:?}"))
+        .replace("until = \"1500ms\"", &format!("until = {until:?}"))
+        .replace("latency = \"150ms\"", &format!("latency = {latency:?}"))
+}
+
 /// Real mode's counts within ±5 of virtual mode's, transitions within ±30 ms.
 fn assert_real_agrees_with_virtual(sc: &Scenario) {
     for spec in &sc.strategies {
-        let v = Summary::of(sc, &engine::run(sc, spec, Mode::Virtual, None));
-        let r = Summary::of(sc, &engine::run(sc, spec, Mode::Real, None));
+        let v = Summary::of(sc, &engine::run(sc, spec, Mode::Virtual, None).unwrap());
+        let r = Summary::of(sc, &engine::run(sc, spec, Mode::Real, None).unwrap());
         let counts = |s: &Summary| {
             [
                 s.downstream_calls,
@@ -157,7 +160,8 @@ fn assert_real_agrees_with_virtual(sc: &Scenario) {
 
 /// The server process itself (`fusebox-lab http-downstream`): it answers by
 /// the start time it is sent, 200 healthy, 500 in an error fault, for the
-/// replicas the fault hits.
+/// replicas the fault hits; in a `reset` fault it closes the connection
+/// without an answer.
 #[test]
 fn http_downstream_process_answers_by_the_schedule() {
     use std::io::{BufRead, BufReader, Read, Write};
@@ -167,7 +171,9 @@ fn http_downstream_process_answers_by_the_schedule() {
         "downstream": {
             "latency": ms(1),
             "faults": [{ "from": ms(100), "until": ms(200), "latency": ms(2),
-                         "outcome": "Error", "replicas": [2] }],
+                         "outcome": "Error", "replicas": [2] },
+                       { "from": ms(300), "until": ms(400), "latency": ms(1),
+                         "outcome": "Reset", "replicas": null }],
             "transport": "Call",
         },
         "hang": ms(500),
@@ -202,18 +208,21 @@ fn http_downstream_process_answers_by_the_schedule() {
         )
         .unwrap();
         let mut answer = String::new();
-        s.read_to_string(&mut answer).unwrap();
-        answer[9..12].to_string()
+        // A reset: the connection closes with nothing written (EOF or RST).
+        let _ = s.read_to_string(&mut answer);
+        answer.get(9..12).unwrap_or("none").to_string()
     };
     let got = [
         status(50, 1),
         status(150, 1),
         status(150, 0),
         status(200, 1),
+        status(350, 0),
+        status(400, 0),
     ];
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(got, ["200", "500", "200", "200"]);
+    assert_eq!(got, ["200", "500", "200", "200", "none", "200"]);
 }
 
 /// A `down` fault over HTTP stops the server process: calls in it are
@@ -223,20 +232,10 @@ fn http_downstream_process_answers_by_the_schedule() {
 #[test]
 fn http_down_fault_stops_and_restarts_the_server() {
     engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
-    let text = scenario::EMBEDDED[0]
-        .1
-        .replace("duration = \"3s\"", "duration = \"500ms\"")
-        .replace("rate = 50.0", "rate = 100.0")
-        .replace(
-            "latency = \"5ms\"          # a healthy call succeeds after this",
-            "latency = \"1ms\"\ntransport = \"http\"",
-        )
-        .replace("from = \"500ms\"", "from = \"100ms\"")
-        .replace("until = \"1500ms\"", "until = \"200ms\"")
-        .replace("latency = \"150ms\"", "latency = \"0ms\"")
+    let text = http_text("500ms", "", ["100ms", "200ms", "0ms"])
         .replace("outcome = \"error\"", "outcome = \"down\"");
     let sc = Scenario::parse("short-down", &text).unwrap();
-    let r = engine::run(&sc, &sc.strategies[0], Mode::Real, None);
+    let r = engine::run(&sc, &sc.strategies[0], Mode::Real, None).unwrap();
     let ms = Duration::from_millis;
     let (mut refused, mut after) = (0, 0);
     for c in &r.calls {
@@ -253,4 +252,47 @@ fn http_down_fault_stops_and_restarts_the_server() {
         refused >= 8 && after >= 20,
         "{refused} refused, {after} healthy"
     );
+}
+
+/// `reset` and `slow` over HTTP: a reset call's connection is dropped (an
+/// error, and the pool goes on: later calls succeed), a slow call succeeds
+/// until it grows past the client's timeout. Results only; no timing.
+#[test]
+fn http_reset_and_slow_faults_follow_the_schedule() {
+    engine::use_lab_binary(env!("CARGO_BIN_EXE_fusebox-lab"));
+    let text = http_text("400ms", "pool_max_idle = 2", ["50ms", "150ms", "2ms"])
+                .replace("outcome = \"error\"", "outcome = \"reset\"")
+        .replacen(
+            "[[strategy]]",
+            // Grows from 1 ms to 400 ms over 200 ms: past the 150 ms timeout
+            // for calls starting after 200 + 149/399 x 200 = ~274.7 ms.
+            "[[downstream.faults]]\nfrom = \"200ms\"\nuntil = \"400ms\"\nlatency = \"400ms\"\noutcome = \"slow\"\n\n[client]\ntimeout = \"150ms\"\n\n[[strategy]]", 1,
+        );
+    let sc = Scenario::parse("short-reset-slow", &text).unwrap();
+    let r = engine::run(&sc, &sc.strategies[0], Mode::Real, None).unwrap();
+    assert_eq!(r.calls.len(), 40);
+    let mut seen = std::collections::HashMap::new();
+    for c in &r.calls {
+        let ms = c.start.as_secs_f64() * 1e3;
+        // Calls within 5 ms of a boundary could land on either side.
+        if [50.0, 150.0, 200.0, 274.7]
+            .iter()
+            .any(|b| (ms - b).abs() < 5.0)
+        {
+            continue;
+        }
+        let want = sc.downstream.plan(c.start, sc.client.timeout).result;
+        assert_eq!(c.result, want, "call at {:?}", c.start);
+        let fault = sc.downstream.fault_at(c.start).map(|f| f.outcome);
+        *seen.entry((fault, c.result)).or_insert(0) += 1;
+    }
+    use scenario::{CallResult as R, FaultOutcome as F};
+    for want in [
+        (None, R::Success),
+        (Some(F::Reset), R::Error),
+        (Some(F::Slow), R::Success),
+        (Some(F::Slow), R::Timeout),
+    ] {
+        assert!(seen.contains_key(&want), "{want:?} not seen: {seen:?}");
+    }
 }

@@ -1,7 +1,7 @@
 //! Scenario files: what loads, and every bad input an error naming the
 //! file, the line and the key, with the limit.
 
-use fusebox_lab::scenario::{Scenario, ScenarioError, EMBEDDED};
+use fusebox_lab::scenario::{Redis, Scenario, ScenarioError, EMBEDDED};
 use std::path::Path;
 use std::time::Duration;
 
@@ -223,7 +223,8 @@ fn a_fusebox_bulkhead_refuses_calls_beyond_its_slots() {
             &s.strategies[0],
             fusebox_lab::engine::Mode::Virtual,
             None,
-        );
+        )
+        .unwrap();
         r.requests
             .iter()
             .filter(|q| q.outcome == fusebox_lab::engine::Outcome::FastFail)
@@ -425,7 +426,19 @@ fn fleet_keys_load() {
     );
     let sc = Scenario::parse("x.toml", &text).unwrap();
     let f = sc.fleet.as_ref().unwrap();
-    assert_eq!((f.replicas, f.quorum), (4, 2));
+    assert_eq!((f.replicas, f.quorum, &f.redis), (4, 2, &None));
+    let with = |redis: &str| {
+        let t = fleet_text(
+            &format!("replicas = 2\nsharing = \"fleet\"\nredis = {redis:?}"),
+            "",
+        );
+        Scenario::parse("x.toml", &t).unwrap().fleet.unwrap().redis
+    };
+    assert_eq!(with("local"), Some(Redis::Local));
+    assert_eq!(
+        with("redis://127.0.0.1:7000"),
+        Some(Redis::Url("redis://127.0.0.1:7000".into()))
+    );
     assert_eq!(f.sync_every, Duration::from_millis(250));
     assert_eq!(f.propagation, Duration::from_millis(2));
     assert!(sc.shares_trips());
@@ -467,6 +480,32 @@ fn bad_fleet_keys_name_file_line_and_key() {
             "propagation",
             "fleet.propagation",
             "longer than the run",
+        ),
+        (
+            fleet_text(&format!("{ok}\nredis = \"127.0.0.1:6379\""), ""),
+            "redis",
+            "fleet.redis",
+            "redis://HOST:PORT",
+        ),
+        (
+            fleet_text("replicas = 4\nsharing = \"none\"\nredis = \"local\"", ""),
+            "redis",
+            "fleet.redis",
+            "shares nothing",
+        ),
+        (
+            fleet_text(ok, "")
+                .replace("outcome = \"error\"", "outcome = \"slow\"")
+                .replace("latency = \"150ms\"", "latency = \"1ms\""),
+            "latency = \"1ms\"",
+            "downstream.faults.latency",
+            "below the healthy latency",
+        ),
+        (
+            fleet_text(ok, "").replace("outcome = \"error\"", "outcome = \"resets\""),
+            "outcome",
+            "downstream.faults.outcome",
+            "\"reset\", \"slow\"",
         ),
         (
             fleet_text(&format!("{ok}\nquroum = 1"), ""),

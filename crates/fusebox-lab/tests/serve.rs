@@ -143,6 +143,7 @@ fn serves_metrics_over_http_during_a_real_run() {
             Mode::Real,
             Some(&breakers),
         )
+        .unwrap()
     });
 
     // Scrape while the run goes on.

@@ -92,7 +92,7 @@ fn sweep_rows_are_runs_of_the_modified_scenario() {
         let modified = apply(sc, "open_for", *v).unwrap();
         let direct = Summary::of(
             &modified,
-            &engine::run(&modified, &modified.strategies[seed], Mode::Virtual, None),
+            &engine::run(&modified, &modified.strategies[seed], Mode::Virtual, None).unwrap(),
         );
         assert_eq!(sums[seed], direct);
     }

@@ -68,6 +68,11 @@ struct RunArgs {
     /// 16 bytes): then its force-open/disable/reset controls take that token.
     #[arg(long, value_name = "ADDR")]
     serve: Option<std::net::SocketAddr>,
+    /// Real-mode fleets with sharing = "fleet" share through this Redis
+    /// (redis://HOST:PORT, or "local": the lab starts redis-server),
+    /// whatever their [fleet] redis says.
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
     /// With --serve: keep serving this long after the run (e.g. 30s), then exit.
     #[arg(long, value_name = "DURATION", requires = "serve", value_parser = parse_linger)]
     linger: Option<Duration>,

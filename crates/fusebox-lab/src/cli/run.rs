@@ -4,7 +4,7 @@ use super::serve::{self, Exported, Server};
 use super::{progress, CliError, RunArgs};
 use crate::engine::{self, Mode};
 use crate::report::{self, ScenarioReport};
-use crate::scenario::{format_duration, Scenario};
+use crate::scenario::{format_duration, Redis, Scenario, Sharing};
 use indicatif::ProgressBar;
 use std::io::Write;
 
@@ -14,7 +14,7 @@ fn run_all(
     mode: Mode,
     exported: Option<&Exported>,
     pb: &ProgressBar,
-) -> Vec<ScenarioReport> {
+) -> Result<Vec<ScenarioReport>, String> {
     scenarios
         .into_iter()
         .map(|sc| {
@@ -42,7 +42,7 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             "--serve needs a real-mode run (--clock real)".into(),
         ));
     }
-    let scenarios = if args.scenarios.is_empty() {
+    let mut scenarios: Vec<Scenario> = if args.scenarios.is_empty() {
         Scenario::embedded()
     } else {
         args.scenarios
@@ -50,6 +50,14 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             .map(|p| Scenario::load(p).map_err(|e| CliError::BadInput(e.to_string())))
             .collect::<Result<_, _>>()?
     };
+    if let Some(url) = &args.redis {
+        let redis = Redis::parse(url).map_err(|e| CliError::BadInput(format!("--redis: {e}")))?;
+        for f in scenarios.iter_mut().filter_map(|s| s.fleet.as_mut()) {
+            if f.sharing == Sharing::Fleet {
+                f.redis = Some(redis.clone());
+            }
+        }
+    }
     for sc in &scenarios {
         engine::check(sc, mode).map_err(CliError::BadInput)?;
     }
@@ -82,6 +90,7 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let pb = progress(total as u64, args.quiet, "running");
     let reports = run_all(scenarios, mode, served.as_ref().map(|s| &s.0), &pb);
     pb.finish_and_clear();
+    let reports = reports.map_err(CliError::Io)?;
     for r in &reports {
         println!("{}", report::table::render_scenario(r));
     }

@@ -22,23 +22,17 @@ pub fn run(
         .iter()
         .map(|v| apply(scenario, &sweep.name, *v))
         .collect::<Result<_, _>>()?;
-    Ok(sweep
-        .values
-        .iter()
-        .zip(scenarios)
-        .map(|(v, sc)| {
-            let sums = sc
-                .strategies
-                .iter()
-                .map(|spec| {
-                    let r = engine::run(&sc, spec, mode, None);
-                    tick();
-                    Summary::of(&sc, &r)
-                })
-                .collect();
-            (*v, sums)
-        })
-        .collect())
+    let mut rows = Vec::with_capacity(scenarios.len());
+    for (v, sc) in sweep.values.iter().zip(scenarios) {
+        let mut sums = Vec::with_capacity(sc.strategies.len());
+        for spec in &sc.strategies {
+            let r = engine::run(&sc, spec, mode, None)?;
+            tick();
+            sums.push(Summary::of(&sc, &r));
+        }
+        rows.push((*v, sums));
+    }
+    Ok(rows)
 }
 
 /// The `sweep` subcommand.

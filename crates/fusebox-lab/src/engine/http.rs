@@ -1,16 +1,18 @@
 //! `[downstream] transport = "http"` in real mode: the downstream is an HTTP
 //! server on 127.0.0.1 in a process of its own (the lab's binary, hidden
-//! subcommand `http-downstream`), and the workers call it through one
-//! `reqwest` client with a connection pool.
+//! subcommand `http-downstream`), and each replica's workers call it through
+//! the replica's own `reqwest` client (its own connection pool).
 //!
 //! As in the model, a call's fate is decided by its start time: the client
 //! sends it (`x-lab-start-ns`, time since the run's origin, and
 //! `x-lab-replica`), the server looks it up in the fault schedule, waits the
 //! latency and answers 200, or 500 for a failing call; a hanging call gets no
-//! answer before the client's timeout. The client classifies 2xx as success,
-//! a timeout as a timeout, anything else (5xx, refused, reset) as an error.
+//! answer before the client's timeout; a call in a `reset` fault has its
+//! connection dropped without an answer after the fault's latency. The
+//! client classifies 2xx as success, a timeout as a timeout, anything else
+//! (5xx, refused, reset) as an error.
 
-use crate::scenario::{CallResult, Downstream, HttpConfig, Scenario};
+use crate::scenario::{CallResult, Downstream, FaultOutcome, HttpConfig, Scenario};
 use crate::sync::lock;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -52,7 +54,8 @@ pub(super) struct HttpDownstream {
     child: Mutex<Option<Child>>,
     binary: PathBuf,
     setup: Setup,
-    client: reqwest::blocking::Client,
+    /// One client (one connection pool) per replica.
+    clients: Vec<reqwest::blocking::Client>,
     url: String,
 }
 
@@ -90,7 +93,8 @@ fn spawn(binary: &PathBuf, setup: &Setup) -> Result<(Child, String), String> {
 }
 
 impl HttpDownstream {
-    /// Starts the server for `scenario` and a client with `config`'s pool.
+    /// Starts the server for `scenario` and, for each replica, a client with
+    /// `config`'s pool.
     pub(super) fn start(scenario: &Scenario, config: HttpConfig) -> Result<Self, String> {
         let binary = match LAB_BINARY.get() {
             Some(p) => p.clone(),
@@ -109,17 +113,21 @@ impl HttpDownstream {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or(0);
-        let client = reqwest::blocking::Client::builder()
-            .pool_max_idle_per_host(config.pool_max_idle)
-            .connect_timeout(config.connect_timeout)
-            .timeout(scenario.client.timeout)
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        let clients = (0..scenario.replicas())
+            .map(|_| {
+                reqwest::blocking::Client::builder()
+                    .pool_max_idle_per_host(config.pool_max_idle)
+                    .connect_timeout(config.connect_timeout)
+                    .timeout(scenario.client.timeout)
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
         Ok(HttpDownstream {
             child: Mutex::new(Some(child)),
             binary,
             setup,
-            client,
+            clients,
             url: format!("http://{addr}/call"),
         })
     }
@@ -144,8 +152,7 @@ impl HttpDownstream {
 
     /// One call, started at `start` (since the run's origin) by `replica`.
     pub(super) fn call(&self, start: Duration, replica: usize) -> CallResult {
-        let sent = self
-            .client
+        let sent = self.clients[replica]
             .get(&self.url)
             .header("x-lab-start-ns", start.as_nanos().to_string())
             .header("x-lab-replica", replica.to_string())
@@ -168,6 +175,10 @@ impl Drop for HttpDownstream {
 /// The `http-downstream` subcommand: reads its setup (JSON) from standard
 /// input, listens on 127.0.0.1 (a free port), prints `listening on ADDR`,
 /// and answers calls until it is killed.
+///
+/// Each connection is served by hyper (HTTP/1.1, kept alive for the
+/// client's pool); a call in a `reset` fault drops its connection after the
+/// fault's latency, without an answer.
 pub fn serve_downstream() -> Result<(), String> {
     let mut input = Vec::new();
     std::io::stdin()
@@ -186,21 +197,47 @@ pub fn serve_downstream() -> Result<(), String> {
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         println!("listening on {addr}");
         let _ = std::io::stdout().flush();
-        let app = axum::Router::new().route(
-            "/call",
-            axum::routing::get(move |headers: axum::http::HeaderMap| {
-                let setup = Arc::clone(&setup);
-                async move { answer(&setup, &headers).await }
-            }),
-        );
-        axum::serve(listener, app)
-            .await
-            .map_err(|e| format!("server: {e}"))
+        loop {
+            let (stream, _) = listener
+                .accept()
+                .await
+                .map_err(|e| format!("server: {e}"))?;
+            tokio::spawn(connection(stream, Arc::clone(&setup)));
+        }
     })
 }
 
-async fn answer(setup: &Setup, headers: &axum::http::HeaderMap) -> axum::http::StatusCode {
-    use axum::http::StatusCode;
+/// Serves one connection until the client closes it, or a call in a
+/// `reset` fault drops it.
+async fn connection(stream: tokio::net::TcpStream, setup: Arc<Setup>) {
+    let drop_it = Arc::new(tokio::sync::Notify::new());
+    let service = {
+        let drop_it = Arc::clone(&drop_it);
+        hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            let (setup, drop_it) = (Arc::clone(&setup), Arc::clone(&drop_it));
+            async move {
+                let status = answer(&setup, req.headers(), &drop_it).await;
+                let mut response = hyper::Response::new(String::new());
+                *response.status_mut() = status;
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        })
+    };
+    let conn = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    tokio::select! {
+        _ = conn => {}
+        // Dropping the connection closes the socket with no answer written.
+        _ = drop_it.notified() => {}
+    }
+}
+
+async fn answer(
+    setup: &Setup,
+    headers: &hyper::HeaderMap,
+    drop_connection: &tokio::sync::Notify,
+) -> hyper::StatusCode {
+    use hyper::StatusCode;
     let num = |k: &str| {
         headers
             .get(k)
@@ -211,16 +248,22 @@ async fn answer(setup: &Setup, headers: &axum::http::HeaderMap) -> axum::http::S
         return StatusCode::BAD_REQUEST;
     };
     let replica = num("x-lab-replica").unwrap_or(0) as usize;
+    let start = Duration::from_nanos(start);
     // A `down` fault's calls fail at once: the lab stopped this process for
     // the fault, so only a call racing the restart gets here.
-    let (wait, status) = match setup
-        .downstream
-        .answer(replica, Duration::from_nanos(start))
-    {
+    let (wait, status) = match setup.downstream.answer(replica, start) {
         (Some(latency), CallResult::Success) => (latency, StatusCode::OK),
         (Some(latency), _) => (latency, StatusCode::INTERNAL_SERVER_ERROR),
         (None, _) => (setup.hang, StatusCode::SERVICE_UNAVAILABLE),
     };
     tokio::time::sleep(wait).await;
+    let reset = setup
+        .downstream
+        .fault_on(replica, start)
+        .is_some_and(|f| f.outcome == FaultOutcome::Reset);
+    if reset {
+        drop_connection.notify_one();
+        std::future::pending::<()>().await;
+    }
     status
 }

@@ -1,9 +1,13 @@
-//! The request rules, written once (`rules`), and two drivers: a
-//! discrete-event simulation in virtual time (`virtual_time`) and real OS
-//! threads with real sleeps (`real`). Both produce a [`RunResult`].
+//! The request rules, written once (`rules`, with a fleet's rules in virtual
+//! time), and two drivers: a discrete-event simulation in virtual time
+//! (`virtual_time`) and real OS threads with real sleeps (`real`), which
+//! may call an HTTP downstream in a process of its own (`http`) and share a
+//! fleet's breakers through `fusebox::fleet` and Redis (`fleet`). Both
+//! produce a [`RunResult`].
 //!
 //! Imports `guard` and `scenario` (below it).
 
+mod fleet;
 mod http;
 mod real;
 mod rules;
@@ -12,7 +16,7 @@ mod virtual_time;
 pub use crate::guard::{Breakers, Mode, TransitionRecord};
 pub use http::{serve_downstream, use_lab_binary};
 
-use crate::scenario::{CallResult, Scenario, StrategySpec};
+use crate::scenario::{CallResult, Scenario, StrategyKind, StrategySpec};
 use std::time::Duration;
 
 /// How a request ended.
@@ -124,13 +128,61 @@ pub struct FleetRun {
     /// Each replica's breaker's own state changes.
     pub transitions: Vec<Vec<TransitionRecord>>,
     /// Each replica's periods held open or waiting by another replica's
-    /// trip: from, and until (`None`: to the end of the run).
-    pub held: Vec<Vec<(Duration, Option<Duration>)>>,
+    /// trip.
+    pub held: Vec<Held>,
+}
+
+/// The periods a fleet held one replica open: from, and until (`None`: to
+/// the end of the run).
+pub type Held = Vec<(Duration, Option<Duration>)>;
+
+impl FleetRun {
+    /// A real-mode fleet's run from its replicas' transitions: a replica is
+    /// held from a transition the fleet made ([`TransitionRecord::remote`])
+    /// to open or forced open until it is closed again (as in virtual mode).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::engine::{FleetRun, TransitionRecord};
+    /// use std::time::Duration;
+    ///
+    /// let t = |ms, from, to, remote| TransitionRecord {
+    ///     at: Duration::from_millis(ms), from, to, remote,
+    /// };
+    /// let run = FleetRun::from_transitions(vec![vec![
+    ///     t(100, "closed", "open", true),
+    ///     t(600, "open", "half_open", false),
+    ///     t(700, "half_open", "closed", true),
+    /// ]]);
+    /// assert_eq!(run.held[0], [(Duration::from_millis(100), Some(Duration::from_millis(700)))]);
+    /// ```
+    pub fn from_transitions(transitions: Vec<Vec<TransitionRecord>>) -> FleetRun {
+        let held = transitions
+            .iter()
+            .map(|log| {
+                let mut periods: Held = Vec::new();
+                for t in log {
+                    let holding = periods.last().is_some_and(|p| p.1.is_none());
+                    if !holding && t.remote && matches!(t.to, "open" | "forced_open") {
+                        periods.push((t.at, None));
+                    } else if holding && t.to == "closed" {
+                        if let Some(p) = periods.last_mut() {
+                            p.1 = Some(t.at);
+                        }
+                    }
+                }
+                periods
+            })
+            .collect();
+        FleetRun { transitions, held }
+    }
 }
 
 /// Whether `scenario` can run in `mode` here: a peer strategy needs real
-/// mode and the feature `peers`; a `[fleet]` runs in virtual mode only (the
-/// real-mode fleet, against `redis-server`, is not built yet).
+/// mode and the feature `peers`; a real-mode fleet with `sharing = "fleet"`
+/// shares fusebox breakers through `fusebox::fleet` (a `seed` or peer
+/// strategy cannot be shared) and needs `[fleet] redis` (or `run --redis`).
 ///
 /// # Examples
 ///
@@ -143,12 +195,24 @@ pub struct FleetRun {
 /// ```
 pub fn check(scenario: &Scenario, mode: Mode) -> Result<(), String> {
     crate::guard::peers::check(scenario, mode)?;
-    if scenario.fleet.is_some() && mode == Mode::Real {
-        return Err(format!(
-            "scenario {:?}: a [fleet] runs in virtual mode only (--clock virtual); \
-             the real-mode fleet is not built yet",
-            scenario.name
-        ));
+    if mode == Mode::Real && scenario.shares_trips() {
+        if let Some(s) = scenario
+            .strategies
+            .iter()
+            .find(|s| !matches!(s.kind, StrategyKind::None | StrategyKind::Fusebox(_)))
+        {
+            return Err(format!(
+                "scenario {:?}, strategy {:?}: a real-mode fleet with sharing = \"fleet\" shares \
+                 fusebox breakers through fusebox::fleet; kind = \"{}\" cannot be shared \
+                 (run it in virtual mode, or with sharing = \"none\")",
+                scenario.name,
+                s.name,
+                s.kind.as_str()
+            ));
+        }
+        if scenario.fleet.as_ref().is_some_and(|f| f.redis.is_none()) {
+            return Err(fleet::needs_redis(scenario));
+        }
     }
     Ok(())
 }
@@ -167,25 +231,27 @@ pub fn check(scenario: &Scenario, mode: Mode) -> Result<(), String> {
 ///
 /// let sc = &Scenario::embedded()[0];
 /// let article = &sc.strategies[1]; // the article's breaker
-/// let run = engine::run(sc, article, Mode::Virtual, None);
+/// let run = engine::run(sc, article, Mode::Virtual, None)?;
 /// let fast_fails = run.requests.iter().filter(|r| r.outcome == Outcome::FastFail).count();
 /// assert_eq!((run.calls.len(), fast_fails), (86, 64));
+/// # Ok::<(), String>(())
 /// ```
+///
+/// # Errors
+///
+/// What [`check`] refuses, or, in real mode, a part of the run that could
+/// not start: the HTTP downstream's server, `redis-server`, the fleet's
+/// connection to Redis. Virtual mode does not fail.
 pub fn run(
     scenario: &Scenario,
     spec: &StrategySpec,
     mode: Mode,
     shared: Option<&Breakers>,
-) -> RunResult {
+) -> Result<RunResult, String> {
+    check(scenario, mode)?;
     let name = format!("{}/{}", scenario.name, spec.name);
-    // A fleet in real mode is refused by `check`; its replicas run in virtual time.
-    let mode = if scenario.fleet.is_some() {
-        Mode::Virtual
-    } else {
-        mode
-    };
     match mode {
-        Mode::Virtual => virtual_time::run(scenario, spec, &name),
+        Mode::Virtual => Ok(virtual_time::run(scenario, spec, &name)),
         Mode::Real => real::run(scenario, spec, shared, &name),
     }
 }

@@ -9,20 +9,26 @@
 //! from the scheduled arrival, so time a request spent waiting for a late load
 //! generator counts against the run, not for it.
 
+use super::fleet::RealFleet;
 use super::http::HttpDownstream;
-use super::rules::{end_attempt, queue_admits, start_attempt};
-use super::{CallRecord, RequestRecord, RunResult};
+use super::rules::{end_attempt, queue_admits, start_attempt, Gate};
+use super::{CallRecord, FleetRun, RequestRecord, RunResult, TransitionRecord};
 use crate::guard::{self, Breakers, Guard, LabClock};
-use crate::scenario::{FaultOutcome, Scenario, StrategySpec, Transport};
+use crate::scenario::{FaultOutcome, Scenario, StrategyKind, StrategySpec, Transport};
 use crate::sync::lock;
 use fusebox::Clock;
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 /// Time given to the worker threads to start before the first arrival.
 const LEAD: Duration = Duration::from_millis(30);
+/// Time given to a shared fleet's Redis and nodes to start, connect and
+/// share first: this, and [`FLEET_LEAD_PER_REPLICA`] for each replica (200
+/// nodes take about 70 ms here).
+const FLEET_LEAD: Duration = Duration::from_millis(500);
+const FLEET_LEAD_PER_REPLICA: Duration = Duration::from_millis(5);
 
 struct Queue {
     waiting: VecDeque<usize>,
@@ -32,13 +38,18 @@ struct Queue {
     closed: bool,
 }
 
-struct Shared<'a> {
-    scenario: &'a Scenario,
-    guard: &'a dyn Guard,
-    clock: &'a LabClock,
-    origin: Instant,
+/// One replica: its breaker and its queue (one, the article's, without `[fleet]`).
+struct Replica {
+    guard: Arc<dyn Guard>,
     queue: Mutex<Queue>,
     ready: Condvar,
+}
+
+struct Shared<'a> {
+    scenario: &'a Scenario,
+    replicas: Vec<Replica>,
+    clock: &'a LabClock,
+    origin: Instant,
     requests: Mutex<Vec<RequestRecord>>,
     /// `transport = "http"`: the server and the client.
     http: Option<&'a HttpDownstream>,
@@ -53,47 +64,102 @@ fn sleep_until(deadline: Instant) {
 
 /// Runs one strategy of `scenario` with real threads and sleeps; a fusebox
 /// breaker goes in `shared` if given, else in a registry of the run's own.
+///
+/// A fleet's replicas each get `workers` threads, a queue and a breaker;
+/// with `sharing = "fleet"` their breakers (all named `name`, each in a
+/// registry of its own: `--serve` does not export them) share through
+/// `fusebox::fleet` ([`RealFleet`]).
 pub(super) fn run(
     scenario: &Scenario,
     spec: &StrategySpec,
     shared: Option<&Breakers>,
     name: &str,
-) -> RunResult {
+) -> Result<RunResult, String> {
     // The server process starts before the run's clock does.
     let http = match scenario.downstream.transport {
         Transport::Call => None,
         Transport::Http(config) => Some(
             HttpDownstream::start(scenario, config)
-                .unwrap_or_else(|e| panic!("scenario {}: {e}", scenario.name)),
+                .map_err(|e| format!("scenario {:?}: {e}", scenario.name))?,
         ),
     };
-    let origin = Instant::now() + LEAD;
-    let clock = LabClock::Real { origin };
-    let breakers = match shared {
-        Some(b) => b.clone(),
-        None => Breakers::for_run(&clock),
+    let count = scenario.replicas();
+    // Only a library breaker is shared (`check` let through only fusebox
+    // strategies, or none, in a shared real-mode fleet).
+    let sharing = scenario.shares_trips() && matches!(spec.kind, StrategyKind::Fusebox(_));
+    let lead = if sharing {
+        FLEET_LEAD + FLEET_LEAD_PER_REPLICA * count as u32
+    } else {
+        LEAD
     };
-    let guard = guard::build(spec, &clock, &breakers, name);
+    let origin = Instant::now() + lead;
+    let clock = LabClock::Real { origin };
+    // A fleet shares breakers by name: every replica's has the run's name,
+    // each in a registry of its own (not `shared`, where a name is unique).
+    let registries: Vec<Breakers> = (0..count)
+        .map(|_| match shared {
+            Some(b) if scenario.fleet.is_none() => b.clone(),
+            _ => Breakers::for_run(&clock),
+        })
+        .collect();
+    let guards: Vec<Arc<dyn Guard>> = registries
+        .iter()
+        .map(|b| guard::build(spec, &clock, b, name))
+        .collect();
+    // Nodes connect and share before the run's clock starts.
+    let _fleet = if sharing {
+        let breakers: Vec<_> = guards.iter().filter_map(|g| g.breaker()).collect();
+        Some(RealFleet::start(scenario, &breakers)?)
+    } else {
+        None
+    };
+    if Instant::now() + Duration::from_millis(10) > origin {
+        return Err(format!(
+            "scenario {:?}: setting up the run (Redis, the fleet's nodes) took more than {} ms",
+            scenario.name,
+            lead.as_millis()
+        ));
+    }
+    run_threads(scenario, spec, guards, &clock, http.as_ref())
+}
+
+fn run_threads(
+    scenario: &Scenario,
+    spec: &StrategySpec,
+    guards: Vec<Arc<dyn Guard>>,
+    clock: &LabClock,
+    http: Option<&HttpDownstream>,
+) -> Result<RunResult, String> {
+    let LabClock::Real { origin } = *clock else {
+        return Err("real mode runs on real time".into());
+    };
     let n = scenario.request_count() as usize;
     let arrival = |i: usize| Duration::from_nanos(scenario.arrival_ns(i as u64));
     let shared = Shared {
         scenario,
-        guard: guard.as_ref(),
-        clock: &clock,
+        replicas: guards
+            .into_iter()
+            .map(|guard| Replica {
+                guard,
+                queue: Mutex::new(Queue {
+                    waiting: VecDeque::new(),
+                    idle: 0,
+                    closed: false,
+                }),
+                ready: Condvar::new(),
+            })
+            .collect(),
+        clock,
         origin,
-        queue: Mutex::new(Queue {
-            waiting: VecDeque::new(),
-            idle: 0,
-            closed: false,
-        }),
-        ready: Condvar::new(),
         requests: Mutex::new((0..n).map(|i| RequestRecord::arrived(arrival(i))).collect()),
-        http: http.as_ref(),
+        http,
     };
 
     let mut calls: Vec<CallRecord> = thread::scope(|s| {
-        let handles: Vec<_> = (0..scenario.workers)
-            .map(|_| s.spawn(|| worker(&shared)))
+        let shared = &shared;
+        let handles: Vec<_> = (0..shared.replicas.len())
+            .flat_map(|r| (0..scenario.workers).map(move |_| r))
+            .map(|r| s.spawn(move || worker(shared, r)))
             .collect();
         // Over HTTP, a `down` fault really stops the server process.
         if let Some(http) = shared.http {
@@ -112,22 +178,30 @@ pub(super) fn run(
         }
         for i in 0..n {
             sleep_until(origin + arrival(i));
-            let mut q = lock(&shared.queue);
+            let rep = &shared.replicas[scenario.replica_of(i)];
+            let mut q = lock(&rep.queue);
             if queue_admits(scenario, q.waiting.len(), q.idle) {
                 q.waiting.push_back(i);
                 drop(q);
-                shared.ready.notify_one();
+                rep.ready.notify_one();
             }
         }
-        lock(&shared.queue).closed = true;
-        shared.ready.notify_all();
+        for rep in &shared.replicas {
+            lock(&rep.queue).closed = true;
+            rep.ready.notify_all();
+        }
         handles
             .into_iter()
             .flat_map(|h| h.join().expect("worker threads do not panic"))
             .collect()
     });
     calls.sort_by_key(|c| c.start);
-    RunResult {
+    let per_replica: Vec<Vec<TransitionRecord>> = shared
+        .replicas
+        .iter()
+        .map(|r| r.guard.transitions())
+        .collect();
+    Ok(RunResult {
         strategy: spec.name.clone(),
         kind: spec.kind.as_str(),
         requests: shared
@@ -135,16 +209,20 @@ pub(super) fn run(
             .into_inner()
             .unwrap_or_else(|p| p.into_inner()),
         calls,
-        transitions: guard.transitions(),
-        fleet: None,
-    }
+        transitions: per_replica[0].clone(),
+        fleet: scenario
+            .fleet
+            .is_some()
+            .then(|| FleetRun::from_transitions(per_replica)),
+    })
 }
 
-fn worker(sh: &Shared<'_>) -> Vec<CallRecord> {
+fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
+    let rep = &sh.replicas[replica];
     let mut calls = Vec::new();
     loop {
         let request = {
-            let mut q = lock(&sh.queue);
+            let mut q = lock(&rep.queue);
             loop {
                 if let Some(r) = q.waiting.pop_front() {
                     break r;
@@ -153,22 +231,33 @@ fn worker(sh: &Shared<'_>) -> Vec<CallRecord> {
                     return calls;
                 }
                 q.idle += 1;
-                q = sh.ready.wait(q).unwrap_or_else(|p| p.into_inner());
+                q = rep.ready.wait(q).unwrap_or_else(|p| p.into_inner());
                 q.idle -= 1;
             }
         };
         let mut now = sh.clock.now();
         // Only this worker touches the request until it ends: work on a copy.
         let mut r = lock(&sh.requests)[request];
-        while let Some((ticket, plan)) =
-            start_attempt(sh.scenario, sh.guard, &mut r, now, (0, false))
-        {
+        while let Some((ticket, _)) = start_attempt(
+            sh.scenario,
+            rep.guard.as_ref(),
+            &mut r,
+            now,
+            (replica, Gate::Ask { counted: false }),
+        ) {
+            // The call starts once admitted: a breaker's transition at the
+            // admission (open -> half-open) is not after its probe's start.
+            now = sh.clock.now();
+            let plan = sh
+                .scenario
+                .downstream
+                .plan_on(replica, now, sh.scenario.client.timeout);
             let result = match sh.http {
                 None => {
                     sleep_until(sh.origin + now + plan.duration);
                     plan.result
                 }
-                Some(http) => http.call(now, 0),
+                Some(http) => http.call(now, replica),
             };
             let end = sh.clock.now();
             calls.push(CallRecord {

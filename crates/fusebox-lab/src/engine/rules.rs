@@ -10,9 +10,10 @@
 //!   after a failed call the same worker retries at once while retries
 //!   remain ([`end_attempt`]).
 
-use super::{Outcome, RequestRecord};
+use super::{Held, Outcome, RequestRecord, TransitionRecord};
 use crate::guard::{Admission, Guard, Ticket};
-use crate::scenario::{CallPlan, CallResult, Scenario, StrategySpec, FLEET_WINDOW};
+use crate::scenario::{CallPlan, CallResult, Scenario, StrategyKind, StrategySpec, FLEET_WINDOW};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Whether an arriving request joins the queue, given the requests already
@@ -25,23 +26,23 @@ pub(super) fn queue_admits(scenario: &Scenario, waiting: usize, idle: usize) -> 
 /// (the call to make, and the ticket to hand back with its result) or
 /// fast-fails it (the request ends now).
 ///
-/// In a fleet, `replica` is the request's replica and `held` whether the
-/// fleet holds its breaker open ([`FleetRules::admits`]): a held replica
-/// fast-fails without asking its breaker.
+/// In a fleet, `replica` is the request's replica and `gate` what the fleet
+/// says first ([`FleetRules::gate`]): ask the breaker, reject without
+/// asking it, or let a fleet probe through.
 pub(super) fn start_attempt(
     scenario: &Scenario,
     guard: &dyn Guard,
     r: &mut RequestRecord,
     now: Duration,
-    (replica, held): (usize, bool),
+    (replica, gate): (usize, Gate),
 ) -> Option<(Box<dyn Ticket>, CallPlan)> {
     if r.start.is_none() {
         r.start = Some(now);
     }
-    let admission = if held {
-        Admission::FastFail
-    } else {
-        guard.admit(now)
+    let admission = match gate {
+        Gate::Ask { .. } => guard.admit(now),
+        Gate::Reject => Admission::FastFail,
+        Gate::Probe(_) => Admission::Call(Box::new(FleetProbe)),
     };
     match admission {
         Admission::FastFail => {
@@ -80,16 +81,44 @@ pub(super) fn end_attempt(
     !result.is_ok() && r.attempts <= scenario.client.retries
 }
 
-/// What a replica's breaker is held to by the fleet, whatever its own state.
+/// What the fleet says before a replica's worker starts an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Gate {
+    /// The replica's own breaker decides; `counted`: a closed-state call
+    /// whose verdict goes into the fleet's window.
+    Ask {
+        /// Counted for the fleet's window.
+        counted: bool,
+    },
+    /// Rejected without asking the breaker: held open by the fleet, or
+    /// half-open without the probe lease.
+    Reject,
+    /// A probe for the fleet by a replica the fleet opened (its breaker is
+    /// held; the fleet's half-open is the lab's, numbered by the hold).
+    Probe(u64),
+}
+
+/// The ticket of a fleet probe: its verdict goes to [`FleetRules::verdict`].
+struct FleetProbe;
+
+impl Ticket for FleetProbe {
+    fn finish(self: Box<Self>, _now: Duration, _result: CallResult) {}
+}
+
+/// Where the fleet holds a replica, whatever its own breaker says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hold {
     /// Its own breaker decides.
     Free,
-    /// Another replica's trip reached it: open until then.
+    /// Opened by the fleet until then (`fusebox::fleet`: `trip_remote`).
     Open(Duration),
-    /// The fleet's open period is over and another replica probes for the
-    /// fleet: half-open calls are rejected until its close (or trip) arrives.
-    Waiting,
+    /// That open period is over: half-open, probing only with the lease.
+    HalfOpen {
+        in_flight: u32,
+        successes: u32,
+        /// Which half-open period (a probe of an older one is stale).
+        id: u64,
+    },
 }
 
 /// A trip or a close on its way to the other replicas.
@@ -97,163 +126,581 @@ enum Hold {
 struct Delivery {
     at: Duration,
     from: usize,
-    /// `Some(until)`: a trip; `None`: a close.
-    open_until: Option<Duration>,
+    /// `Some(remaining)`: a trip; `None`: a close.
+    trip: Option<Duration>,
 }
 
-/// The fleet's rules, as `fusebox::fleet` documents them, in virtual time:
+/// The fleet's window: a rate policy's rule, and its span in buckets.
+#[derive(Debug, Clone, Copy)]
+struct WindowRule {
+    span_ms: u64,
+    bucket_ms: u64,
+    min_calls: u64,
+    failure_rate: Option<f64>,
+    slow: Option<(Duration, f64)>,
+}
+
+impl WindowRule {
+    fn of(spec: &StrategySpec) -> Option<WindowRule> {
+        let StrategyKind::Fusebox(c) = &spec.kind else {
+            return None;
+        };
+        let c = c.resolved().ok()?;
+        if c.failure_rate.is_none() && c.slow_call_rate.is_none() {
+            return None;
+        }
+        let span_ms = c.time_window.unwrap_or(FLEET_WINDOW).as_millis() as u64;
+        Some(WindowRule {
+            span_ms,
+            bucket_ms: (span_ms / 10).max(1),
+            min_calls: u64::from(c.min_calls.unwrap_or(1)),
+            failure_rate: c.failure_rate,
+            slow: c.slow_call_duration.zip(c.slow_call_rate),
+        })
+    }
+
+    /// The library's rate rule on the fleet's totals.
+    fn trips(&self, t: Tally) -> bool {
+        let rate = |part: u64| part as f64 / t.calls as f64;
+        t.calls >= self.min_calls
+            && (self.failure_rate.is_some_and(|r| rate(t.failures) >= r)
+                || self.slow.is_some_and(|(_, r)| rate(t.slow) >= r))
+    }
+}
+
+/// Closed-state verdicts: calls, failures, slow calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tally {
+    calls: u64,
+    failures: u64,
+    slow: u64,
+}
+
+/// One replica, as its fleet node sees it.
+#[derive(Debug, Clone)]
+struct Node {
+    hold: Hold,
+    /// It knows the fleet's breaker is open (until a close): a failed probe
+    /// of its own then reopens the fleet whatever the quorum.
+    fleet_open: bool,
+    /// Its own breaker's half-open was seen (the lease was asked for).
+    asked: bool,
+    /// To ask for the lease after the call being admitted.
+    ask: bool,
+    tally: Tally,
+    sent: Tally,
+    sent_at: Duration,
+    /// Its own breaker's transitions already seen.
+    seen: usize,
+    log: Vec<TransitionRecord>,
+    held: Held,
+}
+
+/// The fleet's rules, as `fusebox::fleet` documents and implements them,
+/// in virtual time, with Redis's keys as plain values:
 ///
-/// - **trips travel**: when the fleet opens (a replica's breaker opens and
-///   that makes `quorum` distinct replicas that tripped within
-///   [`FLEET_WINDOW`]), every other replica is held open `propagation` later,
-///   until the end of the tripping replica's open period (carried as a
-///   duration: `open_for` from the trip);
-///   (its breaker is held open: [`Guard::hold`]);
-/// - **probes fleet-wide**: the replica whose trip opened the fleet probes for
-///   it; the others, once the open period is over, reject calls until its
-///   close arrives (`propagation` after it closes; it closes their breakers,
-///   [`Guard::release`]) or its failed probe, which
-///   reopens the fleet at once (a trip that travels whatever the quorum);
-/// - **quorum**: a replica's own trip always protects it; a trip that does
-///   not make the quorum stays local (and a failed probe of a replica that
-///   tripped alone is one more trip toward the quorum).
+/// - **trips travel**: a replica's breaker opening is a trip; it opens the
+///   fleet when `quorum` distinct replicas tripped within [`FLEET_WINDOW`]
+///   (or it bypasses the quorum: a failed probe of a replica that knew the
+///   fleet open, a trip of the fleet's window); the fleet's open period
+///   (Redis's key) runs `open_for` from the trip, and every other replica is
+///   opened `propagation` later for `open_for` (a longer open period is kept;
+///   a replica open on its own stays open to the later of the two ends);
+/// - **probe leases**: a replica's breaker that is half-open (its own, or the
+///   fleet's once its open period is over) rejects calls unless it holds the
+///   fleet's one probe lease; it asks for it when it first finds itself
+///   half-open (that call is rejected: the lease comes back after it) and at
+///   every sync; the lease is given when nobody holds it and the fleet's open
+///   period is over; its holder admits `half_open_probes` probes at once and
+///   closes after `successes_to_close`; it gives the lease back at a sync when
+///   it is no longer half-open, or had no probe in flight for a whole
+///   `sync_every`; a trip that opens the fleet and a close drop it;
+/// - **a close travels**: any replica's breaker closing from half-open
+///   clears the fleet's open period, lease, quorum and window, and closes
+///   every other replica's breaker `propagation` later;
+/// - **the fleet's window** (rate policies): every `sync_every` (all
+///   replicas at the same instants, replica 1 first) each replica adds the
+///   closed-state verdicts since its last sync to buckets of `span / 10`
+///   (span: the breaker's `time_window`, or [`FLEET_WINDOW`] for a count
+///   window), reads the totals, and, once `quorum` replicas reported
+///   failures in it, trips if its breaker is closed and the totals break its
+///   rate with `min_calls`; a sync also catches up an open period a replica
+///   has not heard of yet.
 ///
-/// Left out: the fleet's window for rate policies (counts summed across
-/// replicas every `sync_every`), probe leases handed over or expiring, lost
-/// messages caught up at a sync, and `half_open_probes` > 1 split across
-/// the fleet. A fleet without sharing (or of one replica) holds nothing.
+/// A replica's exchanges with Redis take no time; what it publishes reaches
+/// the others `propagation` later. The lab can only hold a library breaker
+/// (`force_open`) and release it (`reset`), so a replica the fleet opened
+/// runs its fleet half-open in the lab (`Gate::Probe`); its log records what
+/// the library's breaker would (`remote` for the fleet's own changes).
+/// Left out: lost messages, lease expiry of a dead replica, slow probes.
 pub(super) struct FleetRules {
     share: bool,
     quorum: usize,
     propagation: Duration,
-    open_for: Option<Duration>,
-    holds: Vec<Hold>,
-    /// Trips toward the quorum: (replica, time).
+    sync_every: Duration,
+    open_for: Duration,
+    probes: u32,
+    successes: u32,
+    window: Option<WindowRule>,
+    nodes: Vec<Node>,
+    /// Redis: the fleet's open period ends then.
+    open_until: Option<Duration>,
+    /// Redis: the probe lease's holder, since when.
+    lease: Option<(usize, Duration)>,
+    /// Redis: trips toward the quorum, by replica.
     trips: Vec<(usize, Duration)>,
-    /// The replica probing for the open fleet.
-    prober: Option<usize>,
+    /// Redis: the fleet window's buckets, and the last bucket each replica
+    /// reported failures in.
+    buckets: BTreeMap<u64, Tally>,
+    failing: BTreeMap<usize, u64>,
     pending: Vec<Delivery>,
-    /// Transitions of each replica's breaker already seen.
-    seen: Vec<usize>,
-    /// When each replica was held, and until when it was released (`None`: still held).
-    pub(super) held: Vec<Vec<(Duration, Option<Duration>)>>,
+    next_id: u64,
+    next_sync: Duration,
 }
 
 impl FleetRules {
     pub(super) fn new(scenario: &Scenario, spec: &StrategySpec) -> Self {
         let n = scenario.replicas();
         let fleet = scenario.fleet.as_ref();
+        let (probes, successes) = match &spec.kind {
+            StrategyKind::Fusebox(c) => c.resolved().map_or((1, 1), |c| {
+                (
+                    c.half_open_probes.unwrap_or(1),
+                    c.successes_to_close.unwrap_or(1),
+                )
+            }),
+            _ => (1, 1),
+        };
+        // Validation refused a strategy without a fixed open period.
+        let open_for = spec.fleet_open_for().ok().flatten();
+        let sync_every = fleet.map_or(Duration::from_secs(1), |f| f.sync_every);
         FleetRules {
-            share: scenario.shares_trips(),
+            share: scenario.shares_trips() && open_for.is_some(),
             quorum: fleet.map_or(1, |f| f.quorum),
             propagation: fleet.map_or(Duration::ZERO, |f| f.propagation),
-            // Validation refused a strategy without a fixed open period.
-            open_for: spec.fleet_open_for().ok().flatten(),
-            holds: vec![Hold::Free; n],
+            sync_every,
+            open_for: open_for.unwrap_or_default(),
+            probes,
+            successes,
+            window: WindowRule::of(spec),
+            nodes: vec![
+                Node {
+                    hold: Hold::Free,
+                    fleet_open: false,
+                    asked: false,
+                    ask: false,
+                    tally: Tally::default(),
+                    sent: Tally::default(),
+                    sent_at: Duration::ZERO,
+                    seen: 0,
+                    log: Vec::new(),
+                    held: Vec::new(),
+                };
+                n
+            ],
+            open_until: None,
+            lease: None,
             trips: Vec::new(),
-            prober: None,
+            buckets: BTreeMap::new(),
+            failing: BTreeMap::new(),
             pending: Vec::new(),
-            seen: vec![0; n],
-            held: vec![Vec::new(); n],
+            next_id: 0,
+            next_sync: sync_every,
         }
     }
 
-    /// Whether replica `r` may ask its breaker at `now` (else: a fast-fail).
-    pub(super) fn admits(&mut self, r: usize, now: Duration) -> bool {
-        match self.holds[r] {
-            Hold::Free => true,
-            Hold::Open(until) if now < until => false,
-            Hold::Open(_) | Hold::Waiting => {
-                self.holds[r] = Hold::Waiting;
-                false
+    /// Each replica's transitions (its breaker's, and the fleet's on it),
+    /// and the periods the fleet held it open: the run's [`super::FleetRun`].
+    pub(super) fn finish(
+        mut self,
+        guards: &[&dyn Guard],
+    ) -> (Vec<Vec<TransitionRecord>>, Vec<Held>) {
+        if !self.share {
+            let logs = guards.iter().map(|g| g.transitions()).collect();
+            return (logs, vec![Vec::new(); guards.len()]);
+        }
+        for (r, g) in guards.iter().enumerate() {
+            self.observe(r, *g);
+        }
+        self.nodes.into_iter().map(|n| (n.log, n.held)).unzip()
+    }
+
+    /// When the next trip or close arrives, or the next sync is due
+    /// (`active`: the run still has requests to come or calls in flight).
+    pub(super) fn next_event(&self, active: bool) -> Option<Duration> {
+        let delivery = self.pending.iter().map(|d| d.at).min();
+        let sync = (self.share && active).then_some(self.next_sync);
+        delivery.into_iter().chain(sync).min()
+    }
+
+    /// What replica `r` does with a call starting at `now` ([`Gate`]).
+    pub(super) fn gate(&mut self, r: usize, now: Duration, guard: &dyn Guard) -> Gate {
+        if !self.share {
+            return Gate::Ask { counted: false };
+        }
+        let state = self.state(r, now, guard);
+        let holds_lease = self.lease.is_some_and(|(h, _)| h == r);
+        let gate = match self.nodes[r].hold {
+            Hold::Open(_) => Gate::Reject,
+            Hold::HalfOpen { in_flight, id, .. } => {
+                if holds_lease && in_flight < self.probes {
+                    if let Hold::HalfOpen { in_flight, .. } = &mut self.nodes[r].hold {
+                        *in_flight += 1;
+                    }
+                    Gate::Probe(id)
+                } else {
+                    Gate::Reject
+                }
+            }
+            Hold::Free if state == "half_open" && !holds_lease => Gate::Reject,
+            Hold::Free => Gate::Ask {
+                counted: self.window.is_some() && state == "closed",
+            },
+        };
+        // First found half-open: ask for the lease, once this call is answered.
+        let half_open = state == "half_open";
+        self.nodes[r].ask = half_open && !self.nodes[r].asked;
+        self.nodes[r].asked = half_open;
+        gate
+    }
+
+    /// After the admission [`gate`](Self::gate) led to: the lease asked
+    /// for, the breaker's own transitions told.
+    pub(super) fn admitted(&mut self, r: usize, now: Duration, guard: &dyn Guard) {
+        if !self.share {
+            return;
+        }
+        if std::mem::take(&mut self.nodes[r].ask) {
+            self.sync(r, now, guard);
+        }
+        self.observe(r, guard);
+    }
+
+    /// The call of replica `r` that `gate` let through, started at
+    /// `start`, ended at `now` with `result`; its ticket was handed back.
+    pub(super) fn verdict(
+        &mut self,
+        r: usize,
+        (start, now): (Duration, Duration),
+        result: CallResult,
+        gate: Gate,
+        guard: &dyn Guard,
+    ) {
+        if !self.share {
+            return;
+        }
+        match gate {
+            Gate::Ask { counted: true } => {
+                let w = self.window.expect("counted only with a window");
+                let t = &mut self.nodes[r].tally;
+                t.calls += 1;
+                t.failures += u64::from(!result.is_ok());
+                t.slow += u64::from(w.slow.is_some_and(|(d, _)| now - start >= d));
+            }
+            Gate::Probe(id) => self.probe_done(r, now, id, result.is_ok(), guard),
+            _ => {}
+        }
+        self.observe(r, guard);
+    }
+
+    /// Replica `r`'s state at `now`: the fleet's hold, or its own breaker's
+    /// (`half_open` once its open period is over); the lazy step of the
+    /// fleet's open period to half-open happens here.
+    fn state(&mut self, r: usize, now: Duration, guard: &dyn Guard) -> &'static str {
+        match self.nodes[r].hold {
+            Hold::Open(until) if now >= until => {
+                self.next_id += 1;
+                self.nodes[r].hold = Hold::HalfOpen {
+                    in_flight: 0,
+                    successes: 0,
+                    id: self.next_id,
+                };
+                self.log(r, now, "open", "half_open", false);
+                "half_open"
+            }
+            Hold::Open(_) => "open",
+            Hold::HalfOpen { .. } => "half_open",
+            Hold::Free => {
+                let state = guard.state(now);
+                self.observe(r, guard);
+                state
             }
         }
     }
 
-    /// When the next trip or close arrives somewhere.
-    pub(super) fn next_delivery(&self) -> Option<Duration> {
-        self.pending.iter().map(|d| d.at).min()
+    fn log(&mut self, r: usize, at: Duration, from: &'static str, to: &'static str, remote: bool) {
+        self.nodes[r].log.push(TransitionRecord {
+            at,
+            from,
+            to,
+            remote,
+        });
     }
 
-    /// Replica `r`'s breaker has these transitions so far: the new ones are
-    /// trips or closes that may travel.
-    pub(super) fn observe(&mut self, r: usize, guard: &dyn Guard) {
-        if !self.share {
-            return;
-        }
-        let transitions = guard.transitions();
-        let new = transitions[self.seen[r]..].to_vec();
-        self.seen[r] = transitions.len();
+    /// Replica `r`'s breaker's new transitions: trips and closes travel.
+    fn observe(&mut self, r: usize, guard: &dyn Guard) {
+        let all = guard.transitions();
+        let new = all[self.nodes[r].seen.min(all.len())..].to_vec();
+        self.nodes[r].seen = all.len();
         for t in new {
+            self.nodes[r].log.push(t);
             match (t.from, t.to) {
-                (_, "open") => self.tripped(r, t.at, t.from == "half_open", guard),
-                ("half_open", "closed") if self.prober == Some(r) => {
-                    self.prober = None;
-                    self.send(r, t.at, None);
+                (from, "open") => {
+                    self.nodes[r].asked = false;
+                    let bypass = from == "half_open" && self.nodes[r].fleet_open;
+                    self.trip(r, t.at, self.open_for, bypass);
                 }
+                ("half_open", "closed") => self.close(r, t.at),
                 _ => {}
             }
         }
     }
 
-    fn tripped(&mut self, r: usize, at: Duration, failed_probe: bool, guard: &dyn Guard) {
-        let Some(open_for) = self.open_for else {
-            return;
-        };
-        let for_fleet = failed_probe && self.prober == Some(r);
-        if !for_fleet {
-            self.trips
-                .retain(|&(n, t)| n != r && at.saturating_sub(t) < FLEET_WINDOW);
+    /// Holds or releases replica `r`'s breaker (`fusebox`: force_open,
+    /// reset): those transitions are the lab's means, not the breaker's.
+    fn hold_breaker(&mut self, r: usize, now: Duration, guard: &dyn Guard, hold: bool) {
+        self.observe(r, guard);
+        if hold {
+            guard.hold(now);
+        } else {
+            guard.release(now);
+        }
+        self.nodes[r].seen = guard.transitions().len();
+    }
+
+    /// Replica `r` tripped at `at` (its breaker opened for `remaining`):
+    /// the trip script.
+    fn trip(&mut self, r: usize, at: Duration, remaining: Duration, bypass: bool) {
+        let quorum = if bypass { 1 } else { self.quorum };
+        if quorum > 1 {
+            self.trips.retain(|&(n, t)| n != r && at - t < FLEET_WINDOW);
             self.trips.push((r, at));
-            if self.trips.len() < self.quorum {
+            if self.trips.len() < quorum {
                 return;
             }
         }
-        self.prober = Some(r);
-        self.release(r, at, guard);
-        self.send(r, at, Some(at + open_for));
+        self.nodes[r].fleet_open = true;
+        if self
+            .open_until
+            .is_some_and(|u| u > at && u - at >= remaining)
+        {
+            return;
+        }
+        self.open_until = Some(at + remaining);
+        self.lease = None;
+        self.send(r, at, Some(remaining));
     }
 
-    fn send(&mut self, from: usize, at: Duration, open_until: Option<Duration>) {
+    /// Replica `r`'s breaker closed at `at`: the close script.
+    fn close(&mut self, r: usize, at: Duration) {
+        self.open_until = None;
+        self.lease = None;
+        self.trips.clear();
+        self.buckets.clear();
+        self.failing.clear();
+        self.nodes[r].fleet_open = false;
+        self.send(r, at, None);
+    }
+
+    fn send(&mut self, from: usize, at: Duration, trip: Option<Duration>) {
         self.pending.push(Delivery {
             at: at + self.propagation,
             from,
-            open_until,
+            trip,
         });
     }
 
-    fn release(&mut self, r: usize, at: Duration, guard: &dyn Guard) {
-        if self.holds[r] != Hold::Free {
-            guard.release(at);
-        }
-        self.holds[r] = Hold::Free;
-        if let Some(last) = self.held[r].last_mut() {
-            if last.1.is_none() {
-                last.1 = Some(at);
+    /// The fleet opens replica `r` at `now` for `remaining` (a trip that
+    /// arrived, or caught up at a sync): `trip_remote`.
+    fn open(&mut self, r: usize, now: Duration, remaining: Duration, guard: &dyn Guard) {
+        let node = &mut self.nodes[r];
+        node.fleet_open = true;
+        node.asked = false;
+        let until = now + remaining;
+        match node.hold {
+            Hold::Open(u) => node.hold = Hold::Open(u.max(until)),
+            Hold::HalfOpen { .. } => {
+                node.hold = Hold::Open(until);
+                self.log(r, now, "half_open", "open", true);
+            }
+            Hold::Free => {
+                let from = guard.state(now);
+                self.observe(r, guard);
+                if from == "open" && guard.open_until(now).is_none_or(|own| own >= until) {
+                    // Open on its own at least as long: left alone.
+                    return;
+                }
+                self.hold_breaker(r, now, guard, true);
+                self.nodes[r].hold = Hold::Open(until);
+                self.nodes[r].held.push((now, None));
+                if from != "open" {
+                    // Open already, it only stays open longer: no transition.
+                    self.log(r, now, from, "open", true);
+                }
             }
         }
     }
 
-    /// Hands out every trip and close due by `now`, in the order they were
-    /// sent: a trip holds a replica's breaker open ([`Guard::hold`]), a close
-    /// releases it ([`Guard::release`]).
+    /// The fleet closes replica `r` at `now` (a close arrived): `close_remote`.
+    fn closed_by_fleet(&mut self, r: usize, now: Duration, guard: &dyn Guard) {
+        self.nodes[r].fleet_open = false;
+        self.nodes[r].asked = false;
+        let from = match self.nodes[r].hold {
+            Hold::Open(_) => "open",
+            Hold::HalfOpen { .. } => "half_open",
+            Hold::Free => {
+                let state = guard.state(now);
+                self.observe(r, guard);
+                if !matches!(state, "open" | "half_open") {
+                    return;
+                }
+                state
+            }
+        };
+        self.hold_breaker(r, now, guard, false);
+        self.nodes[r].hold = Hold::Free;
+        if let Some(last) = self.nodes[r].held.last_mut() {
+            if last.1.is_none() {
+                last.1 = Some(now);
+            }
+        }
+        self.log(r, now, from, "closed", true);
+    }
+
+    /// A fleet probe of replica `r` (of half-open period `id`) ended at `now`.
+    fn probe_done(&mut self, r: usize, now: Duration, id: u64, ok: bool, guard: &dyn Guard) {
+        let Hold::HalfOpen {
+            in_flight,
+            successes,
+            id: current,
+        } = &mut self.nodes[r].hold
+        else {
+            return;
+        };
+        if *current != id {
+            return;
+        }
+        *in_flight -= 1;
+        if !ok {
+            self.nodes[r].hold = Hold::Open(now + self.open_for);
+            self.log(r, now, "half_open", "open", false);
+            let bypass = self.nodes[r].fleet_open;
+            self.trip(r, now, self.open_for, bypass);
+            return;
+        }
+        *successes += 1;
+        if *successes >= self.successes {
+            self.hold_breaker(r, now, guard, false);
+            self.nodes[r].hold = Hold::Free;
+            if let Some(last) = self.nodes[r].held.last_mut() {
+                if last.1.is_none() {
+                    last.1 = Some(now);
+                }
+            }
+            self.log(r, now, "half_open", "closed", false);
+            self.close(r, now);
+        }
+    }
+
+    /// Hands out every trip and close due by `now`, in the order they were sent.
     pub(super) fn deliver<'a>(&mut self, now: Duration, guards: impl Fn(usize) -> &'a dyn Guard) {
         let (due, later): (Vec<Delivery>, Vec<Delivery>) =
             self.pending.drain(..).partition(|d| d.at <= now);
         self.pending = later;
         for d in due {
-            for r in (0..self.holds.len()).filter(|&r| r != d.from) {
-                match d.open_until {
-                    Some(until) if self.prober != Some(r) => {
-                        if self.holds[r] == Hold::Free {
-                            self.held[r].push((d.at, None));
-                            guards(r).hold(d.at);
-                        }
-                        self.holds[r] = Hold::Open(until);
-                    }
-                    Some(_) => {}
-                    None => self.release(r, d.at, guards(r)),
+            for r in (0..self.nodes.len()).filter(|&r| r != d.from) {
+                match d.trip {
+                    Some(remaining) => self.open(r, d.at, remaining, guards(r)),
+                    None => self.closed_by_fleet(r, d.at, guards(r)),
                 }
+            }
+        }
+    }
+
+    /// Every replica's sync, if one is due at `now` (replica 1 first);
+    /// whether they ran.
+    pub(super) fn tick<'a>(
+        &mut self,
+        now: Duration,
+        guards: impl Fn(usize) -> &'a dyn Guard,
+    ) -> bool {
+        if !self.share || now < self.next_sync {
+            return false;
+        }
+        self.next_sync += self.sync_every;
+        for r in 0..self.nodes.len() {
+            self.sync(r, now, guards(r));
+        }
+        true
+    }
+
+    /// One replica's sync at `now`: its window delta in, the totals out (a
+    /// trip if they call for one), the probe lease asked for, kept or given
+    /// back, an open period it missed caught up.
+    fn sync(&mut self, r: usize, now: Duration, guard: &dyn Guard) {
+        let state = self.state(r, now, guard);
+        let mut totals = None;
+        if let Some(w) = self.window {
+            let node = &mut self.nodes[r];
+            if now - node.sent_at > Duration::from_millis(w.span_ms) {
+                node.sent = node.tally;
+            }
+            let delta = Tally {
+                calls: node.tally.calls - node.sent.calls,
+                failures: node.tally.failures - node.sent.failures,
+                slow: node.tally.slow - node.sent.slow,
+            };
+            node.sent = node.tally;
+            node.sent_at = now;
+            let b = now.as_millis() as u64 / w.bucket_ms;
+            if delta.calls > 0 {
+                let t = self.buckets.entry(b).or_default();
+                t.calls += delta.calls;
+                t.failures += delta.failures;
+                t.slow += delta.slow;
+                if delta.failures + delta.slow > 0 {
+                    self.failing.insert(r, b);
+                }
+            }
+            let oldest = (b + 1).saturating_sub(w.span_ms.div_ceil(w.bucket_ms));
+            self.buckets.retain(|&k, _| k >= oldest);
+            self.failing.retain(|_, &mut k| k >= oldest);
+            let sum = self.buckets.values().fold(Tally::default(), |a, t| Tally {
+                calls: a.calls + t.calls,
+                failures: a.failures + t.failures,
+                slow: a.slow + t.slow,
+            });
+            totals = Some((w, sum, self.failing.len()));
+        }
+        match self.lease {
+            Some((h, since)) if h == r => {
+                let in_flight = match self.nodes[r].hold {
+                    Hold::HalfOpen { in_flight, .. } => in_flight,
+                    _ => guard.probes_in_flight(),
+                };
+                if state != "half_open" || (in_flight == 0 && now - since >= self.sync_every) {
+                    self.lease = None;
+                }
+            }
+            None if state == "half_open" && self.open_until.is_none_or(|u| u <= now) => {
+                self.lease = Some((r, now));
+            }
+            _ => {}
+        }
+        if let Some(until) = self.open_until.filter(|&u| u > now) {
+            // The fleet's open period as Redis has it (a no-op where this
+            // replica is open at least as long).
+            self.open(r, now, until - now, guard);
+        }
+        if let Some((w, sum, failing)) = totals {
+            let free = self.nodes[r].hold == Hold::Free;
+            if free && self.quorum <= failing.max(1) && w.trips(sum) && guard.state(now) == "closed"
+            {
+                // The fleet's window trips this replica's breaker.
+                self.hold_breaker(r, now, guard, true);
+                self.nodes[r].hold = Hold::Open(now + self.open_for);
+                self.log(r, now, "closed", "open", false);
+                self.trip(r, now, self.open_for, true);
             }
         }
     }

@@ -10,8 +10,8 @@
 //! Before every admission and verdict the run's [`fusebox::ManualClock`] is set
 //! to the event time, so fusebox sees exactly the simulated time.
 
-use super::rules::{end_attempt, queue_admits, start_attempt, FleetRules};
-use super::{CallRecord, FleetRun, RequestRecord, RunResult, TransitionRecord};
+use super::rules::{end_attempt, queue_admits, start_attempt, FleetRules, Gate};
+use super::{CallRecord, FleetRun, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, LabClock, Ticket};
 use crate::scenario::{CallResult, Scenario, StrategySpec};
 use std::collections::VecDeque;
@@ -21,9 +21,12 @@ struct Busy {
     request: usize,
     /// Order of the call's start, to order completions at equal times.
     seq: u64,
+    start: Duration,
     end: Duration,
     result: CallResult,
     ticket: Box<dyn Ticket>,
+    /// What the fleet said when it started.
+    gate: Gate,
 }
 
 enum Worker {
@@ -82,7 +85,8 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             })
             .min();
         let next_arr = (next_arrival < n).then(|| arrival(next_arrival));
-        let t = match [next_completion, next_arr, fleet.next_delivery()]
+        let active = next_completion.is_some() || next_arr.is_some();
+        let t = match [next_completion, next_arr, fleet.next_event(active)]
             .into_iter()
             .flatten()
             .min()
@@ -115,11 +119,16 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             if end_attempt(scenario, b.ticket, &mut requests[b.request], t, b.result) {
                 rep.workers[w] = Worker::Retry(b.request);
             }
-            fleet.observe(r, rep.guard.as_ref());
+            fleet.verdict(r, (b.start, t), b.result, b.gate, rep.guard.as_ref());
         }
 
-        // 2. Trips and closes of other replicas arriving at t.
+        // 2. Trips and closes of other replicas arriving at t, then the
+        //    replicas' syncs due at t.
         fleet.deliver(t, |r| replicas[r].guard.as_ref());
+        if active && fleet.tick(t, |r| replicas[r].guard.as_ref()) {
+            // What the syncs sent with no propagation arrives before the arrivals.
+            fleet.deliver(t, |r| replicas[r].guard.as_ref());
+        }
 
         // 3. Arrivals at t.
         while next_arrival < n && arrival(next_arrival) == t {
@@ -143,14 +152,16 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                 queue,
             } = rep;
             let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| {
-                let held = !fleet.admits(r, t);
-                match start_attempt(
+                let gate = fleet.gate(r, t, guard.as_ref());
+                let started = start_attempt(
                     scenario,
                     guard.as_ref(),
                     &mut requests[request],
                     t,
-                    (r, held),
-                ) {
+                    (r, gate),
+                );
+                fleet.admitted(r, t, guard.as_ref());
+                match started {
                     None => workers[w] = Worker::Idle,
                     Some((ticket, plan)) => {
                         seq += 1;
@@ -163,9 +174,11 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                         workers[w] = Worker::Busy(Busy {
                             request,
                             seq,
+                            start: t,
                             end: t + plan.duration,
                             result: plan.result,
                             ticket,
+                            gate,
                         });
                     }
                 }
@@ -194,8 +207,8 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
         }
     }
 
-    let per_replica: Vec<Vec<TransitionRecord>> =
-        replicas.iter().map(|rep| rep.guard.transitions()).collect();
+    let guards: Vec<&dyn guard::Guard> = replicas.iter().map(|rep| rep.guard.as_ref()).collect();
+    let (per_replica, held) = fleet.finish(&guards);
     RunResult {
         strategy: spec.name.clone(),
         kind: spec.kind.as_str(),
@@ -204,7 +217,7 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
         transitions: per_replica[0].clone(),
         fleet: scenario.fleet.is_some().then_some(FleetRun {
             transitions: per_replica,
-            held: fleet.held,
+            held,
         }),
     }
 }

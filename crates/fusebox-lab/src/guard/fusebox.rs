@@ -43,6 +43,7 @@ impl Observer for LogObserver {
                 at: t.at.saturating_sub(offset),
                 from: t.from.as_str(),
                 to: t.to.as_str(),
+                remote: matches!(t.reason, fusebox::Reason::Remote),
             });
         })
     }
@@ -250,5 +251,24 @@ impl Guard for FuseboxGuard {
 
     fn release(&self, _now: Duration) {
         self.breaker.reset();
+    }
+
+    fn state(&self, _now: Duration) -> &'static str {
+        self.breaker.state().as_str()
+    }
+
+    fn probes_in_flight(&self) -> u32 {
+        self.breaker.probes_in_flight()
+    }
+
+    fn open_until(&self, now: Duration) -> Option<Duration> {
+        let snapshot = self.breaker.snapshot();
+        let open_for = self.breaker.config().open_for?;
+        (snapshot.state == fusebox::State::Open)
+            .then(|| now.saturating_sub(snapshot.since_transition) + open_for)
+    }
+
+    fn breaker(&self) -> Option<fusebox::CircuitBreaker> {
+        Some(self.breaker.clone())
     }
 }

@@ -58,6 +58,10 @@ pub struct TransitionRecord {
     pub from: &'static str,
     /// State after.
     pub to: &'static str,
+    /// Made by a fleet: another replica's trip or close, applied by
+    /// `fusebox::fleet` (real mode). The virtual fleet keeps its holds
+    /// apart ([`crate::engine::FleetRun::held`]) and leaves this `false`.
+    pub remote: bool,
 }
 
 impl TransitionRecord {
@@ -101,6 +105,27 @@ pub trait Guard: Send + Sync {
     /// The fleet's close arrived at `now`: closed again, counters cleared
     /// (fusebox: `reset`).
     fn release(&self, _now: Duration) {}
+    /// Its state at `now` (`closed`, `open`, `half_open`, `forced_open`):
+    /// `half_open` once an open period is over (for fusebox, the lazy step
+    /// happens here, as `CircuitBreaker::state` does it). A virtual fleet
+    /// asks this before it lets a half-open replica call.
+    fn state(&self, _now: Duration) -> &'static str {
+        "closed"
+    }
+    /// Half-open probes admitted and not finished.
+    fn probes_in_flight(&self) -> u32 {
+        0
+    }
+    /// When its open period ends, while it is open on its own (a fixed
+    /// `open_for`, as a fleet needs); `None` in any other state.
+    fn open_until(&self, _now: Duration) -> Option<Duration> {
+        None
+    }
+    /// The library breaker behind it, for a real-mode fleet to share
+    /// through `fusebox::fleet` (fusebox strategies only).
+    fn breaker(&self) -> Option<::fusebox::CircuitBreaker> {
+        None
+    }
 }
 
 /// A call the guard let through; consumed by its verdict.

@@ -129,7 +129,12 @@ mod imp {
             let mut g = lock(&self.inner);
             if g.0 != to {
                 let from = g.0;
-                g.1.push(TransitionRecord { at, from, to });
+                g.1.push(TransitionRecord {
+                    at,
+                    from,
+                    to,
+                    remote: false,
+                });
                 g.0 = to;
             }
         }

@@ -91,6 +91,7 @@ impl SeedInner {
                 at: now,
                 from: self.state.as_str(),
                 to: to.as_str(),
+                remote: false,
             });
             self.state = to;
         }
@@ -130,6 +131,25 @@ impl Guard for SeedBreaker {
 
     fn transitions(&self) -> Vec<TransitionRecord> {
         lock(&self.inner).log.clone()
+    }
+
+    fn state(&self, now: Duration) -> &'static str {
+        let s = lock(&self.inner);
+        // Its half-open begins with the probe it admits: due is half-open.
+        if s.state == SeedState::Open && now.saturating_sub(s.opened_at) >= self.config.open_for {
+            SeedState::HalfOpen.as_str()
+        } else {
+            s.state.as_str()
+        }
+    }
+
+    fn probes_in_flight(&self) -> u32 {
+        u32::from(lock(&self.inner).probing)
+    }
+
+    fn open_until(&self, _now: Duration) -> Option<Duration> {
+        let s = lock(&self.inner);
+        (s.state == SeedState::Open).then_some(s.opened_at + self.config.open_for)
     }
 
     fn hold(&self, now: Duration) {

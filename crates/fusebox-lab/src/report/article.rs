@@ -59,6 +59,7 @@ const fn tr(ms: u64, from: &'static str, to: &'static str) -> TransitionRecord {
         at: Duration::from_millis(ms),
         from,
         to,
+        remote: false,
     }
 }
 

@@ -347,29 +347,30 @@ impl ScenarioReport {
     /// use fusebox_lab::scenario::Scenario;
     ///
     /// let sc = Scenario::embedded().remove(0);
-    /// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {});
+    /// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})?;
     /// assert_eq!(report.summaries[1].downstream_calls, 86);
     /// assert!(table::render_scenario(&report).contains("(article)"));
     /// assert!(json::text(&[report]).contains("\"downstream_calls\": 86"));
+    /// # Ok::<(), String>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// The first run that could not start ([`engine::run`]).
     pub fn run(
         scenario: Scenario,
         mode: Mode,
         shared: Option<&Breakers>,
         mut before: impl FnMut(&str),
         mut after: impl FnMut(),
-    ) -> Self {
-        let runs = scenario
-            .strategies
-            .iter()
-            .map(|spec| {
-                before(&spec.name);
-                let r = engine::run(&scenario, spec, mode, shared);
-                after();
-                r
-            })
-            .collect();
-        ScenarioReport::new(scenario, mode, runs)
+    ) -> Result<Self, String> {
+        let mut runs = Vec::with_capacity(scenario.strategies.len());
+        for spec in &scenario.strategies {
+            before(&spec.name);
+            runs.push(engine::run(&scenario, spec, mode, shared)?);
+            after();
+        }
+        Ok(ScenarioReport::new(scenario, mode, runs))
     }
 
     /// Bundles the runs of `scenario`.

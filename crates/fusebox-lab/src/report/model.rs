@@ -459,8 +459,8 @@ pub const FLEET_FIGURES: &[FleetFigure] = &[
 ///     "[downstream]",
 ///     "[fleet]\nreplicas = 2\nsharing = \"none\"\n\n[downstream]",
 /// );
-/// let sc = Scenario::parse("fleet.toml", &text)?;
-/// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {});
+/// let sc = Scenario::parse("fleet.toml", &text).map_err(|e| e.to_string())?;
+/// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})?;
 /// let rows = model::fleet_rows(&report.summaries[1]).unwrap();
 /// let labels: Vec<&str> = rows.iter().map(|(l, _)| l.as_str()).collect();
 /// assert_eq!(labels, ["replica 1", "replica 2", "total"]);
@@ -468,7 +468,7 @@ pub const FLEET_FIGURES: &[FleetFigure] = &[
 ///     rows[2].1.failing_calls,
 ///     rows[0].1.failing_calls + rows[1].1.failing_calls
 /// );
-/// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+/// # Ok::<(), String>(())
 /// ```
 pub fn fleet_rows(sum: &Summary) -> Option<Vec<(String, &ReplicaFigures)>> {
     let f = sum.fleet.as_ref()?;

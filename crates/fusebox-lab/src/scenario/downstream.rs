@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 /// What a faulty call does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum FaultOutcome {
     /// Fails with an error after the fault's latency.
     Error,
@@ -17,6 +17,16 @@ pub enum FaultOutcome {
     /// refused). Over HTTP the lab stops the server process at the fault's
     /// start and starts it again at its end.
     Down,
+    /// The connection is accepted, then dropped without an answer after the
+    /// fault's latency: the call fails then. Over HTTP the server closes the
+    /// connection (the client sees a transport error, not a status); in
+    /// thread and virtual mode it is an error after the latency.
+    Reset,
+    /// The dependency slows down: a call still succeeds, but its latency
+    /// grows linearly over the fault, from the healthy latency at `from` to
+    /// the fault's `latency` at `until`; the client's timeout cuts the calls
+    /// that grow past it. The same in every mode.
+    Slow,
 }
 
 /// One `[[downstream.faults]]` entry: calls starting in `[from, until)` fail.
@@ -26,9 +36,10 @@ pub struct Fault {
     pub from: Duration,
     /// End of the fault (exclusive): a call starting at `until` is healthy.
     pub until: Duration,
-    /// How long a faulty call takes to fail.
+    /// How long a faulty call takes to fail (for `slow`: the latency it
+    /// grows to by `until`).
     pub latency: Duration,
-    /// Error, or hang.
+    /// What a call in it does.
     pub outcome: FaultOutcome,
     /// `replicas`: the replicas (numbered from 1) whose calls it hits; `None`
     /// = all of them (a fleet scenario's broken network path hits some only).
@@ -36,6 +47,34 @@ pub struct Fault {
 }
 
 impl Fault {
+    /// A `slow` fault's latency for a call starting at `start` (within the
+    /// fault): `healthy` at `from`, growing linearly to `latency` at `until`,
+    /// rounded down to the nanosecond.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Fault, FaultOutcome};
+    /// use std::time::Duration;
+    ///
+    /// let ms = Duration::from_millis;
+    /// let f = Fault { from: ms(1000), until: ms(2000), latency: ms(105),
+    ///                 outcome: FaultOutcome::Slow, replicas: None };
+    /// assert_eq!(f.grown(ms(5), ms(1000)), ms(5));
+    /// assert_eq!(f.grown(ms(5), ms(1500)), ms(55));
+    /// ```
+    pub fn grown(&self, healthy: Duration, start: Duration) -> Duration {
+        let span = self.until.saturating_sub(self.from).as_nanos().max(1);
+        let into = start.saturating_sub(self.from).as_nanos().min(span);
+        let (a, b) = (healthy.as_nanos(), self.latency.as_nanos());
+        let grown = if b >= a {
+            a + (b - a) * into / span
+        } else {
+            a - (a - b) * into / span
+        };
+        Duration::from_nanos(grown as u64)
+    }
+
     /// Whether it hits the calls of replica `replica` (numbered from 0).
     pub fn hits(&self, replica: usize) -> bool {
         self.replicas
@@ -136,9 +175,10 @@ impl Downstream {
         match self.fault_on(replica, start) {
             None => (Some(self.latency), CallResult::Success),
             Some(f) => match f.outcome {
-                FaultOutcome::Error => (Some(f.latency), CallResult::Error),
+                FaultOutcome::Error | FaultOutcome::Reset => (Some(f.latency), CallResult::Error),
                 FaultOutcome::Hang => (None, CallResult::Timeout),
                 FaultOutcome::Down => (Some(Duration::ZERO), CallResult::Error),
+                FaultOutcome::Slow => (Some(f.grown(self.latency, start)), CallResult::Success),
             },
         }
     }
@@ -227,6 +267,45 @@ mod tests {
             CallPlan {
                 duration: ms(5),
                 result: CallResult::Success
+            }
+        );
+    }
+
+    #[test]
+    fn a_slow_fault_grows_and_a_reset_fails_after_its_latency() {
+        let mut d = ds();
+        d.faults[0].outcome = FaultOutcome::Slow;
+        let plan = |at| d.plan(ms(at), Some(ms(100)));
+        // 5 ms at 0.5 s, growing by 145 ms over the second: 77.5 ms halfway.
+        assert_eq!(
+            plan(500),
+            CallPlan {
+                duration: ms(5),
+                result: CallResult::Success
+            }
+        );
+        assert_eq!(
+            plan(1000),
+            CallPlan {
+                duration: Duration::from_micros(77_500),
+                result: CallResult::Success
+            }
+        );
+        // Past 100 ms (from 0.5 + 95/145 s on) the client's timeout cuts it.
+        assert_eq!(
+            plan(1200),
+            CallPlan {
+                duration: ms(100),
+                result: CallResult::Timeout
+            }
+        );
+        assert_eq!(plan(1500).duration, ms(5));
+        d.faults[0].outcome = FaultOutcome::Reset;
+        assert_eq!(
+            d.plan(ms(700), None),
+            CallPlan {
+                duration: ms(150),
+                result: CallResult::Error
             }
         );
     }

@@ -5,8 +5,8 @@ use super::duration::Dur;
 use super::error::{int_in, Ctx, ScenarioError};
 use super::strategy::RawStrategy;
 use super::{
-    Client, Downstream, Fault, FaultOutcome, Fleet, Problem, Scenario, Sharing, StrategySpec,
-    MAX_QUEUE, MAX_REPLICAS, MAX_RETRIES, MAX_WORKERS,
+    Client, Downstream, Fault, FaultOutcome, Fleet, Problem, Redis, Scenario, Sharing,
+    StrategySpec, MAX_QUEUE, MAX_REPLICAS, MAX_RETRIES, MAX_WORKERS,
 };
 use serde::Deserialize;
 use std::ops::Range;
@@ -43,6 +43,7 @@ struct RawFleet {
     quorum: Option<Spanned<i64>>,
     sync_every: Option<Spanned<Dur>>,
     propagation: Option<Spanned<Dur>>,
+    redis: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -91,6 +92,7 @@ impl RawScenario {
             "fleet.propagation" => fleet
                 .and_then(|f| f.1.propagation.as_ref())
                 .map(|v| v.span()),
+            "fleet.redis" => fleet.and_then(|f| f.1.redis.as_ref()).map(|v| v.span()),
             "downstream.faults.replicas" => fault(p.index)
                 .and_then(|f| f.replicas.as_ref())
                 .map(|r| r.span()),
@@ -140,11 +142,15 @@ impl RawScenario {
                 "error" => FaultOutcome::Error,
                 "hang" => FaultOutcome::Hang,
                 "down" => FaultOutcome::Down,
+                "reset" => FaultOutcome::Reset,
+                "slow" => FaultOutcome::Slow,
                 other => {
                     return Err(ctx.err(
                         r.outcome.span(),
                         "downstream.faults.outcome",
-                        format!("{other:?} is not one of \"error\", \"hang\", \"down\""),
+                        format!(
+                            "{other:?} is not one of \"error\", \"hang\", \"down\", \"reset\", \"slow\""
+                        ),
                     ))
                 }
             };
@@ -229,7 +235,14 @@ fn fleet(ctx: &Ctx<'_>, f: &RawFleet) -> Result<Fleet, ScenarioError> {
         }
     };
     let replicas = int_in(ctx, &f.replicas, "fleet.replicas", 1, MAX_REPLICAS as i64)? as usize;
+    let redis = match &f.redis {
+        None => None,
+        Some(r) => {
+            Some(Redis::parse(r.get_ref()).map_err(|e| ctx.err(r.span(), "fleet.redis", e))?)
+        }
+    };
     Ok(Fleet {
+        redis,
         replicas,
         sharing,
         quorum: match &f.quorum {

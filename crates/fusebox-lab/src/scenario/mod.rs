@@ -95,12 +95,53 @@ pub struct Fleet {
     /// `quorum`: the fleet opens once this many distinct replicas tripped
     /// within [`FLEET_WINDOW`] (`fusebox::fleet`'s rule); 1 by default.
     pub quorum: usize,
-    /// `sync_every`: the fleet's sync interval (1 s by default). Virtual mode
-    /// delivers every trip and close (no message is lost), so it does not use it.
+    /// `sync_every`: the fleet's sync interval (1 s by default): how often
+    /// each replica adds its verdicts to the fleet's window and reads its
+    /// totals, and keeps or gives back the probe lease (both modes).
     pub sync_every: Duration,
     /// `propagation`: how long a trip or a close takes to reach the other
-    /// replicas (0 by default).
+    /// replicas (0 by default; virtual mode: real mode takes what Redis takes).
     pub propagation: Duration,
+    /// `redis`: where a real-mode fleet shares its breakers (`None`: not
+    /// given; `run --redis URL` sets it for every scenario).
+    pub redis: Option<Redis>,
+}
+
+/// `redis` in `[fleet]`: the Redis a real-mode fleet shares its breakers
+/// through (`fusebox::fleet`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Redis {
+    /// `"local"`: the lab starts a `redis-server` of its own on a free
+    /// loopback port for each run, and kills it at the end.
+    Local,
+    /// `"redis://HOST:PORT"`: one that is already running.
+    Url(String),
+}
+
+impl Redis {
+    /// Reads `"local"` or a `redis://` URL (the `redis` key, `--redis`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::Redis;
+    ///
+    /// assert_eq!(Redis::parse("local"), Ok(Redis::Local));
+    /// assert!(Redis::parse("redis://127.0.0.1:6379").is_ok());
+    /// assert!(Redis::parse("127.0.0.1:6379").unwrap_err().contains("redis://"));
+    /// ```
+    pub fn parse(s: &str) -> Result<Redis, String> {
+        match s.trim() {
+            "local" => Ok(Redis::Local),
+            url if url.starts_with("redis://") && url.len() > "redis://".len() => {
+                Ok(Redis::Url(url.to_string()))
+            }
+            other => Err(format!(
+                "{other:?} is neither \"local\" (the lab starts redis-server) nor a \
+                 redis://HOST:PORT URL"
+            )),
+        }
+    }
 }
 
 /// The window in which trips count toward the quorum (`fusebox::fleet`'s default).
@@ -380,6 +421,13 @@ impl Scenario {
                     ),
                 );
             }
+            if f.redis.is_some() && f.sharing == Sharing::None {
+                return fail(
+                    "fleet.redis",
+                    None,
+                    "sharing = \"none\" shares nothing: leave redis out".into(),
+                );
+            }
             if f.propagation > self.duration {
                 return fail(
                     "fleet.propagation",
@@ -472,6 +520,18 @@ impl Scenario {
                     format!(
                         "{} is outside the run: faults must end by duration = {run}",
                         format_duration(f.until)
+                    ),
+                );
+            }
+            if f.outcome == FaultOutcome::Slow && f.latency < self.downstream.latency {
+                return fail(
+                    "downstream.faults.latency",
+                    Some(i),
+                    format!(
+                        "{} is below the healthy latency ({}): a slow fault's latency is \
+                         what calls grow to",
+                        format_duration(f.latency),
+                        format_duration(self.downstream.latency)
                     ),
                 );
             }
