@@ -100,6 +100,16 @@ pub(crate) enum Kind {
     Bypass,
 }
 
+/// What [`Core::record_window`] did with a verdict.
+enum Recorded {
+    /// The verdict's closed period is over: it counts for nothing.
+    Stale,
+    /// Recorded (or changed nothing); nothing can trip on it.
+    Quiet,
+    /// Recorded; the window's totals after it, for the rate rules.
+    Totals(Totals),
+}
+
 /// What the lock guards: half-open bookkeeping and the trip counter.
 #[derive(Debug, Default)]
 struct Slow {
@@ -627,44 +637,64 @@ impl Core {
             }
         }
         if let Some(window) = &live.window {
-            // A stale verdict must not even take a ring position: it would
-            // push a call of the current period out of the last n. (One that
-            // races the close itself may still take one: the seal below
-            // guards the counts, not the position.)
-            if self.load().generation() != generation {
-                return None;
-            }
-            // A plain success over a plain success changes nothing but the
-            // ring position: no write.
-            let Some(claim) = window.claim(failed, slow_call) else {
-                return self.trip_checked(generation, trip, now);
-            };
-            // Announce, then check the generation (see `close`).
-            // Acquire: a fetch_add that finds the seal gone synchronises with
-            // the unseal, so the generation read below is the new one.
-            // Each thread announces in its own cell; the closer seals them all.
-            let cell = self.recorders.mine();
-            while cell.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
-                // Relaxed: we wrote nothing the closer needs to see.
-                cell.fetch_sub(1, Ordering::Relaxed);
-                while cell.load(Ordering::Relaxed) & SEAL != 0 {
-                    crate::sync::spin_wait();
-                }
-            }
-            if self.load().generation() != generation {
-                // Release (here and below): our window writes happen before
-                // the closer's emptying that waits for this decrement.
-                cell.fetch_sub(1, Ordering::Release);
-                return None; // stale: this permit's closed period is over
-            }
-            let t = if window.needs_time() { now.get() } else { 0 };
-            let totals = window.record(claim, t, failed, slow_call);
-            cell.fetch_sub(1, Ordering::Release);
-            if let Some(totals) = totals {
-                trip = trip.or_else(|| policy.rate_trip(&totals));
+            match self.record_window(window, generation, failed, slow_call, now) {
+                Recorded::Stale => return None,
+                Recorded::Totals(totals) => trip = trip.or_else(|| policy.rate_trip(&totals)),
+                Recorded::Quiet => {}
             }
         }
         self.trip_checked(generation, trip, now)
+    }
+
+    /// Records a closed-state verdict of `generation` in `window`. Kept out
+    /// of [`Core::record_closed`] so that its registers and the consecutive
+    /// count's do not crowd one frame.
+    #[inline(never)]
+    fn record_window(
+        &self,
+        window: &Window,
+        generation: u64,
+        failed: bool,
+        slow_call: bool,
+        now: &LazyNow<'_>,
+    ) -> Recorded {
+        // A stale verdict must not even take a ring position: it would
+        // push a call of the current period out of the last n. (One that
+        // races the close itself may still take one: the seal below
+        // guards the counts, not the position.)
+        if self.load().generation() != generation {
+            return Recorded::Stale;
+        }
+        // A plain success over a plain success changes nothing but the
+        // ring position: no write.
+        let Some(claim) = window.claim(failed, slow_call) else {
+            return Recorded::Quiet;
+        };
+        // Announce, then check the generation (see `close`).
+        // Acquire: a fetch_add that finds the seal gone synchronises with
+        // the unseal, so the generation read below is the new one.
+        // Each thread announces in its own cell; the closer seals them all.
+        let cell = self.recorders.mine();
+        while cell.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
+            // Relaxed: we wrote nothing the closer needs to see.
+            cell.fetch_sub(1, Ordering::Relaxed);
+            while cell.load(Ordering::Relaxed) & SEAL != 0 {
+                crate::sync::spin_wait();
+            }
+        }
+        if self.load().generation() != generation {
+            // Release (here and below): our window writes happen before
+            // the closer's emptying that waits for this decrement.
+            cell.fetch_sub(1, Ordering::Release);
+            return Recorded::Stale; // this permit's closed period is over
+        }
+        let t = if window.needs_time() { now.get() } else { 0 };
+        let totals = window.record(claim, t, failed, slow_call);
+        cell.fetch_sub(1, Ordering::Release);
+        match totals {
+            Some(totals) => Recorded::Totals(totals),
+            None => Recorded::Quiet,
+        }
     }
 
     /// Trips for `trip`, if any, once the lock confirms the breaker is still
@@ -1147,17 +1177,20 @@ impl Inner {
         let read = || self.now();
         let now = LazyNow::new(&read);
         let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
-        let (slow, transition) = self.core.with_live(|live| {
+        // Everyone is told inside, so that no transition is carried out of
+        // the closure (a wide copy on every call, though rarely `Some`).
+        self.core.with_live(|live| {
             let slow = live.settings.policy.is_slow(elapsed);
-            if !slow && self.success_is_noop(live, &ticket, outcome) {
-                return (false, None);
+            let transition = if !slow && self.success_is_noop(live, &ticket, outcome) {
+                None
+            } else {
+                self.core.record(live, ticket, outcome, slow, &now)
+            };
+            if !self.listeners.is_empty() {
+                self.tell_call(outcome, slow, elapsed);
             }
-            (slow, self.core.record(live, ticket, outcome, slow, &now))
-        });
-        if !self.listeners.is_empty() {
-            self.tell_call(outcome, slow, elapsed);
-        }
-        self.emit(transition);
+            self.emit(transition);
+        })
     }
 
     #[inline(never)]
