@@ -9,7 +9,7 @@ use super::listener::Listener;
 use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
 use super::types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
-use crate::clock::Clock;
+use crate::clock::{Clock, MonotonicClock};
 use crate::sync::{
     lock, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Striped, Swap, SwapGuard,
 };
@@ -940,6 +940,16 @@ impl Core {
     }
 }
 
+/// The clock's reading: the default clock's directly, any other through its
+/// `dyn Clock`.
+#[inline(always)]
+fn read_clock(clock: &Option<Arc<dyn Clock>>) -> Nanos {
+    match clock {
+        None => MonotonicClock.now_nanos(),
+        Some(clock) => clock.now_nanos(),
+    }
+}
+
 /// How far the breaker's time may run ahead of [`Inner::seen`] before it is
 /// written again (1 ms).
 const SEEN_STEP: Nanos = 1_000_000;
@@ -960,7 +970,8 @@ const TIME_WINDOW: u8 = 4;
 /// the listeners and the name.
 pub(crate) struct Inner {
     pub(crate) core: Core,
-    pub(crate) clock: Arc<dyn Clock>,
+    /// `None`: [`MonotonicClock`], read without a virtual call.
+    pub(crate) clock: Option<Arc<dyn Clock>>,
     listeners: Box<[Arc<dyn Listener>]>,
     /// [`TIME_CALLS`], [`QUIET`] and [`TIME_WINDOW`], derived from the settings in force and
     /// rewritten by a reconfigure.
@@ -988,11 +999,11 @@ impl fmt::Debug for Inner {
 impl Inner {
     pub(crate) fn new(
         settings: Settings,
-        clock: Arc<dyn Clock>,
+        clock: Option<Arc<dyn Clock>>,
         listeners: Box<[Arc<dyn Listener>]>,
         name: Option<String>,
     ) -> Inner {
-        let start = clock.now_nanos();
+        let start = read_clock(&clock);
         let core = Core::new(settings, start);
         let inner = Inner {
             core,
@@ -1058,7 +1069,7 @@ impl Inner {
     /// the size of the jump. Backward steps smaller than [`SEEN_STEP`] are
     /// absorbed by the saturating arithmetic instead.
     pub(crate) fn now(&self) -> Nanos {
-        let raw = self.clock.now_nanos();
+        let raw = read_clock(&self.clock);
         // Relaxed throughout: `offset` and `seen` order nothing else; a stale
         // value only delays a step forward or retries the shift below.
         let mut offset = self.offset.load(Ordering::Relaxed);

@@ -21,7 +21,7 @@ pub use listener::Listener;
 pub use permit::Permit;
 pub use types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, MonotonicClock};
 use core::{Inner, Settings};
 use permit::CallGuard;
 use std::fmt;
@@ -86,7 +86,7 @@ impl CircuitBreaker {
 
     pub(crate) fn from_parts(
         settings: Settings,
-        clock: Arc<dyn Clock>,
+        clock: Option<Arc<dyn Clock>>,
         listeners: Box<[Arc<dyn Listener>]>,
         name: Option<String>,
     ) -> CircuitBreaker {
@@ -497,7 +497,7 @@ impl CircuitBreaker {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn clock(&self) -> &dyn Clock {
-        &*self.inner.clock
+        self.inner.clock.as_deref().unwrap_or(&MonotonicClock)
     }
 
     /// The breaker's state machine, for the rest of the crate.
