@@ -966,6 +966,11 @@ const QUIET: u8 = 2;
 /// every call (so [`Inner::success_is_noop`] need not look).
 const TIME_WINDOW: u8 = 4;
 
+/// Bit of [`Inner::mode`]: as [`QUIET`], listeners aside: a closed-state
+/// success that [`Core::success_is_noop`] approves changes nothing (no slow
+/// rule, no window, no tally), so only the listeners hear of it.
+const SETTLED: u8 = 8;
+
 /// What every handle of one breaker shares: the state machine, the clock,
 /// the listeners and the name.
 pub(crate) struct Inner {
@@ -973,8 +978,8 @@ pub(crate) struct Inner {
     /// `None`: [`MonotonicClock`], read without a virtual call.
     pub(crate) clock: Option<Arc<dyn Clock>>,
     listeners: Box<[Arc<dyn Listener>]>,
-    /// [`TIME_CALLS`], [`QUIET`] and [`TIME_WINDOW`], derived from the settings in force and
-    /// rewritten by a reconfigure.
+    /// [`TIME_CALLS`], [`QUIET`], [`SETTLED`] and [`TIME_WINDOW`], derived
+    /// from the settings in force and rewritten by a reconfigure.
     mode: AtomicU8,
     /// A listener set at runtime (a fleet's), told of transitions only.
     hook: Swap<Option<Arc<dyn Listener>>>,
@@ -1021,11 +1026,14 @@ impl Inner {
 
     fn set_mode(&self, settings: &Settings) {
         let time_calls = settings.policy.slow.is_some() || !self.listeners.is_empty();
-        let quiet =
-            !time_calls && settings.policy.window.is_none() && self.core.tally.get().is_none();
+        let settled = settings.policy.slow.is_none()
+            && settings.policy.window.is_none()
+            && self.core.tally.get().is_none();
+        let quiet = settled && !time_calls;
         let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
         let mode = if time_calls { TIME_CALLS } else { 0 }
             | if quiet { QUIET } else { 0 }
+            | if settled { SETTLED } else { 0 }
             | if time_window { TIME_WINDOW } else { 0 };
         // Relaxed: a hint for the hot path. A call that reads the old mode
         // is timed (or settled) by the old settings, as if it had finished
@@ -1103,7 +1111,8 @@ impl Inner {
         }
     }
 
-    /// The hot path's admission: a closed breaker with nothing to time.
+    /// The hot path's admission: a closed (or disabled) breaker, timed from
+    /// here if something needs the call's duration.
     #[inline(always)]
     pub(crate) fn fast_ticket(&self) -> Option<Ticket> {
         if self.mode() & TIME_CALLS != 0 {
@@ -1112,15 +1121,29 @@ impl Inner {
         self.core.admit_fast()
     }
 
-    /// Admission when [`Inner::fast_ticket`] could not decide: the open
-    /// path first (the clock, the word, the open period), then the rest.
+    /// Admission when [`Inner::fast_ticket`] could not decide: a closed
+    /// breaker timing its calls, then the open path (the clock, the word,
+    /// the open period), then the rest.
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
+        if self.mode() & TIME_CALLS != 0 {
+            if let Some(mut ticket) = self.core.admit_fast() {
+                ticket.start = self.start_time();
+                return Ok(ticket);
+            }
+        }
         let now = self.now();
         if let Some(rejected) = self.core.reject_fast(now) {
             return Err(self.rejected(rejected));
         }
         self.admit_at(now)
+    }
+
+    /// [`Inner::now`] for a timed admission, out of line so that the open
+    /// path does not pay for its registers.
+    #[inline(never)]
+    fn start_time(&self) -> Nanos {
+        self.now()
     }
 
     /// Kept out of [`Inner::acquire_slow`] so that the open path does not
@@ -1174,6 +1197,18 @@ impl Inner {
 
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+        // A success that changes nothing, heard only by the listeners.
+        if self.mode() & SETTLED != 0
+            && outcome == Outcome::Success
+            && self.core.success_is_noop(&ticket)
+        {
+            if !self.listeners.is_empty() {
+                let elapsed =
+                    (ticket.start != NO_START).then(|| self.now().saturating_sub(ticket.start));
+                self.tell_call(outcome, false, elapsed);
+            }
+            return;
+        }
         // Untimed and told to no one: settle a no-op success before any set-up.
         if ticket.start == NO_START
             && outcome == Outcome::Success
