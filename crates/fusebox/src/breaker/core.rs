@@ -35,24 +35,26 @@ pub(crate) const NO_START: Nanos = Nanos::MAX;
 /// Bit of `Core::recorders` set while a close empties the window.
 const SEAL: u64 = 1 << 63;
 
-/// The clock, read at most once per operation and only if needed.
+/// The breaker's time ([`Inner::now`]), read at most once per operation and
+/// only if needed.
 pub(crate) struct LazyNow<'a> {
-    read: &'a dyn Fn() -> Nanos,
+    inner: &'a Inner,
     at: std::cell::Cell<Option<Nanos>>,
 }
 
 impl<'a> LazyNow<'a> {
-    pub(crate) fn new(read: &'a dyn Fn() -> Nanos) -> Self {
+    pub(crate) fn new(inner: &'a Inner) -> Self {
         LazyNow {
-            read,
+            inner,
             at: std::cell::Cell::new(None),
         }
     }
+    #[inline]
     pub(crate) fn get(&self) -> Nanos {
         match self.at.get() {
             Some(t) => t,
             None => {
-                let t = (self.read)();
+                let t = self.inner.now();
                 self.at.set(Some(t));
                 t
             }
@@ -1220,8 +1222,7 @@ impl Inner {
         {
             return;
         }
-        let read = || self.now();
-        let now = LazyNow::new(&read);
+        let now = LazyNow::new(self);
         let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
         // Everyone is told inside, so that no transition is carried out of
         // the closure (a wide copy on every call, though rarely `Some`).
