@@ -1199,10 +1199,9 @@ impl Inner {
 
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+        let mode = self.mode();
         // A success that changes nothing, heard only by the listeners.
-        if self.mode() & SETTLED != 0
-            && outcome == Outcome::Success
-            && self.core.success_is_noop(&ticket)
+        if mode & SETTLED != 0 && outcome == Outcome::Success && self.core.success_is_noop(&ticket)
         {
             if !self.listeners.is_empty() {
                 let elapsed =
@@ -1214,11 +1213,11 @@ impl Inner {
         // Untimed and told to no one: settle a no-op success before any set-up.
         if ticket.start == NO_START
             && outcome == Outcome::Success
-            && self.mode() & TIME_WINDOW == 0
+            && mode & TIME_WINDOW == 0
             && self.listeners.is_empty()
             && self
                 .core
-                .with_live(|live| self.success_is_noop(live, &ticket, outcome))
+                .with_live(|live| self.success_is_noop(live, mode, &ticket, outcome))
         {
             return;
         }
@@ -1228,7 +1227,7 @@ impl Inner {
         // the closure (a wide copy on every call, though rarely `Some`).
         self.core.with_live(|live| {
             let slow = live.settings.policy.is_slow(elapsed);
-            let transition = if !slow && self.success_is_noop(live, &ticket, outcome) {
+            let transition = if !slow && self.success_is_noop(live, mode, &ticket, outcome) {
                 None
             } else {
                 self.core.record(live, ticket, outcome, slow, &now)
@@ -1256,11 +1255,12 @@ impl Inner {
     /// that [`Core::record`] (which would find the same) can be skipped: no
     /// consecutive failure to reset, no tally, and no window or a count
     /// window full of plain successes. A time window counts every call.
+    /// `mode` is the [`Inner::mode`] the verdict read.
     #[inline(always)]
-    fn success_is_noop(&self, live: &Live, ticket: &Ticket, outcome: Outcome) -> bool {
+    fn success_is_noop(&self, live: &Live, mode: u8, ticket: &Ticket, outcome: Outcome) -> bool {
         outcome == Outcome::Success
             && ticket.kind == Kind::Normal
-            && self.mode() & TIME_WINDOW == 0
+            && mode & TIME_WINDOW == 0
             && self.core.tally.get().is_none()
             && (live.settings.policy.consecutive.is_none() || self.core.success_is_noop(ticket))
             && live
