@@ -674,6 +674,7 @@ impl From<BreakerConfig> for Builder {
 /// # Ok::<(), fusebox::ConfigError>(())
 /// ```
 #[must_use]
+#[derive(Default)]
 pub struct Builder {
     pub(crate) config: BreakerConfig,
     name: Option<String>,
@@ -689,17 +690,6 @@ impl fmt::Debug for Builder {
             .field("config", &self.config)
             .field("listeners", &self.listeners.len())
             .finish()
-    }
-}
-
-impl Default for Builder {
-    fn default() -> Self {
-        Builder {
-            config: BreakerConfig::default(),
-            name: None,
-            clock: None,
-            listeners: Vec::new(),
-        }
     }
 }
 
