@@ -587,6 +587,52 @@ fn listeners_see_rejections_and_calls_with_durations() {
 }
 
 #[test]
+fn listeners_hear_the_duration_of_successes_that_change_nothing() {
+    // A closed-state success with no failure pending changes no count (it
+    // settles before the settings are read); its listener still hears its
+    // duration, as it does for a success that resets a failure.
+    #[derive(Clone, Default)]
+    struct Seen(Arc<Mutex<Vec<(fusebox::Outcome, Duration)>>>);
+    impl Listener for Seen {
+        fn on_call(&self, c: &fusebox::CallEvent) {
+            self.0.lock().unwrap().push((c.outcome, c.duration));
+        }
+    }
+    let clock = ManualClock::new();
+    let seen = Seen::default();
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(3)
+        .clock(clock.clone())
+        .listener(seen.clone())
+        .build()
+        .unwrap();
+    let took = |d: Duration, ok: bool| {
+        let p = b.try_acquire().unwrap();
+        clock.advance(d);
+        if ok {
+            p.success()
+        } else {
+            p.failure()
+        }
+    };
+    took(ms(7), true); // nothing to reset
+    took(ms(2), false);
+    took(ms(5), true); // resets the failure
+    took(ms(1_500), true);
+    use fusebox::Outcome::{Failure, Success};
+    assert_eq!(
+        *seen.0.lock().unwrap(),
+        vec![
+            (Success, ms(7)),
+            (Failure, ms(2)),
+            (Success, ms(5)),
+            (Success, ms(1_500))
+        ]
+    );
+    assert_eq!(b.snapshot().consecutive_failures, 0);
+}
+
+#[test]
 fn snapshot_reports_time_since_transition() {
     let (b, clock, _) = consecutive(1, 1000);
     clock.set(ms(10));
