@@ -103,6 +103,18 @@ pub const DURATION_BUCKETS: [Duration; 13] = [
     Duration::from_secs(10),
 ];
 
+/// [`DURATION_BUCKETS`] in nanoseconds, so that an observation compares
+/// integers.
+const BUCKET_NANOS: [u64; DURATION_BUCKETS.len()] = {
+    let mut nanos = [0; DURATION_BUCKETS.len()];
+    let mut i = 0;
+    while i < nanos.len() {
+        nanos[i] = DURATION_BUCKETS[i].as_nanos() as u64;
+        i += 1;
+    }
+    nanos
+};
+
 /// One breaker's call durations: a bucket count per bound, one for `+Inf`,
 /// and the sum. Lock-free.
 #[derive(Debug, Default)]
@@ -113,11 +125,11 @@ struct Durations {
 
 impl Durations {
     fn observe(&self, d: Duration) {
-        let i = DURATION_BUCKETS
-            .iter()
-            .position(|&bound| d <= bound)
-            .unwrap_or(DURATION_BUCKETS.len());
         let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let i = BUCKET_NANOS
+            .iter()
+            .position(|&bound| nanos <= bound)
+            .unwrap_or(BUCKET_NANOS.len());
         // Relaxed: independent counters read once per scrape; no other
         // memory is published through them.
         self.slots[i].fetch_add(1, Ordering::Relaxed);

@@ -554,18 +554,22 @@ fn clones_share_state() {
     assert_eq!(b.state(), State::Open);
 }
 
+/// A listener that keeps the durations of the calls and the rejections it
+/// hears.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<(Vec<Duration>, Vec<Rejected>)>>);
+
+impl Listener for Seen {
+    fn on_rejected(&self, r: &Rejected) {
+        self.0.lock().unwrap().1.push(*r);
+    }
+    fn on_call(&self, c: &fusebox::CallEvent) {
+        self.0.lock().unwrap().0.push(c.duration);
+    }
+}
+
 #[test]
 fn listeners_see_rejections_and_calls_with_durations() {
-    #[derive(Clone, Default)]
-    struct Seen(Arc<Mutex<(Vec<Duration>, Vec<Rejected>)>>);
-    impl Listener for Seen {
-        fn on_rejected(&self, r: &Rejected) {
-            self.0.lock().unwrap().1.push(*r);
-        }
-        fn on_call(&self, c: &fusebox::CallEvent) {
-            self.0.lock().unwrap().0.push(c.duration);
-        }
-    }
     let clock = ManualClock::new();
     let seen = Seen::default();
     let b = CircuitBreaker::builder()
@@ -584,6 +588,37 @@ fn listeners_see_rejections_and_calls_with_durations() {
     assert_eq!(durations, vec![ms(42)]);
     assert_eq!(rejections.len(), 1);
     assert_eq!(rejections[0].state(), State::Open);
+}
+
+#[test]
+fn listeners_hear_the_duration_of_successes_that_change_nothing() {
+    // A closed-state success with no failure pending changes no count (it
+    // settles before the settings are read); its listener still hears its
+    // duration, as it does for a success that resets a failure.
+    let clock = ManualClock::new();
+    let seen = Seen::default();
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(3)
+        .clock(clock.clone())
+        .listener(seen.clone())
+        .build()
+        .unwrap();
+    let took = |d: Duration, ok: bool| {
+        let p = b.try_acquire().unwrap();
+        clock.advance(d);
+        if ok {
+            p.success()
+        } else {
+            p.failure()
+        }
+    };
+    took(ms(7), true); // nothing to reset
+    took(ms(2), false);
+    took(ms(5), true); // resets the failure
+    took(ms(1_500), true);
+    let durations = seen.0.lock().unwrap().0.clone();
+    assert_eq!(durations, vec![ms(7), ms(2), ms(5), ms(1_500)]);
+    assert_eq!(b.snapshot().consecutive_failures, 0);
 }
 
 #[test]

@@ -674,10 +674,12 @@ impl From<BreakerConfig> for Builder {
 /// # Ok::<(), fusebox::ConfigError>(())
 /// ```
 #[must_use]
+#[derive(Default)]
 pub struct Builder {
     pub(crate) config: BreakerConfig,
     name: Option<String>,
-    clock: Arc<dyn Clock>,
+    /// `None`: [`MonotonicClock`], read without a virtual call.
+    clock: Option<Arc<dyn Clock>>,
     listeners: Vec<Arc<dyn Listener>>,
 }
 
@@ -688,17 +690,6 @@ impl fmt::Debug for Builder {
             .field("config", &self.config)
             .field("listeners", &self.listeners.len())
             .finish()
-    }
-}
-
-impl Default for Builder {
-    fn default() -> Self {
-        Builder {
-            config: BreakerConfig::default(),
-            name: None,
-            clock: Arc::new(MonotonicClock),
-            listeners: Vec::new(),
-        }
     }
 }
 
@@ -941,7 +932,14 @@ impl Builder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Arc::new(clock);
+        fn is_monotonic<C: Clock>(_: &C) -> bool {
+            std::any::TypeId::of::<C>() == std::any::TypeId::of::<MonotonicClock>()
+        }
+        self.clock = if is_monotonic(&clock) {
+            None
+        } else {
+            Some(Arc::new(clock))
+        };
         self
     }
 

@@ -10,7 +10,7 @@ use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
 use super::tally::{Tally, TallyCells};
 use super::types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
-use crate::clock::Clock;
+use crate::clock::{Clock, MonotonicClock};
 use crate::sync::{
     lock, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Striped, Swap, SwapGuard,
 };
@@ -36,24 +36,26 @@ pub(crate) const NO_START: Nanos = Nanos::MAX;
 /// Bit of `Core::recorders` set while a close empties the window.
 const SEAL: u64 = 1 << 63;
 
-/// The clock, read at most once per operation and only if needed.
+/// The breaker's time ([`Inner::now`]), read at most once per operation and
+/// only if needed.
 pub(crate) struct LazyNow<'a> {
-    read: &'a dyn Fn() -> Nanos,
+    inner: &'a Inner,
     at: std::cell::Cell<Option<Nanos>>,
 }
 
 impl<'a> LazyNow<'a> {
-    pub(crate) fn new(read: &'a dyn Fn() -> Nanos) -> Self {
+    pub(crate) fn new(inner: &'a Inner) -> Self {
         LazyNow {
-            read,
+            inner,
             at: std::cell::Cell::new(None),
         }
     }
+    #[inline]
     pub(crate) fn get(&self) -> Nanos {
         match self.at.get() {
             Some(t) => t,
             None => {
-                let t = (self.read)();
+                let t = self.inner.now();
                 self.at.set(Some(t));
                 t
             }
@@ -99,6 +101,16 @@ pub(crate) enum Kind {
     Probe,
     /// Disabled: the verdict counts for nothing.
     Bypass,
+}
+
+/// What [`Core::record_window`] did with a verdict.
+enum Recorded {
+    /// The verdict's closed period is over: it counts for nothing.
+    Stale,
+    /// Recorded (or changed nothing); nothing can trip on it.
+    Quiet,
+    /// Recorded; the window's totals after it, for the rate rules.
+    Totals(Totals),
 }
 
 /// What the lock guards: half-open bookkeeping and the trip counter.
@@ -602,44 +614,64 @@ impl Core {
             }
         }
         if let Some(window) = &live.window {
-            // A stale verdict must not even take a ring position: it would
-            // push a call of the current period out of the last n. (One that
-            // races the close itself may still take one: the seal below
-            // guards the counts, not the position.)
-            if self.load().generation() != generation {
-                return None;
-            }
-            // A plain success over a plain success changes nothing but the
-            // ring position: no write.
-            let Some(claim) = window.claim(failed, slow_call) else {
-                return self.trip_checked(generation, trip, now);
-            };
-            // Announce, then check the generation (see `close`).
-            // Acquire: a fetch_add that finds the seal gone synchronises with
-            // the unseal, so the generation read below is the new one.
-            // Each thread announces in its own cell; the closer seals them all.
-            let cell = self.recorders.mine();
-            while cell.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
-                // Relaxed: we wrote nothing the closer needs to see.
-                cell.fetch_sub(1, Ordering::Relaxed);
-                while cell.load(Ordering::Relaxed) & SEAL != 0 {
-                    crate::sync::spin_wait();
-                }
-            }
-            if self.load().generation() != generation {
-                // Release (here and below): our window writes happen before
-                // the closer's emptying that waits for this decrement.
-                cell.fetch_sub(1, Ordering::Release);
-                return None; // stale: this permit's closed period is over
-            }
-            let t = if window.needs_time() { now.get() } else { 0 };
-            let totals = window.record(claim, t, failed, slow_call);
-            cell.fetch_sub(1, Ordering::Release);
-            if let Some(totals) = totals {
-                trip = trip.or_else(|| policy.rate_trip(&totals));
+            match self.record_window(window, generation, failed, slow_call, now) {
+                Recorded::Stale => return None,
+                Recorded::Totals(totals) => trip = trip.or_else(|| policy.rate_trip(&totals)),
+                Recorded::Quiet => {}
             }
         }
         self.trip_checked(generation, trip, now)
+    }
+
+    /// Records a closed-state verdict of `generation` in `window`. Kept out
+    /// of [`Core::record_closed`] so that its registers and the consecutive
+    /// count's do not crowd one frame.
+    #[inline(never)]
+    fn record_window(
+        &self,
+        window: &Window,
+        generation: u64,
+        failed: bool,
+        slow_call: bool,
+        now: &LazyNow<'_>,
+    ) -> Recorded {
+        // A stale verdict must not even take a ring position: it would
+        // push a call of the current period out of the last n. (One that
+        // races the close itself may still take one: the seal below
+        // guards the counts, not the position.)
+        if self.load().generation() != generation {
+            return Recorded::Stale;
+        }
+        // A plain success over a plain success changes nothing but the
+        // ring position: no write.
+        let Some(claim) = window.claim(failed, slow_call) else {
+            return Recorded::Quiet;
+        };
+        // Announce, then check the generation (see `close`).
+        // Acquire: a fetch_add that finds the seal gone synchronises with
+        // the unseal, so the generation read below is the new one.
+        // Each thread announces in its own cell; the closer seals them all.
+        let cell = self.recorders.mine();
+        while cell.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
+            // Relaxed: we wrote nothing the closer needs to see.
+            cell.fetch_sub(1, Ordering::Relaxed);
+            while cell.load(Ordering::Relaxed) & SEAL != 0 {
+                crate::sync::spin_wait();
+            }
+        }
+        if self.load().generation() != generation {
+            // Release (here and below): our window writes happen before
+            // the closer's emptying that waits for this decrement.
+            cell.fetch_sub(1, Ordering::Release);
+            return Recorded::Stale; // this permit's closed period is over
+        }
+        let t = if window.needs_time() { now.get() } else { 0 };
+        let totals = window.record(claim, t, failed, slow_call);
+        cell.fetch_sub(1, Ordering::Release);
+        match totals {
+            Some(totals) => Recorded::Totals(totals),
+            None => Recorded::Quiet,
+        }
     }
 
     /// Trips for `trip`, if any, once the lock confirms the breaker is still
@@ -882,6 +914,16 @@ impl Core {
     }
 }
 
+/// The clock's reading: the default clock's directly, any other through its
+/// `dyn Clock`.
+#[inline(always)]
+fn read_clock(clock: &Option<Arc<dyn Clock>>) -> Nanos {
+    match clock {
+        None => MonotonicClock.now_nanos(),
+        Some(clock) => clock.now_nanos(),
+    }
+}
+
 /// How far the breaker's time may run ahead of [`Inner::seen`] before it is
 /// written again (1 ms).
 const SEEN_STEP: Nanos = 1_000_000;
@@ -898,14 +940,20 @@ const QUIET: u8 = 2;
 /// every call (so [`Inner::success_is_noop`] need not look).
 const TIME_WINDOW: u8 = 4;
 
+/// Bit of [`Inner::mode`]: as [`QUIET`], listeners aside: a closed-state
+/// success that [`Core::success_is_noop`] approves changes nothing (no slow
+/// rule, no window, no tally), so only the listeners hear of it.
+const SETTLED: u8 = 8;
+
 /// What every handle of one breaker shares: the state machine, the clock,
 /// the listeners and the name.
 pub(crate) struct Inner {
     pub(crate) core: Core,
-    pub(crate) clock: Arc<dyn Clock>,
+    /// `None`: [`MonotonicClock`], read without a virtual call.
+    pub(crate) clock: Option<Arc<dyn Clock>>,
     listeners: Box<[Arc<dyn Listener>]>,
-    /// [`TIME_CALLS`], [`QUIET`] and [`TIME_WINDOW`], derived from the settings in force and
-    /// rewritten by a reconfigure.
+    /// [`TIME_CALLS`], [`QUIET`], [`SETTLED`] and [`TIME_WINDOW`], derived
+    /// from the settings in force and rewritten by a reconfigure.
     mode: AtomicU8,
     /// A listener set at runtime (a fleet's), told of transitions only.
     hook: Swap<Option<Arc<dyn Listener>>>,
@@ -930,11 +978,11 @@ impl fmt::Debug for Inner {
 impl Inner {
     pub(crate) fn new(
         settings: Settings,
-        clock: Arc<dyn Clock>,
+        clock: Option<Arc<dyn Clock>>,
         listeners: Box<[Arc<dyn Listener>]>,
         name: Option<String>,
     ) -> Inner {
-        let start = clock.now_nanos();
+        let start = read_clock(&clock);
         let core = Core::new(settings, start);
         let inner = Inner {
             core,
@@ -952,11 +1000,14 @@ impl Inner {
 
     fn set_mode(&self, settings: &Settings) {
         let time_calls = settings.policy.slow.is_some() || !self.listeners.is_empty();
-        let quiet =
-            !time_calls && settings.policy.window.is_none() && self.core.tally.get().is_none();
+        let settled = settings.policy.slow.is_none()
+            && settings.policy.window.is_none()
+            && self.core.tally.get().is_none();
+        let quiet = settled && !time_calls;
         let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
         let mode = if time_calls { TIME_CALLS } else { 0 }
             | if quiet { QUIET } else { 0 }
+            | if settled { SETTLED } else { 0 }
             | if time_window { TIME_WINDOW } else { 0 };
         // Relaxed: a hint for the hot path. A call that reads the old mode
         // is timed (or settled) by the old settings, as if it had finished
@@ -1000,7 +1051,7 @@ impl Inner {
     /// the size of the jump. Backward steps smaller than [`SEEN_STEP`] are
     /// absorbed by the saturating arithmetic instead.
     pub(crate) fn now(&self) -> Nanos {
-        let raw = self.clock.now_nanos();
+        let raw = read_clock(&self.clock);
         // Relaxed throughout: `offset` and `seen` order nothing else; a stale
         // value only delays a step forward or retries the shift below.
         let mut offset = self.offset.load(Ordering::Relaxed);
@@ -1034,7 +1085,8 @@ impl Inner {
         }
     }
 
-    /// The hot path's admission: a closed breaker with nothing to time.
+    /// The hot path's admission: a closed (or disabled) breaker, timed from
+    /// here if something needs the call's duration.
     #[inline(always)]
     pub(crate) fn fast_ticket(&self) -> Option<Ticket> {
         if self.mode() & TIME_CALLS != 0 {
@@ -1043,15 +1095,29 @@ impl Inner {
         self.core.admit_fast()
     }
 
-    /// Admission when [`Inner::fast_ticket`] could not decide: the open
-    /// path first (the clock, the word, the open period), then the rest.
+    /// Admission when [`Inner::fast_ticket`] could not decide: a closed
+    /// breaker timing its calls, then the open path (the clock, the word,
+    /// the open period), then the rest.
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
+        if self.mode() & TIME_CALLS != 0 {
+            if let Some(mut ticket) = self.core.admit_fast() {
+                ticket.start = self.start_time();
+                return Ok(ticket);
+            }
+        }
         let now = self.now();
         if let Some(rejected) = self.core.reject_fast(now) {
             return Err(self.rejected(rejected));
         }
         self.admit_at(now)
+    }
+
+    /// [`Inner::now`] for a timed admission, out of line so that the open
+    /// path does not pay for its registers.
+    #[inline(never)]
+    fn start_time(&self) -> Nanos {
+        self.now()
     }
 
     /// Kept out of [`Inner::acquire_slow`] so that the open path does not
@@ -1105,33 +1171,46 @@ impl Inner {
 
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+        let mode = self.mode();
+        // A success that changes nothing, heard only by the listeners.
+        if mode & SETTLED != 0 && outcome == Outcome::Success && self.core.success_is_noop(&ticket)
+        {
+            if !self.listeners.is_empty() {
+                let elapsed =
+                    (ticket.start != NO_START).then(|| self.now().saturating_sub(ticket.start));
+                self.tell_call(outcome, false, elapsed);
+            }
+            return;
+        }
         // Untimed and told to no one: settle a no-op success before any set-up.
         if ticket.start == NO_START
             && outcome == Outcome::Success
-            && self.mode() & TIME_WINDOW == 0
+            && mode & TIME_WINDOW == 0
             && self.listeners.is_empty()
             && self
                 .core
-                .with_live(|live| self.success_is_noop(live, &ticket, outcome))
+                .with_live(|live| self.success_is_noop(live, mode, &ticket, outcome))
         {
             self.core.count(&ticket, outcome, false);
             return;
         }
-        let read = || self.now();
-        let now = LazyNow::new(&read);
+        let now = LazyNow::new(self);
         let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
-        let (slow, transition) = self.core.with_live(|live| {
+        // Everyone is told inside, so that no transition is carried out of
+        // the closure (a wide copy on every call, though rarely `Some`).
+        self.core.with_live(|live| {
             let slow = live.settings.policy.is_slow(elapsed);
             self.core.count(&ticket, outcome, slow);
-            if !slow && self.success_is_noop(live, &ticket, outcome) {
-                return (false, None);
+            let transition = if !slow && self.success_is_noop(live, mode, &ticket, outcome) {
+                None
+            } else {
+                self.core.record(live, ticket, outcome, slow, &now)
+            };
+            if !self.listeners.is_empty() {
+                self.tell_call(outcome, slow, elapsed);
             }
-            (slow, self.core.record(live, ticket, outcome, slow, &now))
-        });
-        if !self.listeners.is_empty() {
-            self.tell_call(outcome, slow, elapsed);
-        }
-        self.emit(transition);
+            self.emit(transition);
+        })
     }
 
     #[inline(never)]
@@ -1150,11 +1229,12 @@ impl Inner {
     /// that [`Core::record`] (which would find the same) can be skipped: no
     /// consecutive failure to reset, and no window or a count
     /// window full of plain successes. A time window counts every call.
+    /// `mode` is the [`Inner::mode`] the verdict read.
     #[inline(always)]
-    fn success_is_noop(&self, live: &Live, ticket: &Ticket, outcome: Outcome) -> bool {
+    fn success_is_noop(&self, live: &Live, mode: u8, ticket: &Ticket, outcome: Outcome) -> bool {
         outcome == Outcome::Success
             && ticket.kind == Kind::Normal
-            && self.mode() & TIME_WINDOW == 0
+            && mode & TIME_WINDOW == 0
             && (live.settings.policy.consecutive.is_none() || self.core.success_is_noop(ticket))
             && live
                 .window

@@ -22,7 +22,7 @@ pub use types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 #[allow(unused_imports)] // for the fleet
 pub(crate) use {core::ProbeGate, tally::Tally};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, MonotonicClock};
 use core::{Inner, Settings};
 use permit::CallGuard;
 use std::fmt;
@@ -87,7 +87,7 @@ impl CircuitBreaker {
 
     pub(crate) fn from_parts(
         settings: Settings,
-        clock: Arc<dyn Clock>,
+        clock: Option<Arc<dyn Clock>>,
         listeners: Box<[Arc<dyn Listener>]>,
         name: Option<String>,
     ) -> CircuitBreaker {
@@ -502,7 +502,7 @@ impl CircuitBreaker {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn clock(&self) -> &dyn Clock {
-        &*self.inner.clock
+        self.inner.clock.as_deref().unwrap_or(&MonotonicClock)
     }
 
     /// The breaker's state machine, for the rest of the crate.

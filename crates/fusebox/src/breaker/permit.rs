@@ -110,10 +110,18 @@ impl Permit {
 }
 
 impl Drop for Permit {
+    #[inline]
     fn drop(&mut self) {
         if !self.done {
-            self.inner.core.release(self.ticket);
+            self.release();
         }
+    }
+}
+
+impl Permit {
+    #[inline(never)]
+    fn release(&self) {
+        self.inner.core.release(self.ticket);
     }
 }
 
@@ -155,10 +163,22 @@ impl<'a> CallGuard<'a> {
 }
 
 impl Drop for CallGuard<'_> {
+    /// Inlined so that a guard dropped after its verdict (`done`, known at
+    /// the drop site) costs nothing; the rest is out of line.
+    #[inline]
     fn drop(&mut self) {
-        if self.done {
-            return;
+        if !self.done {
+            self.abandon();
         }
+    }
+}
+
+impl CallGuard<'_> {
+    /// A guard dropped without a verdict: a panic out of the user's code
+    /// (`running`) or a cancelled future.
+    #[cold]
+    #[inline(never)]
+    fn abandon(&mut self) {
         if self.running {
             self.inner.finish(self.ticket, Outcome::Failure);
         } else {

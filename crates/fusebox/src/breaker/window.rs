@@ -216,10 +216,21 @@ impl TimeWindow {
     /// fell out of it. One thread wins each advance and empties the buckets; a
     /// record racing that emptying may be dropped (it lands in a bucket as the
     /// bucket is swapped to zero), never double counted.
+    #[inline]
     fn advance(&self, epoch: u64) {
         // Relaxed: head only decides who empties which buckets; the buckets'
         // own atomic swaps keep the totals exact.
-        let mut head = self.head.0.load(Ordering::Relaxed);
+        let head = self.head.0.load(Ordering::Relaxed);
+        if epoch > head {
+            self.advance_from(head, epoch);
+        }
+    }
+
+    /// [`advance`](Self::advance) once the window has to move: at most
+    /// once per bucket width.
+    #[cold]
+    #[inline(never)]
+    fn advance_from(&self, mut head: u64, epoch: u64) {
         while epoch > head {
             match self.head.0.compare_exchange_weak(
                 head,
@@ -261,11 +272,12 @@ impl TimeWindow {
 
     /// Records one call; returns the totals unless the window holds no
     /// failure and no slow call (then nothing can trip).
+    #[inline]
     pub(crate) fn record(&self, now: u64, failed: bool, slow: bool) -> Option<Totals> {
         let epoch = now / self.width;
         self.advance(epoch);
         let i = (epoch % self.n as u64) as usize;
-        let mine = &self.calls[stripe() % self.calls.len()].0;
+        let mine = &self.calls[stripe() % STRIPES].0;
         // Totals first, bucket second: an emptying racing us then subtracts at
         // most what was added, so the totals never dip below the buckets' sum.
         // Relaxed: statistics (see `Sums`).
@@ -276,13 +288,16 @@ impl TimeWindow {
             self.sums.0.add(0, f, s);
             self.buckets[i].add(0, f, s);
         }
-        let t = self.sums.0.read();
-        if t.failures == 0 && t.slow == 0 {
+        // Relaxed: statistics (see `Sums`). Failures and slow calls first:
+        // without either nothing can trip, and the call counts are not read.
+        if self.sums.0.failures.load(Ordering::Relaxed) <= 0
+            && self.sums.0.slow.load(Ordering::Relaxed) <= 0
+        {
             return None;
         }
         Some(Totals {
             calls: self.calls(),
-            ..t
+            ..self.sums.0.read()
         })
     }
 
@@ -334,6 +349,7 @@ impl Window {
         }
     }
 
+    #[inline]
     pub(crate) fn record(
         &self,
         claim: usize,
