@@ -58,6 +58,23 @@ impl CircuitBreaker {
         self.inner.core.set_probe_gate(gate);
     }
 
+    /// The `retry_after` a half-open call gets when the gate denies it.
+    pub(crate) fn set_deny_retry(&self, retry: Duration) {
+        self.inner.core.set_deny_retry(nanos(retry));
+    }
+
+    /// Half-open admissions asked for so far (admitted or rejected), and
+    /// probe permits dropped without a verdict: counters that only grow.
+    pub(crate) fn half_open_demand(&self) -> (u64, u64) {
+        self.inner.core.half_open_demand()
+    }
+
+    /// The state and generation now, without the lazy Open -> HalfOpen step
+    /// (which is a call's to take, not the fleet's).
+    pub(crate) fn peek(&self) -> (State, u64) {
+        self.inner.core.peek()
+    }
+
     /// Starts counting closed-state verdicts for [`tally`](Self::tally).
     pub(crate) fn enable_tally(&self) {
         self.inner.enable_tally();

@@ -418,8 +418,11 @@ impl Shared {
             let span = ms(span);
             (span, (span / 10).max(1))
         });
-        let state = breaker.state(); // the lazy Open -> HalfOpen step
+        // Not the lazy Open -> HalfOpen step: that is a call's (a node
+        // without calls neither goes half-open nor asks for the lease).
+        let (state, _) = breaker.peek();
         let closed = member.settled_closed();
+        let (asks, drops) = breaker.half_open_demand();
         let tally = breaker.tally();
         let mut book = member.book();
         if let Some((span, _)) = window {
@@ -435,18 +438,32 @@ impl Shared {
             failures: tally.failures.saturating_sub(book.sent.failures),
             slow: tally.slow.saturating_sub(book.sent.slow),
         };
+        // Demand: half-open calls asked for on this node since the last
+        // sync (rejected for want of the lease, or admitted as probes).
+        let now = Instant::now();
+        let asked = asks != book.asks_seen;
+        let dropped = drops != book.dropped_seen;
+        book.asks_seen = asks;
+        book.dropped_seen = drops;
+        if asked {
+            book.demand_at = Some(now);
+        }
         let lease = match book.lease_since {
             Some(_) if state != State::HalfOpen => LeaseOp::Release,
-            // Held for a whole interval with no probe running (a permit
-            // dropped, or no traffic here): let another node probe.
-            Some(since)
+            // No probe running, and a permit dropped without a verdict, or
+            // no half-open call here for a lease's life: let another node
+            // with calls probe.
+            Some(_)
                 if breaker.probes_in_flight() == 0
-                    && since.elapsed() >= self.settings.sync_every =>
+                    && (dropped
+                        || book
+                            .demand_at
+                            .is_none_or(|at| now - at >= self.settings.lease)) =>
             {
                 LeaseOp::Release
             }
             Some(_) => LeaseOp::Renew,
-            None if state == State::HalfOpen => LeaseOp::Acquire,
+            None if state == State::HalfOpen && asked => LeaseOp::Acquire,
             None => LeaseOp::None,
         };
         drop(book);
