@@ -373,6 +373,41 @@ async fn a_node_without_half_open_calls_does_not_take_the_probe_lease() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_calls_takes_the_lease_ahead_and_its_first_half_open_call_probes() {
+    let Some(redis) = LocalRedis::start_or_skip("lease_ahead") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "lease-ahead", 2, || {
+        probing(Duration::from_millis(300))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    // Node 1 has calls all along: rejected while open, then its first call
+    // that finds the open period over probes (the lease was taken ahead).
+    let start = Instant::now();
+    let probe = loop {
+        match nodes[1].1.try_acquire() {
+            Ok(permit) => break permit,
+            Err(r) => assert_eq!(r.state(), State::Open, "never rejected half-open"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(5));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(
+        lease_holder(&redis, "lease-ahead").await.as_deref(),
+        Some("n1")
+    );
+    assert_eq!(
+        nodes[0].1.try_acquire().unwrap_err().state(),
+        State::HalfOpen,
+        "one probe fleet-wide"
+    );
+    probe.success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_whose_calls_are_further_apart_than_sync_every_keeps_the_lease() {
     let Some(redis) = LocalRedis::start_or_skip("lease_sparse") else {
         return;

@@ -868,13 +868,14 @@ impl Core {
         self.deny_retry.store(retry, Ordering::Relaxed);
     }
 
-    /// Half-open admissions asked for so far, and probe permits dropped
-    /// without a verdict (both only ever grow).
+    /// Calls that found the breaker open or half-open so far (rejected, or
+    /// admitted as probes), and probe permits dropped without a verdict.
+    /// Both only grow, until a reset zeroes the rejections.
     #[allow(dead_code)] // used by the fleet
-    pub(crate) fn half_open_demand(&self) -> (u64, u64) {
+    pub(crate) fn demand(&self) -> (u64, u64) {
         // Relaxed: counters; see `admit`.
         (
-            self.half_open_asks.load(Ordering::Relaxed),
+            self.half_open_asks.load(Ordering::Relaxed) + self.rejected.sum(Ordering::Relaxed),
             self.probes_dropped.load(Ordering::Relaxed),
         )
     }

@@ -63,16 +63,26 @@ impl CircuitBreaker {
         self.inner.core.set_deny_retry(nanos(retry));
     }
 
-    /// Half-open admissions asked for so far (admitted or rejected), and
-    /// probe permits dropped without a verdict: counters that only grow.
-    pub(crate) fn half_open_demand(&self) -> (u64, u64) {
-        self.inner.core.half_open_demand()
+    /// Calls that found the breaker open or half-open so far (rejected, or
+    /// admitted as probes), and probe permits dropped without a verdict:
+    /// counters that only grow (a reset zeroes the first).
+    pub(crate) fn demand(&self) -> (u64, u64) {
+        self.inner.core.demand()
     }
 
     /// The state and generation now, without the lazy Open -> HalfOpen step
     /// (which is a call's to take, not the fleet's).
     pub(crate) fn peek(&self) -> (State, u64) {
         self.inner.core.peek()
+    }
+
+    /// Time left in the open period if Open (zero once over), without the
+    /// lazy Open -> HalfOpen step.
+    pub(crate) fn open_left(&self) -> Option<Duration> {
+        self.inner
+            .core
+            .open_remaining(self.inner.now())
+            .map(Duration::from_nanos)
     }
 
     /// Starts counting closed-state verdicts for [`tally`](Self::tally).

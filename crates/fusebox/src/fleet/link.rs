@@ -422,7 +422,16 @@ impl Shared {
         // without calls neither goes half-open nor asks for the lease).
         let (state, _) = breaker.peek();
         let closed = member.settled_closed();
-        let (asks, drops) = breaker.half_open_demand();
+        let (asks, drops) = breaker.demand();
+        // Open, and the period ends before the next sync: the lease may be
+        // taken ahead, so that the first half-open call here probes.
+        let wants = match state {
+            State::HalfOpen => true,
+            State::Open => breaker
+                .open_left()
+                .is_some_and(|left| left <= self.settings.sync_every),
+            _ => false,
+        };
         let tally = breaker.tally();
         let mut book = member.book();
         if let Some((span, _)) = window {
@@ -438,8 +447,8 @@ impl Shared {
             failures: tally.failures.saturating_sub(book.sent.failures),
             slow: tally.slow.saturating_sub(book.sent.slow),
         };
-        // Demand: half-open calls asked for on this node since the last
-        // sync (rejected for want of the lease, or admitted as probes).
+        // Demand: calls on this node since the last sync that found the
+        // breaker open or half-open (rejected, or admitted as probes).
         let now = Instant::now();
         let asked = asks != book.asks_seen;
         let dropped = drops != book.dropped_seen;
@@ -449,10 +458,10 @@ impl Shared {
             book.demand_at = Some(now);
         }
         let lease = match book.lease_since {
-            Some(_) if state != State::HalfOpen => LeaseOp::Release,
+            Some(_) if !matches!(state, State::Open | State::HalfOpen) => LeaseOp::Release,
             // No probe running, and a permit dropped without a verdict, or
-            // no half-open call here for a lease's life: let another node
-            // with calls probe.
+            // no call here for a lease's life: let another node with calls
+            // probe.
             Some(_)
                 if breaker.probes_in_flight() == 0
                     && (dropped
@@ -463,7 +472,7 @@ impl Shared {
                 LeaseOp::Release
             }
             Some(_) => LeaseOp::Renew,
-            None if state == State::HalfOpen && asked => LeaseOp::Acquire,
+            None if wants && asked => LeaseOp::Acquire,
             None => LeaseOp::None,
         };
         drop(book);
@@ -496,7 +505,8 @@ impl Shared {
             .arg(proposal)
             .arg(&self.settings.node)
             .arg(ms(self.settings.lease))
-            .arg(self.settings.quorum);
+            .arg(self.settings.quorum)
+            .arg(ms(self.settings.sync_every));
         for e in &entries {
             let k = &e.member.keys;
             call.key(&k.open)

@@ -77,8 +77,8 @@ pub(crate) struct Book {
     pub(crate) sent_at: Instant,
     /// Since when this node holds the probe lease.
     pub(crate) lease_since: Option<Instant>,
-    /// The breaker's half-open demand counters as the last sync read them
-    /// (see [`CircuitBreaker::half_open_demand`]).
+    /// The breaker's demand counters as the last sync read them (see
+    /// `CircuitBreaker::demand`).
     pub(crate) asks_seen: u64,
     pub(crate) dropped_seen: u64,
     /// When a sync last found new half-open demand on this node.
@@ -136,7 +136,7 @@ impl Member {
     pub(crate) fn new(id: u64, name: String, breaker: CircuitBreaker, namespace: &str) -> Member {
         let keys = Keys::new(namespace, &name);
         let sent = breaker.tally();
-        let (asks_seen, dropped_seen) = breaker.half_open_demand();
+        let (asks_seen, dropped_seen) = breaker.demand();
         Member {
             id,
             name,

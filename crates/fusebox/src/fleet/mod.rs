@@ -61,21 +61,23 @@
 //!   time holds the probe lease (a Redis key with an expiry,
 //!   [`probe_lease`](FleetBuilder::probe_lease)) and admits the breaker's
 //!   `half_open_probes` probes: `half_open_probes(k)` means k probes in the
-//!   whole fleet. A node asks for the lease only on demand: a call of its own
-//!   found the breaker half-open (a node without calls neither goes
-//!   half-open nor takes the lease). The first such call is rejected; it
-//!   wakes the node's task, which asks for the lease at once (one round
-//!   trip), and the node's next call probes; a node refused because another
-//!   holds it asks again at each sync while its calls keep coming. The
-//!   others reject half-open calls until the prober closes (the close
-//!   travels like a trip) or reopens (a trip), with `retry_after` equal to
-//!   `sync_every`: by then the node has asked again (and holds the lease if
-//!   it was free) or heard the verdict. The holder keeps the lease (renewed
-//!   at each sync) while it has half-open calls, even further apart than
-//!   `sync_every`; it gives it back at a sync with no probe in flight once a
-//!   probe permit was dropped without a verdict, or once it went a whole
-//!   `probe_lease` without a half-open call, and at once on the verdict. A
-//!   dead prober's lease expires and a node with calls takes it.
+//!   whole fleet. A node asks for the lease only on demand: calls of its own
+//!   found the breaker open or half-open since its last sync (a node without
+//!   calls neither goes half-open nor takes the lease). It may take it ahead,
+//!   at a sync that finds the open period ending before the next one, so that
+//!   its first half-open call probes; otherwise its first half-open call is
+//!   rejected and wakes the node's task, which asks at once (one round trip),
+//!   and its next call probes. A node refused because another holds the
+//!   lease asks again at each sync while its calls keep coming. The others
+//!   reject half-open calls until the prober closes (the close travels like
+//!   a trip) or reopens (a trip), with `retry_after` equal to `sync_every`:
+//!   by then the node has asked again (and holds the lease if it was free)
+//!   or heard the verdict. The holder keeps the lease (renewed at each sync)
+//!   while it has calls, even further apart than `sync_every`; it gives it
+//!   back at a sync with no probe in flight once a probe permit was dropped
+//!   without a verdict, or once it went a whole `probe_lease` without a call,
+//!   and at once on the verdict. A dead prober's lease expires and a node
+//!   with calls takes it.
 //! - **Closes are for one trip.** Every trip of the fleet's breaker (from
 //!   closed or half-open to open) has an epoch, made by Redis, and a close is
 //!   told with the epoch its probe ran under. Redis takes it (compare and
