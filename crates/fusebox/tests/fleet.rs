@@ -331,6 +331,22 @@ async fn holds_lease(redis: &LocalRedis, ns: &str, node: &str) {
     }
 }
 
+/// Two nodes whose fleet breaker is half-open (opened for 200 ms by node
+/// 0), node 0 holding the probe lease: its one call after the open period
+/// was rejected and asked for it.
+async fn half_open_held_by_n0(
+    redis: &LocalRedis,
+    ns: &str,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    let nodes = fleet_of(redis, ns, 2, || probing(Duration::from_millis(200))).await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(nodes[0].1.try_acquire().is_err());
+    holds_lease(redis, ns, "n0").await;
+    nodes
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_without_half_open_calls_does_not_take_the_probe_lease() {
     let Some(redis) = LocalRedis::start_or_skip("lease_idle") else {
@@ -412,16 +428,7 @@ async fn a_holder_whose_calls_are_further_apart_than_sync_every_keeps_the_lease(
     let Some(redis) = LocalRedis::start_or_skip("lease_sparse") else {
         return;
     };
-    let nodes = fleet_of(&redis, "lease-sparse", 2, || {
-        probing(Duration::from_millis(200))
-    })
-    .await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    // Node 0 has a call: rejected, it takes the lease.
-    assert!(nodes[0].1.try_acquire().is_err());
-    holds_lease(&redis, "lease-sparse", "n0").await;
+    let nodes = half_open_held_by_n0(&redis, "lease-sparse").await;
     // Node 1 calls often meanwhile, node 0 not for more than two syncs
     // (but less than the lease's life, 3 x sync_every): node 0 keeps it.
     let quiet = Instant::now();
@@ -447,15 +454,7 @@ async fn a_holder_without_half_open_calls_gives_the_lease_to_a_node_with_some() 
     let Some(redis) = LocalRedis::start_or_skip("lease_handover") else {
         return;
     };
-    let nodes = fleet_of(&redis, "lease-handover", 2, || {
-        probing(Duration::from_millis(200))
-    })
-    .await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    assert!(nodes[0].1.try_acquire().is_err());
-    holds_lease(&redis, "lease-handover", "n0").await;
+    let nodes = half_open_held_by_n0(&redis, "lease-handover").await;
     // Node 0 has no more calls; node 1 keeps asking and gets the lease
     // once node 0 went a lease's life (3 x sync_every) without demand.
     let probe = admitted(&nodes[1].1).await;
@@ -472,15 +471,7 @@ async fn a_dropped_probe_permit_gives_the_lease_back() {
     let Some(redis) = LocalRedis::start_or_skip("lease_dropped") else {
         return;
     };
-    let nodes = fleet_of(&redis, "lease-dropped", 2, || {
-        probing(Duration::from_millis(200))
-    })
-    .await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    assert!(nodes[0].1.try_acquire().is_err());
-    holds_lease(&redis, "lease-dropped", "n0").await;
+    let nodes = half_open_held_by_n0(&redis, "lease-dropped").await;
     // Node 0's probe is dropped without a verdict, while node 0 keeps
     // asking: it gives the lease back at its next sync anyway.
     drop(nodes[0].1.try_acquire().expect("the holder probes"));
