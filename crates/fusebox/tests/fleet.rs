@@ -424,6 +424,41 @@ async fn a_node_with_calls_takes_the_lease_ahead_and_its_first_half_open_call_pr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_is_taken_at_the_end_of_the_open_period_whatever_sync_every() {
+    let Some(redis) = LocalRedis::start_or_skip("lease_end") else {
+        return;
+    };
+    // Syncs 5 s apart: none falls in the 200 ms open period.
+    let nodes = fleet_with(&redis, "lease-end", 2, 1, Duration::from_secs(5), || {
+        probing(Duration::from_millis(200))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    // Node 1 has calls while the fleet is open, then none.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(100) {
+        assert_eq!(nodes[1].1.try_acquire().unwrap_err().state(), State::Open);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // It syncs when the period ends and takes the lease without a call.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while lease_holder(&redis, "lease-end").await.as_deref() != Some("n1") {
+        assert!(
+            Instant::now() < deadline,
+            "no lease at the end of the period"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    nodes[1]
+        .1
+        .try_acquire()
+        .expect("its first call probes")
+        .success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_whose_calls_are_further_apart_than_sync_every_keeps_the_lease() {
     let Some(redis) = LocalRedis::start_or_skip("lease_sparse") else {
         return;

@@ -304,6 +304,17 @@ impl Shared {
         lock(&self.members).values().cloned().collect()
     }
 
+    /// The earliest end of a fleet open period, among this node's shared
+    /// breakers, still to come.
+    pub(crate) fn next_open_end(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.members()
+            .iter()
+            .filter_map(|m| m.book().fleet_open_until)
+            .filter(|&end| end > now)
+            .min()
+    }
+
     pub(crate) fn member(&self, name: &str) -> Option<Arc<Member>> {
         lock(&self.members).get(name).cloned()
     }
@@ -771,6 +782,8 @@ impl Shared {
             Kind::Trip { remaining } => {
                 m.fleet_open_for(remaining);
                 b.trip_remote(remaining);
+                // The sync task plans a sync for the end of the period.
+                self.wake.notify_one();
             }
             Kind::Close => {
                 m.fleet_closed();

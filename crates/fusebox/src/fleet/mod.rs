@@ -64,10 +64,12 @@
 //!   whole fleet. A node asks for the lease only on demand: calls of its own
 //!   found the breaker open or half-open since its last sync (a node without
 //!   calls neither goes half-open nor takes the lease). It may take it ahead,
-//!   at a sync that finds the open period ending before the next one, so that
-//!   its first half-open call probes; otherwise its first half-open call is
-//!   rejected and wakes the node's task, which asks at once (one round trip),
-//!   and its next call probes. A node refused because another holds the
+//!   at a sync that finds the open period ending before the next one, and a
+//!   node also syncs when a fleet open period it knows of ends (one round
+//!   trip per trip, whatever `sync_every`), so that a node with calls usually
+//!   holds the lease by its first half-open call, which then probes; a node
+//!   that does not has that call rejected, which wakes its task to ask at
+//!   once (one round trip), and its next call probes. A node refused because another holds the
 //!   lease asks again at each sync while its calls keep coming. The others
 //!   reject half-open calls until the prober closes (the close travels like
 //!   a trip) or reopens (a trip), with `retry_after` equal to `sync_every`:
