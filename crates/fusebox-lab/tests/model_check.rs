@@ -561,7 +561,11 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
 ///   and it is half-open or its open period ends within `sync_every`;
 ///   catches up an open key it has not applied, and trips
 ///   on the window's totals (rate policies, once `quorum` replicas reported
-///   failures) if its breaker is closed.
+///   failures) if its breaker is closed;
+/// - a replica that learnt when the fleet's open period ends (from its own
+///   trip that opened the fleet, or a trip it heard or caught up; the later
+///   end if several) makes that same sync, alone, at that time, unless a
+///   close came first (one sync if the periodic one falls then too).
 ///
 /// Events at one time: verdicts (in call start order), then trips and
 /// closes arriving, then syncs, then the request.
@@ -623,6 +627,9 @@ struct ModelReplica {
     /// sync; and the last sync that saw such calls.
     wanted: bool,
     wanted_at: Option<Duration>,
+    /// When the fleet's open period ends, as the replica learnt it: it
+    /// syncs then.
+    sync_at_end: Option<Duration>,
     /// (calls, failures, slow) counted, and as last sent.
     counted: (u64, u64, u64),
     sent: (u64, u64, u64),
@@ -686,6 +693,7 @@ impl<'a> FleetModel<'a> {
                     asked: false,
                     wanted: false,
                     wanted_at: None,
+                    sync_at_end: None,
                     counted: (0, 0, 0),
                     sent: (0, 0, 0),
                     sent_at: Duration::ZERO,
@@ -777,6 +785,7 @@ impl<'a> FleetModel<'a> {
             }
         }
         self.reps[r].knows_open = true;
+        self.learn_end(r, at + self.open_for);
         let longer = self
             .redis
             .open_until
@@ -795,7 +804,15 @@ impl<'a> FleetModel<'a> {
         }
     }
 
+    /// Replica `r` learnt the fleet's open period ends at `end` (the later
+    /// of what it knew and this).
+    fn learn_end(&mut self, r: usize, end: Duration) {
+        let e = self.reps[r].sync_at_end.unwrap_or(end);
+        self.reps[r].sync_at_end = Some(if end > e { end } else { e });
+    }
+
     fn close(&mut self, r: usize, at: Duration) {
+        self.reps[r].sync_at_end = None;
         self.redis = Redis::default();
         self.reps[r].knows_open = false;
         self.sent += 1;
@@ -804,6 +821,7 @@ impl<'a> FleetModel<'a> {
     }
 
     fn opened_by_fleet(&mut self, r: usize, at: Duration, remaining: Duration) {
+        self.learn_end(r, at + remaining);
         self.reps[r].knows_open = true;
         self.reps[r].asked = false;
         match self.reps[r].by_fleet {
@@ -832,6 +850,7 @@ impl<'a> FleetModel<'a> {
     }
 
     fn closed_by_fleet(&mut self, r: usize, at: Duration) {
+        self.reps[r].sync_at_end = None;
         self.reps[r].knows_open = false;
         self.reps[r].asked = false;
         let from = match self.reps[r].by_fleet {
@@ -1045,9 +1064,21 @@ fn fleet_model(
         loop {
             let verdict = ends.peek().map(|Reverse((e, _))| *e);
             let message = m.messages.iter().map(|x| x.0).min();
-            // A sync runs while requests are to come or calls are in flight.
-            let sync = (t.is_some() || last_end >= next_sync).then_some(next_sync);
-            let Some(at) = [verdict, message, sync].into_iter().flatten().min() else {
+            // A sync runs while requests are to come or calls are in flight;
+            // so does a replica's sync at the end of an open period.
+            let running = |x: Duration| t.is_some() || last_end >= x;
+            let sync = running(next_sync).then_some(next_sync);
+            let end_sync = m
+                .reps
+                .iter()
+                .filter_map(|x| x.sync_at_end)
+                .min()
+                .filter(|&x| running(x));
+            let Some(at) = [verdict, message, sync, end_sync]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
                 break;
             };
             if t.is_some_and(|t| at > t) {
@@ -1087,9 +1118,18 @@ fn fleet_model(
                     }
                 }
             } else {
-                next_sync += sync_every;
+                let periodic = sync == Some(at);
+                if periodic {
+                    next_sync += sync_every;
+                }
                 for r in 0..n {
-                    m.sync(r, at);
+                    let ends = m.reps[r].sync_at_end.is_some_and(|x| x <= at);
+                    if ends {
+                        m.reps[r].sync_at_end = None;
+                    }
+                    if periodic || ends {
+                        m.sync(r, at);
+                    }
                 }
             }
         }

@@ -195,6 +195,8 @@ struct Node {
     demand: bool,
     /// The last sync that found such calls.
     demand_at: Option<Duration>,
+    /// The end of the fleet's open period as it knows it: it syncs then.
+    wake: Option<Duration>,
     tally: Tally,
     sent: Tally,
     sent_at: Duration,
@@ -223,7 +225,9 @@ struct Node {
 ///   is rejected: the lease comes back after it); the lease is given when
 ///   nobody holds it and the fleet's open period ends within `sync_every`
 ///   (so a replica with calls may hold it before the period ends, and its
-///   first half-open call probes); its holder admits `half_open_probes`
+///   first half-open call probes); a replica also syncs when the fleet's
+///   open period it knows of ends (from the trip it made or heard, the
+///   later end if several), even between `sync_every`s; its holder admits `half_open_probes`
 ///   probes at once and closes after `successes_to_close`; it gives the lease
 ///   back at a sync when it is neither open nor half-open, or has no probe in
 ///   flight and no sync found calls of its for a lease's life ([`LEASE_SYNCS`]
@@ -304,6 +308,7 @@ impl FleetRules {
                     ask: false,
                     demand: false,
                     demand_at: None,
+                    wake: None,
                     tally: Tally::default(),
                     sent: Tally::default(),
                     sent_at: Duration::ZERO,
@@ -344,8 +349,12 @@ impl FleetRules {
     /// (`active`: the run still has requests to come or calls in flight).
     pub(super) fn next_event(&self, active: bool) -> Option<Duration> {
         let delivery = self.pending.iter().map(|d| d.at).min();
+        let wake = self.nodes.iter().filter_map(|n| n.wake).min();
         let sync = (self.share && active).then_some(self.next_sync);
-        delivery.into_iter().chain(sync).min()
+        delivery
+            .into_iter()
+            .chain(sync.into_iter().chain(wake.filter(|_| active)))
+            .min()
     }
 
     /// What replica `r` does with a call starting at `now` ([`Gate`]).
@@ -512,6 +521,7 @@ impl FleetRules {
             }
         }
         self.nodes[r].fleet_open = true;
+        self.wake(r, at + remaining);
         if self
             .open_until
             .is_some_and(|u| u > at && u - at >= remaining)
@@ -523,8 +533,15 @@ impl FleetRules {
         self.send(r, at, Some(remaining));
     }
 
+    /// Replica `r` learnt that the fleet's open period ends at `end`.
+    fn wake(&mut self, r: usize, end: Duration) {
+        let wake = &mut self.nodes[r].wake;
+        *wake = Some(wake.map_or(end, |w| w.max(end)));
+    }
+
     /// Replica `r`'s breaker closed at `at`: the close script.
     fn close(&mut self, r: usize, at: Duration) {
+        self.nodes[r].wake = None;
         self.open_until = None;
         self.lease = None;
         self.trips.clear();
@@ -545,6 +562,7 @@ impl FleetRules {
     /// The fleet opens replica `r` at `now` for `remaining` (a trip that
     /// arrived, or caught up at a sync): `trip_remote`.
     fn open(&mut self, r: usize, now: Duration, remaining: Duration, guard: &dyn Guard) {
+        self.wake(r, now + remaining);
         let node = &mut self.nodes[r];
         node.fleet_open = true;
         node.asked = false;
@@ -576,6 +594,7 @@ impl FleetRules {
     /// The fleet closes replica `r` at `now` (a close arrived): `close_remote`.
     fn closed_by_fleet(&mut self, r: usize, now: Duration, guard: &dyn Guard) {
         self.nodes[r].fleet_open = false;
+        self.nodes[r].wake = None;
         self.nodes[r].asked = false;
         let from = match self.nodes[r].hold {
             Hold::Open(_) => "open",
@@ -649,21 +668,33 @@ impl FleetRules {
         }
     }
 
-    /// Every replica's sync, if one is due at `now` (replica 1 first);
-    /// whether they ran.
+    /// Every replica's sync, if one is due at `now`, and the sync of each
+    /// replica whose known fleet open period ends now (replica 1 first;
+    /// one sync for a replica where both fall); whether any ran.
     pub(super) fn tick<'a>(
         &mut self,
         now: Duration,
         guards: impl Fn(usize) -> &'a dyn Guard,
     ) -> bool {
-        if !self.share || now < self.next_sync {
+        if !self.share {
             return false;
         }
-        self.next_sync += self.sync_every;
-        for r in 0..self.nodes.len() {
-            self.sync(r, now, guards(r));
+        let due = now >= self.next_sync;
+        if due {
+            self.next_sync += self.sync_every;
         }
-        true
+        let mut ran = false;
+        for r in 0..self.nodes.len() {
+            let woken = self.nodes[r].wake.is_some_and(|w| w <= now);
+            if woken {
+                self.nodes[r].wake = None;
+            }
+            if due || woken {
+                self.sync(r, now, guards(r));
+                ran = true;
+            }
+        }
+        ran
     }
 
     /// One replica's sync at `now`: its window delta in, the totals out (a
