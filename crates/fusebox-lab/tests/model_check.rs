@@ -548,16 +548,24 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
 ///   quorum's trips and the window, and is published: it closes every
 ///   other replica's breaker (`Guard::release`) `propagation` later;
 /// - a half-open replica without the lease rejects; the first call that
-///   finds it half-open is rejected and then asks for the lease; the lease
-///   is given if nobody holds it and the open key is gone;
+///   finds it half-open is rejected and then syncs at once; the lease is
+///   given if nobody holds it and the open key is gone or expires within
+///   `sync_every`;
 /// - every `sync_every` (while requests are still to come or calls are in
-///   flight) each replica in turn: steps into half-open if its open period
-///   is over, adds its closed-state verdicts since its last sync to the
-///   window (buckets of a tenth of the span), gives the lease back if it is
-///   not half-open or had no probe in flight for `sync_every`, else asks for
-///   it if half-open, catches up an open key it has not applied, and trips
+///   flight) each replica in turn, without stepping into half-open: adds its
+///   closed-state verdicts since its last sync to the window (buckets of a
+///   tenth of the span); if calls found it open or half-open since its last
+///   sync, notes the time; if it holds the lease, gives it back when it is
+///   neither open nor half-open, or has no probe in flight and noted no
+///   such calls for 3 x `sync_every`; else asks for it if such calls came
+///   and it is half-open or its open period ends within `sync_every`;
+///   catches up an open key it has not applied, and trips
 ///   on the window's totals (rate policies, once `quorum` replicas reported
-///   failures) if its breaker is closed.
+///   failures) if its breaker is closed;
+/// - a replica that learnt when the fleet's open period ends (from its own
+///   trip that opened the fleet, or a trip it heard or caught up; the later
+///   end if several) makes that same sync, alone, at that time, unless a
+///   close came first (one sync if the periodic one falls then too).
 ///
 /// Events at one time: verdicts (in call start order), then trips and
 /// closes arriving, then syncs, then the request.
@@ -577,6 +585,8 @@ struct FleetModel<'a> {
     /// What the generated runs went through (for the coverage check).
     leases_to_non_trippers: usize,
     leases_given_back: usize,
+    /// Leases taken before the open period ended.
+    leases_ahead: usize,
     window_trips: usize,
     last_tripper: Option<usize>,
 }
@@ -613,6 +623,13 @@ struct ModelReplica {
     by_fleet: ByFleet,
     knows_open: bool,
     asked: bool,
+    /// Calls found the breaker open or half-open since the replica's last
+    /// sync; and the last sync that saw such calls.
+    wanted: bool,
+    wanted_at: Option<Duration>,
+    /// When the fleet's open period ends, as the replica learnt it: it
+    /// syncs then.
+    sync_at_end: Option<Duration>,
     /// (calls, failures, slow) counted, and as last sent.
     counted: (u64, u64, u64),
     sent: (u64, u64, u64),
@@ -674,6 +691,9 @@ impl<'a> FleetModel<'a> {
                     by_fleet: ByFleet::No,
                     knows_open: false,
                     asked: false,
+                    wanted: false,
+                    wanted_at: None,
+                    sync_at_end: None,
                     counted: (0, 0, 0),
                     sent: (0, 0, 0),
                     sent_at: Duration::ZERO,
@@ -688,6 +708,7 @@ impl<'a> FleetModel<'a> {
             half_open_ids: 0,
             leases_to_non_trippers: 0,
             leases_given_back: 0,
+            leases_ahead: 0,
             window_trips: 0,
             last_tripper: None,
         }
@@ -764,6 +785,7 @@ impl<'a> FleetModel<'a> {
             }
         }
         self.reps[r].knows_open = true;
+        self.learn_end(r, at + self.open_for);
         let longer = self
             .redis
             .open_until
@@ -782,7 +804,15 @@ impl<'a> FleetModel<'a> {
         }
     }
 
+    /// Replica `r` learnt the fleet's open period ends at `end` (the later
+    /// of what it knew and this).
+    fn learn_end(&mut self, r: usize, end: Duration) {
+        let e = self.reps[r].sync_at_end.unwrap_or(end);
+        self.reps[r].sync_at_end = Some(if end > e { end } else { e });
+    }
+
     fn close(&mut self, r: usize, at: Duration) {
+        self.reps[r].sync_at_end = None;
         self.redis = Redis::default();
         self.reps[r].knows_open = false;
         self.sent += 1;
@@ -791,6 +821,7 @@ impl<'a> FleetModel<'a> {
     }
 
     fn opened_by_fleet(&mut self, r: usize, at: Duration, remaining: Duration) {
+        self.learn_end(r, at + remaining);
         self.reps[r].knows_open = true;
         self.reps[r].asked = false;
         match self.reps[r].by_fleet {
@@ -819,6 +850,7 @@ impl<'a> FleetModel<'a> {
     }
 
     fn closed_by_fleet(&mut self, r: usize, at: Duration) {
+        self.reps[r].sync_at_end = None;
         self.reps[r].knows_open = false;
         self.reps[r].asked = false;
         let from = match self.reps[r].by_fleet {
@@ -838,9 +870,35 @@ impl<'a> FleetModel<'a> {
         self.note(r, at, from, "closed", true);
     }
 
+    /// Replica `r`'s state at `t` as a sync reads it (no step into
+    /// half-open), with the time left of its open period.
+    fn read_state(&self, r: usize, t: Duration) -> (&'static str, Duration) {
+        match self.reps[r].by_fleet {
+            ByFleet::Open(until) => ("open", until.saturating_sub(t)),
+            ByFleet::HalfOpen { .. } => ("half_open", Duration::ZERO),
+            ByFleet::No => {
+                let all = self.guards[r].transitions();
+                match all.last() {
+                    None => ("closed", Duration::ZERO),
+                    Some(tr) if tr.to != "open" => (tr.to, Duration::ZERO),
+                    Some(tr) => ("open", (tr.at + self.open_for).saturating_sub(t)),
+                }
+            }
+        }
+    }
+
+    /// The sync script's acquire: nobody holds the lease and the open key
+    /// is gone or expires within `sync_every`.
     fn take_lease(&mut self, r: usize, t: Duration) {
-        if self.redis.lease.is_none() && self.redis.open_until.is_none_or(|u| u <= t) {
+        let soon = self
+            .redis
+            .open_until
+            .is_none_or(|u| u.saturating_sub(t) <= self.fleet.sync_every);
+        if self.redis.lease.is_none() && soon {
             self.redis.lease = Some((r, t));
+            if self.redis.open_until.is_some_and(|u| u > t) {
+                self.leases_ahead += 1;
+            }
             if self.last_tripper != Some(r) {
                 self.leases_to_non_trippers += 1;
             }
@@ -848,7 +906,7 @@ impl<'a> FleetModel<'a> {
     }
 
     fn sync(&mut self, r: usize, t: Duration) {
-        let state = self.state(r, t);
+        let (state, left) = self.read_state(r, t);
         let mut judged = None;
         if let Some(RateRule {
             span_ms: span,
@@ -892,18 +950,32 @@ impl<'a> FleetModel<'a> {
                 .fold((0, 0, 0), |a, w| (a.0 + w.1, a.1 + w.2, a.2 + w.3));
             judged = Some((sum, self.redis.failing.len()));
         }
+        let wanted = std::mem::replace(&mut self.reps[r].wanted, false);
+        if wanted {
+            self.reps[r].wanted_at = Some(t);
+        }
+        let open_or_half = state == "open" || state == "half_open";
         match self.redis.lease {
-            Some((h, since)) if h == r => {
+            Some((h, _)) if h == r => {
                 let in_flight = match self.reps[r].by_fleet {
                     ByFleet::HalfOpen { in_flight, .. } => in_flight,
                     _ => self.guards[r].probes_in_flight(),
                 };
-                if state != "half_open" || (in_flight == 0 && t - since >= self.fleet.sync_every) {
+                // The lease's life: 3 x sync_every (the default probe_lease).
+                let quiet = match self.reps[r].wanted_at {
+                    Some(at) => t - at >= self.fleet.sync_every * 3,
+                    None => true,
+                };
+                if !open_or_half || (in_flight == 0 && quiet) {
                     self.redis.lease = None;
                     self.leases_given_back += 1;
                 }
             }
-            None if state == "half_open" => self.take_lease(r, t),
+            None if wanted
+                && (state == "half_open" || (state == "open" && left <= self.fleet.sync_every)) =>
+            {
+                self.take_lease(r, t)
+            }
             _ => {}
         }
         if let Some(u) = self.redis.open_until.filter(|&u| u > t) {
@@ -920,7 +992,7 @@ impl<'a> FleetModel<'a> {
         if trips
             && self.fleet.quorum <= failing.max(1)
             && self.reps[r].by_fleet == ByFleet::No
-            && self.guards[r].state(t) == "closed"
+            && self.read_state(r, t).0 == "closed"
         {
             self.window_trips += 1;
             self.lab(r, t, true);
@@ -966,7 +1038,7 @@ impl<'a> FleetModel<'a> {
 fn fleet_model(
     sc: &Scenario,
     spec: &StrategySpec,
-) -> (Vec<RequestRecord>, Vec<Vec<TransitionRecord>>, [usize; 3]) {
+) -> (Vec<RequestRecord>, Vec<Vec<TransitionRecord>>, [usize; 4]) {
     let clock = fusebox::ManualClock::new();
     let lab_clock = LabClock::Virtual(clock.clone());
     let mut m = FleetModel::new(sc, spec, &lab_clock);
@@ -992,9 +1064,21 @@ fn fleet_model(
         loop {
             let verdict = ends.peek().map(|Reverse((e, _))| *e);
             let message = m.messages.iter().map(|x| x.0).min();
-            // A sync runs while requests are to come or calls are in flight.
-            let sync = (t.is_some() || last_end >= next_sync).then_some(next_sync);
-            let Some(at) = [verdict, message, sync].into_iter().flatten().min() else {
+            // A sync runs while requests are to come or calls are in flight;
+            // so does a replica's sync at the end of an open period.
+            let running = |x: Duration| t.is_some() || last_end >= x;
+            let sync = running(next_sync).then_some(next_sync);
+            let end_sync = m
+                .reps
+                .iter()
+                .filter_map(|x| x.sync_at_end)
+                .min()
+                .filter(|&x| running(x));
+            let Some(at) = [verdict, message, sync, end_sync]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
                 break;
             };
             if t.is_some_and(|t| at > t) {
@@ -1034,9 +1118,18 @@ fn fleet_model(
                     }
                 }
             } else {
-                next_sync += sync_every;
+                let periodic = sync == Some(at);
+                if periodic {
+                    next_sync += sync_every;
+                }
                 for r in 0..n {
-                    m.sync(r, at);
+                    let ends = m.reps[r].sync_at_end.is_some_and(|x| x <= at);
+                    if ends {
+                        m.reps[r].sync_at_end = None;
+                    }
+                    if periodic || ends {
+                        m.sync(r, at);
+                    }
                 }
             }
         }
@@ -1044,6 +1137,7 @@ fn fleet_model(
         let r = i % n;
         clock.set(t);
         let state = m.state(r, t);
+        m.reps[r].wanted |= state == "open" || state == "half_open";
         let lease = m.redis.lease.is_some_and(|(h, _)| h == r);
         let how = match m.reps[r].by_fleet {
             ByFleet::Open(_) => None,
@@ -1105,6 +1199,7 @@ fn fleet_model(
     let seen = [
         m.leases_to_non_trippers,
         m.leases_given_back,
+        m.leases_ahead,
         m.window_trips,
     ];
     (out, m.reps.into_iter().map(|r| r.log).collect(), seen)
@@ -1175,7 +1270,7 @@ fn generated_fleets(seed: u64, count: usize) -> Vec<Scenario> {
 fn fleet_simulation_matches_the_fleet_model() {
     let mut compared = 0;
     let (mut held, mut quorum_held_back) = (0, 0);
-    let mut seen = [0; 3];
+    let mut seen = [0; 4];
     for sc in generated_fleets(11, 80) {
         for spec in &sc.strategies {
             let sim = sim(&sc, spec);
@@ -1202,17 +1297,22 @@ fn fleet_simulation_matches_the_fleet_model() {
     }
     assert!(compared >= 150, "{compared}");
     // Worth something only if trips travelled, some were held back by a
-    // quorum, leases went to replicas that did not trip and were given back
-    // at a sync, and the fleet's window tripped replicas.
+    // quorum, leases went to replicas that did not trip, were taken before
+    // the open period ended and given back at a sync, and the fleet's window
+    // tripped replicas.
     assert!(held > 50, "replicas held by a travelling trip: {held}");
     assert!(
         quorum_held_back > 3,
         "runs where the quorum kept trips local: {quorum_held_back}"
     );
-    let [non_trippers, given_back, window_trips] = seen;
-    println!("leases to non-trippers {non_trippers}, given back {given_back}, window trips {window_trips}, held {held}, quorum {quorum_held_back}");
+    let [non_trippers, given_back, ahead, window_trips] = seen;
+    println!("leases to non-trippers {non_trippers}, given back {given_back}, taken ahead {ahead}, window trips {window_trips}, held {held}, quorum {quorum_held_back}");
     assert!(non_trippers > 20, "leases to non-trippers: {non_trippers}");
     assert!(given_back > 20, "leases given back at a sync: {given_back}");
+    assert!(
+        ahead > 20,
+        "leases taken before the open period ended: {ahead}"
+    );
     assert!(
         window_trips > 5,
         "trips of the fleet's window: {window_trips}"

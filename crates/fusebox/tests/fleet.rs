@@ -6,7 +6,7 @@
 use fusebox::fleet::{Fleet, LocalRedis, Membership};
 use fusebox::{CircuitBreaker, Reason, State};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -295,7 +295,11 @@ async fn k_probes_in_the_whole_fleet_and_the_verdict_travels() {
     let other = (prober + 1) % 3;
     let r = nodes[other].1.try_acquire().unwrap_err();
     assert_eq!(r.state(), State::HalfOpen);
-    assert_eq!(r.retry_after(), Some(Duration::ZERO));
+    assert_eq!(
+        r.retry_after(),
+        Some(SYNC),
+        "denied: ask again after a sync"
+    );
     // The probe fails: every node reopens.
     permit.failure();
     all_become(&nodes, State::Open).await;
@@ -304,6 +308,215 @@ async fn k_probes_in_the_whole_fleet_and_the_verdict_travels() {
     assert_eq!(held.len(), 1);
     held.pop().unwrap().1.success();
     all_become(&nodes, State::Closed).await;
+}
+
+/// Who holds breaker `payments`'s probe lease in namespace `ns`, read
+/// straight from Redis.
+async fn lease_holder(redis: &LocalRedis, ns: &str) -> Option<String> {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("GET")
+        .arg(format!("fusebox:{{{ns}}}:probe:payments"))
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// Waits until `node` holds the lease (fails after 5 s).
+async fn holds_lease(redis: &LocalRedis, ns: &str, node: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lease_holder(redis, ns).await.as_deref() != Some(node) {
+        assert!(Instant::now() < deadline, "{node} never took the lease");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Two nodes whose fleet breaker is half-open (opened for 200 ms by node
+/// 0), node 0 holding the probe lease: its one call after the open period
+/// was rejected and asked for it.
+async fn half_open_held_by_n0(
+    redis: &LocalRedis,
+    ns: &str,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    let nodes = fleet_of(redis, ns, 2, || probing(Duration::from_millis(200))).await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert!(nodes[0].1.try_acquire().is_err());
+    holds_lease(redis, ns, "n0").await;
+    nodes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_half_open_calls_does_not_take_the_probe_lease() {
+    let Some(redis) = LocalRedis::start_or_skip("lease_idle") else {
+        return;
+    };
+    let half_opens = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&half_opens);
+    let nodes = fleet_of(&redis, "lease-idle", 2, move || {
+        let seen = Arc::clone(&seen);
+        payments(
+            CircuitBreaker::builder()
+                .consecutive_failures(1)
+                .open_for(Duration::from_millis(200))
+                .on_transition(move |t| {
+                    if t.to == State::HalfOpen {
+                        seen.fetch_add(1, Ordering::SeqCst);
+                    }
+                }),
+        )
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    // The open period ends; no node has a call for several syncs.
+    tokio::time::sleep(Duration::from_millis(200) + SYNC * 5).await;
+    assert_eq!(lease_holder(&redis, "lease-idle").await, None);
+    assert_eq!(
+        half_opens.load(Ordering::SeqCst),
+        0,
+        "a sync does not put a breaker half-open"
+    );
+    // Node 1's first call is rejected (half-open, no lease) and asks for the
+    // lease at once: its next call probes.
+    let r = nodes[1].1.try_acquire().unwrap_err();
+    assert_eq!(r.state(), State::HalfOpen);
+    assert_eq!(r.retry_after(), Some(SYNC));
+    holds_lease(&redis, "lease-idle", "n1").await;
+    nodes[1].1.try_acquire().unwrap().success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_with_calls_takes_the_lease_ahead_and_its_first_half_open_call_probes() {
+    let Some(redis) = LocalRedis::start_or_skip("lease_ahead") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "lease-ahead", 2, || {
+        probing(Duration::from_millis(300))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    // Node 1 has calls all along: rejected while open, then its first call
+    // that finds the open period over probes (the lease was taken ahead).
+    let start = Instant::now();
+    let probe = loop {
+        match nodes[1].1.try_acquire() {
+            Ok(permit) => break permit,
+            Err(r) => assert_eq!(r.state(), State::Open, "never rejected half-open"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(5));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    assert_eq!(
+        lease_holder(&redis, "lease-ahead").await.as_deref(),
+        Some("n1")
+    );
+    assert_eq!(
+        nodes[0].1.try_acquire().unwrap_err().state(),
+        State::HalfOpen,
+        "one probe fleet-wide"
+    );
+    probe.success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lease_is_taken_at_the_end_of_the_open_period_whatever_sync_every() {
+    let Some(redis) = LocalRedis::start_or_skip("lease_end") else {
+        return;
+    };
+    // Syncs 5 s apart: none falls in the 200 ms open period.
+    let nodes = fleet_with(&redis, "lease-end", 2, 1, Duration::from_secs(5), || {
+        probing(Duration::from_millis(200))
+    })
+    .await;
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    // Node 1 has calls while the fleet is open, then none.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(100) {
+        assert_eq!(nodes[1].1.try_acquire().unwrap_err().state(), State::Open);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // It syncs when the period ends and takes the lease without a call.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while lease_holder(&redis, "lease-end").await.as_deref() != Some("n1") {
+        assert!(
+            Instant::now() < deadline,
+            "no lease at the end of the period"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    nodes[1]
+        .1
+        .try_acquire()
+        .expect("its first call probes")
+        .success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_whose_calls_are_further_apart_than_sync_every_keeps_the_lease() {
+    let Some(redis) = LocalRedis::start_or_skip("lease_sparse") else {
+        return;
+    };
+    let nodes = half_open_held_by_n0(&redis, "lease-sparse").await;
+    // Node 1 calls often meanwhile, node 0 not for more than two syncs
+    // (but less than the lease's life, 3 x sync_every): node 0 keeps it.
+    let quiet = Instant::now();
+    while quiet.elapsed() < SYNC * 2 + SYNC / 2 {
+        let r = nodes[1].1.try_acquire().unwrap_err();
+        assert_eq!((r.state(), r.retry_after()), (State::HalfOpen, Some(SYNC)));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        lease_holder(&redis, "lease-sparse").await.as_deref(),
+        Some("n0")
+    );
+    nodes[0]
+        .1
+        .try_acquire()
+        .expect("the holder probes")
+        .success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_without_half_open_calls_gives_the_lease_to_a_node_with_some() {
+    let Some(redis) = LocalRedis::start_or_skip("lease_handover") else {
+        return;
+    };
+    let nodes = half_open_held_by_n0(&redis, "lease-handover").await;
+    // Node 0 has no more calls; node 1 keeps asking and gets the lease
+    // once node 0 went a lease's life (3 x sync_every) without demand.
+    let probe = admitted(&nodes[1].1).await;
+    assert_eq!(
+        lease_holder(&redis, "lease-handover").await.as_deref(),
+        Some("n1")
+    );
+    probe.success();
+    all_become(&nodes, State::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_probe_permit_gives_the_lease_back() {
+    let Some(redis) = LocalRedis::start_or_skip("lease_dropped") else {
+        return;
+    };
+    let nodes = half_open_held_by_n0(&redis, "lease-dropped").await;
+    // Node 0's probe is dropped without a verdict, while node 0 keeps
+    // asking: it gives the lease back at its next sync anyway.
+    drop(nodes[0].1.try_acquire().expect("the holder probes"));
+    let _ = nodes[0].1.try_acquire();
+    let start = Instant::now();
+    while lease_holder(&redis, "lease-dropped").await.as_deref() == Some("n0") {
+        let _ = nodes[0].1.try_acquire().map(drop);
+        assert!(start.elapsed() < SYNC * 2 + SYNC / 2, "still held");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -955,7 +1168,7 @@ async fn a_node_joining_a_half_open_fleet_rejects_until_the_probes_verdict_trave
     let _m = late.share(&b).await.unwrap();
     let r = b.try_acquire().unwrap_err();
     assert_eq!(r.state(), State::HalfOpen, "a joiner does not start closed");
-    assert_eq!(r.retry_after(), Some(Duration::ZERO));
+    assert_eq!(r.retry_after(), Some(SYNC));
     tokio::time::sleep(SYNC * 4).await;
     assert!(b.try_acquire().is_err(), "the prober still holds the lease");
 

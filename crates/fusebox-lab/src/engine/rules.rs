@@ -81,6 +81,10 @@ pub(super) fn end_attempt(
     !result.is_ok() && r.attempts <= scenario.client.retries
 }
 
+/// A probe lease lasts this many `sync_every` (`fusebox::fleet`'s default
+/// `probe_lease`): its holder gives it back after that long without a call.
+const LEASE_SYNCS: u32 = 3;
+
 /// What the fleet says before a replica's worker starts an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Gate {
@@ -187,6 +191,12 @@ struct Node {
     asked: bool,
     /// To ask for the lease after the call being admitted.
     ask: bool,
+    /// A call found its breaker open or half-open since its last sync.
+    demand: bool,
+    /// The last sync that found such calls.
+    demand_at: Option<Duration>,
+    /// The end of the fleet's open period as it knows it: it syncs then.
+    wake: Option<Duration>,
     tally: Tally,
     sent: Tally,
     sent_at: Duration,
@@ -208,13 +218,20 @@ struct Node {
 ///   a replica open on its own stays open to the later of the two ends);
 /// - **probe leases**: a replica's breaker that is half-open (its own, or the
 ///   fleet's once its open period is over) rejects calls unless it holds the
-///   fleet's one probe lease; it asks for it when it first finds itself
-///   half-open (that call is rejected: the lease comes back after it) and at
-///   every sync; the lease is given when nobody holds it and the fleet's open
-///   period is over; its holder admits `half_open_probes` probes at once and
-///   closes after `successes_to_close`; it gives the lease back at a sync when
-///   it is no longer half-open, or had no probe in flight for a whole
-///   `sync_every`; a trip that opens the fleet and a close drop it;
+///   fleet's one probe lease; it asks for it only on demand: at a sync, if
+///   calls found it open or half-open since its last sync and it is half-open
+///   or its open period ends within `sync_every` (a sync does not step it to
+///   half-open), and at once when a call first finds it half-open (that call
+///   is rejected: the lease comes back after it); the lease is given when
+///   nobody holds it and the fleet's open period ends within `sync_every`
+///   (so a replica with calls may hold it before the period ends, and its
+///   first half-open call probes); a replica also syncs when the fleet's
+///   open period it knows of ends (from the trip it made or heard, the
+///   later end if several), even between `sync_every`s; its holder admits `half_open_probes`
+///   probes at once and closes after `successes_to_close`; it gives the lease
+///   back at a sync when it is neither open nor half-open, or has no probe in
+///   flight and no sync found calls of its for a lease's life ([`LEASE_SYNCS`]
+///   x `sync_every`); a trip that opens the fleet and a close drop it;
 /// - **a close travels**: any replica's breaker closing from half-open
 ///   clears the fleet's open period, lease, quorum and window, and closes
 ///   every other replica's breaker `propagation` later;
@@ -289,6 +306,9 @@ impl FleetRules {
                     fleet_open: false,
                     asked: false,
                     ask: false,
+                    demand: false,
+                    demand_at: None,
+                    wake: None,
                     tally: Tally::default(),
                     sent: Tally::default(),
                     sent_at: Duration::ZERO,
@@ -329,8 +349,12 @@ impl FleetRules {
     /// (`active`: the run still has requests to come or calls in flight).
     pub(super) fn next_event(&self, active: bool) -> Option<Duration> {
         let delivery = self.pending.iter().map(|d| d.at).min();
+        let wake = self.nodes.iter().filter_map(|n| n.wake).min();
         let sync = (self.share && active).then_some(self.next_sync);
-        delivery.into_iter().chain(sync).min()
+        delivery
+            .into_iter()
+            .chain(sync.into_iter().chain(wake.filter(|_| active)))
+            .min()
     }
 
     /// What replica `r` does with a call starting at `now` ([`Gate`]).
@@ -339,6 +363,9 @@ impl FleetRules {
             return Gate::Ask { counted: false };
         }
         let state = self.state(r, now, guard);
+        if matches!(state, "open" | "half_open") {
+            self.nodes[r].demand = true;
+        }
         let holds_lease = self.lease.is_some_and(|(h, _)| h == r);
         let gate = match self.nodes[r].hold {
             Hold::Open(_) => Gate::Reject,
@@ -428,6 +455,20 @@ impl FleetRules {
         }
     }
 
+    /// Replica `r`'s state at `now` without the lazy step to half-open (a
+    /// call's to take, not a sync's), and what is left of its open period.
+    fn peek(&self, r: usize, now: Duration, guard: &dyn Guard) -> (&'static str, Duration) {
+        match self.nodes[r].hold {
+            Hold::Open(until) => ("open", until.saturating_sub(now)),
+            Hold::HalfOpen { .. } => ("half_open", Duration::ZERO),
+            Hold::Free => match guard.transitions().last() {
+                Some(t) if t.to == "open" => ("open", (t.at + self.open_for).saturating_sub(now)),
+                Some(t) => (t.to, Duration::ZERO),
+                None => ("closed", Duration::ZERO),
+            },
+        }
+    }
+
     fn log(&mut self, r: usize, at: Duration, from: &'static str, to: &'static str, remote: bool) {
         self.nodes[r].log.push(TransitionRecord {
             at,
@@ -480,6 +521,7 @@ impl FleetRules {
             }
         }
         self.nodes[r].fleet_open = true;
+        self.wake(r, at + remaining);
         if self
             .open_until
             .is_some_and(|u| u > at && u - at >= remaining)
@@ -491,8 +533,15 @@ impl FleetRules {
         self.send(r, at, Some(remaining));
     }
 
+    /// Replica `r` learnt that the fleet's open period ends at `end`.
+    fn wake(&mut self, r: usize, end: Duration) {
+        let wake = &mut self.nodes[r].wake;
+        *wake = Some(wake.map_or(end, |w| w.max(end)));
+    }
+
     /// Replica `r`'s breaker closed at `at`: the close script.
     fn close(&mut self, r: usize, at: Duration) {
+        self.nodes[r].wake = None;
         self.open_until = None;
         self.lease = None;
         self.trips.clear();
@@ -513,6 +562,7 @@ impl FleetRules {
     /// The fleet opens replica `r` at `now` for `remaining` (a trip that
     /// arrived, or caught up at a sync): `trip_remote`.
     fn open(&mut self, r: usize, now: Duration, remaining: Duration, guard: &dyn Guard) {
+        self.wake(r, now + remaining);
         let node = &mut self.nodes[r];
         node.fleet_open = true;
         node.asked = false;
@@ -544,6 +594,7 @@ impl FleetRules {
     /// The fleet closes replica `r` at `now` (a close arrived): `close_remote`.
     fn closed_by_fleet(&mut self, r: usize, now: Duration, guard: &dyn Guard) {
         self.nodes[r].fleet_open = false;
+        self.nodes[r].wake = None;
         self.nodes[r].asked = false;
         let from = match self.nodes[r].hold {
             Hold::Open(_) => "open",
@@ -617,28 +668,40 @@ impl FleetRules {
         }
     }
 
-    /// Every replica's sync, if one is due at `now` (replica 1 first);
-    /// whether they ran.
+    /// Every replica's sync, if one is due at `now`, and the sync of each
+    /// replica whose known fleet open period ends now (replica 1 first;
+    /// one sync for a replica where both fall); whether any ran.
     pub(super) fn tick<'a>(
         &mut self,
         now: Duration,
         guards: impl Fn(usize) -> &'a dyn Guard,
     ) -> bool {
-        if !self.share || now < self.next_sync {
+        if !self.share {
             return false;
         }
-        self.next_sync += self.sync_every;
-        for r in 0..self.nodes.len() {
-            self.sync(r, now, guards(r));
+        let due = now >= self.next_sync;
+        if due {
+            self.next_sync += self.sync_every;
         }
-        true
+        let mut ran = false;
+        for r in 0..self.nodes.len() {
+            let woken = self.nodes[r].wake.is_some_and(|w| w <= now);
+            if woken {
+                self.nodes[r].wake = None;
+            }
+            if due || woken {
+                self.sync(r, now, guards(r));
+                ran = true;
+            }
+        }
+        ran
     }
 
     /// One replica's sync at `now`: its window delta in, the totals out (a
     /// trip if they call for one), the probe lease asked for, kept or given
     /// back, an open period it missed caught up.
     fn sync(&mut self, r: usize, now: Duration, guard: &dyn Guard) {
-        let state = self.state(r, now, guard);
+        let (state, left) = self.peek(r, now, guard);
         let mut totals = None;
         if let Some(w) = self.window {
             let node = &mut self.nodes[r];
@@ -672,17 +735,30 @@ impl FleetRules {
             });
             totals = Some((w, sum, self.failing.len()));
         }
+        let asked = std::mem::take(&mut self.nodes[r].demand);
+        if asked {
+            self.nodes[r].demand_at = Some(now);
+        }
+        let open = matches!(state, "open" | "half_open");
+        let ahead = state == "half_open" || left <= self.sync_every;
         match self.lease {
-            Some((h, since)) if h == r => {
+            Some((h, _)) if h == r => {
                 let in_flight = match self.nodes[r].hold {
                     Hold::HalfOpen { in_flight, .. } => in_flight,
                     _ => guard.probes_in_flight(),
                 };
-                if state != "half_open" || (in_flight == 0 && now - since >= self.sync_every) {
+                let idle = self.nodes[r]
+                    .demand_at
+                    .is_none_or(|at| now - at >= self.sync_every * LEASE_SYNCS);
+                if !open || (in_flight == 0 && idle) {
                     self.lease = None;
                 }
             }
-            None if state == "half_open" && self.open_until.is_none_or(|u| u <= now) => {
+            None if open
+                && ahead
+                && asked
+                && self.open_until.is_none_or(|u| u <= now + self.sync_every) =>
+            {
                 self.lease = Some((r, now));
             }
             _ => {}
@@ -694,7 +770,10 @@ impl FleetRules {
         }
         if let Some((w, sum, failing)) = totals {
             let free = self.nodes[r].hold == Hold::Free;
-            if free && self.quorum <= failing.max(1) && w.trips(sum) && guard.state(now) == "closed"
+            if free
+                && self.quorum <= failing.max(1)
+                && w.trips(sum)
+                && self.peek(r, now, guard).0 == "closed"
             {
                 // The fleet's window trips this replica's breaker.
                 self.hold_breaker(r, now, guard, true);

@@ -184,6 +184,13 @@ pub(crate) struct Core {
     current: AtomicUsize,
     /// Who decides half-open admissions (see [`ProbeGate`]).
     gate: AtomicU8,
+    /// The `retry_after` of a half-open call the gate denies (nanoseconds).
+    deny_retry: AtomicU64,
+    /// Half-open admissions asked for (admitted or not): a fleet's demand
+    /// for the probe lease. Touched on the half-open path only.
+    half_open_asks: AtomicU64,
+    /// Probe permits dropped without a verdict.
+    probes_dropped: AtomicU64,
     /// Cumulative closed-state verdicts, once something asked for them.
     tally: OnceLock<Box<TallyCells>>,
 }
@@ -255,6 +262,9 @@ impl Core {
             live,
             current,
             gate: AtomicU8::new(ProbeGate::Local as u8),
+            deny_retry: AtomicU64::new(0),
+            half_open_asks: AtomicU64::new(0),
+            probes_dropped: AtomicU64::new(0),
             tally: OnceLock::new(),
         }
     }
@@ -432,9 +442,15 @@ impl Core {
                 Err(self.reject(State::Open, Some(until.saturating_sub(now))))
             }
             State::HalfOpen => {
-                // Relaxed: a fleet's decision, re-read on every admission.
+                // Relaxed (all three): a fleet's decision and counters it
+                // reads at its next sync; nothing else rides on them.
+                self.half_open_asks.fetch_add(1, Ordering::Relaxed);
                 let denied = self.gate.load(Ordering::Relaxed) == ProbeGate::Deny as u8;
-                if !denied && slow.probes_in_flight < self.live.load().settings.probes {
+                if denied {
+                    // Another replica probes: the fleet says when to ask again.
+                    let retry = self.deny_retry.load(Ordering::Relaxed);
+                    Err(self.reject(State::HalfOpen, Some(retry)))
+                } else if slow.probes_in_flight < self.live.load().settings.probes {
                     slow.probes_in_flight += 1;
                     Ok(ticket(Kind::Probe))
                 } else {
@@ -772,6 +788,8 @@ impl Core {
         let w = self.load();
         if w.generation() == ticket.generation && w.state() == State::HalfOpen {
             slow.probes_in_flight = slow.probes_in_flight.saturating_sub(1);
+            // Relaxed: a counter the fleet reads at its next sync.
+            self.probes_dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -841,6 +859,32 @@ impl Core {
     pub(crate) fn set_probe_gate(&self, gate: ProbeGate) {
         // Relaxed: see `admit`.
         self.gate.store(gate as u8, Ordering::Relaxed);
+    }
+
+    /// The `retry_after` of a half-open call [`ProbeGate::Deny`] rejects.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn set_deny_retry(&self, retry: Nanos) {
+        // Relaxed: see `admit`.
+        self.deny_retry.store(retry, Ordering::Relaxed);
+    }
+
+    /// Calls that found the breaker open or half-open so far (rejected, or
+    /// admitted as probes), and probe permits dropped without a verdict.
+    /// Both only grow, until a reset zeroes the rejections.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn demand(&self) -> (u64, u64) {
+        // Relaxed: counters; see `admit`.
+        (
+            self.half_open_asks.load(Ordering::Relaxed) + self.rejected.sum(Ordering::Relaxed),
+            self.probes_dropped.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The state and generation now, without the lazy Open -> HalfOpen step.
+    #[allow(dead_code)] // used by the fleet
+    pub(crate) fn peek(&self) -> (State, u64) {
+        let w = self.load();
+        (w.state(), w.generation())
     }
 
     /// Starts counting closed-state verdicts (idempotent).

@@ -58,6 +58,33 @@ impl CircuitBreaker {
         self.inner.core.set_probe_gate(gate);
     }
 
+    /// The `retry_after` a half-open call gets when the gate denies it.
+    pub(crate) fn set_deny_retry(&self, retry: Duration) {
+        self.inner.core.set_deny_retry(nanos(retry));
+    }
+
+    /// Calls that found the breaker open or half-open so far (rejected, or
+    /// admitted as probes), and probe permits dropped without a verdict:
+    /// counters that only grow (a reset zeroes the first).
+    pub(crate) fn demand(&self) -> (u64, u64) {
+        self.inner.core.demand()
+    }
+
+    /// The state and generation now, without the lazy Open -> HalfOpen step
+    /// (which is a call's to take, not the fleet's).
+    pub(crate) fn peek(&self) -> (State, u64) {
+        self.inner.core.peek()
+    }
+
+    /// Time left in the open period if Open (zero once over), without the
+    /// lazy Open -> HalfOpen step.
+    pub(crate) fn open_left(&self) -> Option<Duration> {
+        self.inner
+            .core
+            .open_remaining(self.inner.now())
+            .map(Duration::from_nanos)
+    }
+
     /// Starts counting closed-state verdicts for [`tally`](Self::tally).
     pub(crate) fn enable_tally(&self) {
         self.inner.enable_tally();

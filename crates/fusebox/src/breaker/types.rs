@@ -210,7 +210,10 @@ impl Rejected {
     }
 
     /// How long until a probe may be admitted: the rest of the open period;
-    /// zero in half-open (a slot frees when a running probe finishes); `None`
+    /// zero in half-open (a slot frees when a running probe finishes), or,
+    /// for a breaker shared by a fleet (feature `fleet`) whose probe lease
+    /// another replica holds, the fleet's `sync_every` (by then this replica
+    /// has asked for the lease again or heard the probe's verdict); `None`
     /// when forced open (only [`reset`](crate::CircuitBreaker::reset) ends that).
     ///
     /// # Examples

@@ -304,6 +304,17 @@ impl Shared {
         lock(&self.members).values().cloned().collect()
     }
 
+    /// The earliest end of a fleet open period, among this node's shared
+    /// breakers, still to come.
+    pub(crate) fn next_open_end(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.members()
+            .iter()
+            .filter_map(|m| m.book().fleet_open_until)
+            .filter(|&end| end > now)
+            .min()
+    }
+
     pub(crate) fn member(&self, name: &str) -> Option<Arc<Member>> {
         lock(&self.members).get(name).cloned()
     }
@@ -418,8 +429,20 @@ impl Shared {
             let span = ms(span);
             (span, (span / 10).max(1))
         });
-        let state = breaker.state(); // the lazy Open -> HalfOpen step
+        // Not the lazy Open -> HalfOpen step: that is a call's (a node
+        // without calls neither goes half-open nor asks for the lease).
+        let (state, _) = breaker.peek();
         let closed = member.settled_closed();
+        let (asks, drops) = breaker.demand();
+        // Open, and the period ends before the next sync: the lease may be
+        // taken ahead, so that the first half-open call here probes.
+        let wants = match state {
+            State::HalfOpen => true,
+            State::Open => breaker
+                .open_left()
+                .is_some_and(|left| left <= self.settings.sync_every),
+            _ => false,
+        };
         let tally = breaker.tally();
         let mut book = member.book();
         if let Some((span, _)) = window {
@@ -435,18 +458,32 @@ impl Shared {
             failures: tally.failures.saturating_sub(book.sent.failures),
             slow: tally.slow.saturating_sub(book.sent.slow),
         };
+        // Demand: calls on this node since the last sync that found the
+        // breaker open or half-open (rejected, or admitted as probes).
+        let now = Instant::now();
+        let asked = asks != book.asks_seen;
+        let dropped = drops != book.dropped_seen;
+        book.asks_seen = asks;
+        book.dropped_seen = drops;
+        if asked {
+            book.demand_at = Some(now);
+        }
         let lease = match book.lease_since {
-            Some(_) if state != State::HalfOpen => LeaseOp::Release,
-            // Held for a whole interval with no probe running (a permit
-            // dropped, or no traffic here): let another node probe.
-            Some(since)
+            Some(_) if !matches!(state, State::Open | State::HalfOpen) => LeaseOp::Release,
+            // No probe running, and a permit dropped without a verdict, or
+            // no call here for a lease's life: let another node with calls
+            // probe.
+            Some(_)
                 if breaker.probes_in_flight() == 0
-                    && since.elapsed() >= self.settings.sync_every =>
+                    && (dropped
+                        || book
+                            .demand_at
+                            .is_none_or(|at| now - at >= self.settings.lease)) =>
             {
                 LeaseOp::Release
             }
             Some(_) => LeaseOp::Renew,
-            None if state == State::HalfOpen => LeaseOp::Acquire,
+            None if wants && asked => LeaseOp::Acquire,
             None => LeaseOp::None,
         };
         drop(book);
@@ -479,7 +516,8 @@ impl Shared {
             .arg(proposal)
             .arg(&self.settings.node)
             .arg(ms(self.settings.lease))
-            .arg(self.settings.quorum);
+            .arg(self.settings.quorum)
+            .arg(ms(self.settings.sync_every));
         for e in &entries {
             let k = &e.member.keys;
             call.key(&k.open)
@@ -744,6 +782,8 @@ impl Shared {
             Kind::Trip { remaining } => {
                 m.fleet_open_for(remaining);
                 b.trip_remote(remaining);
+                // The sync task plans a sync for the end of the period.
+                self.wake.notify_one();
             }
             Kind::Close => {
                 m.fleet_closed();

@@ -77,6 +77,12 @@ pub(crate) struct Book {
     pub(crate) sent_at: Instant,
     /// Since when this node holds the probe lease.
     pub(crate) lease_since: Option<Instant>,
+    /// The breaker's demand counters as the last sync read them (see
+    /// `CircuitBreaker::demand`).
+    pub(crate) asks_seen: u64,
+    pub(crate) dropped_seen: u64,
+    /// When a sync last found new half-open demand on this node.
+    pub(crate) demand_at: Option<Instant>,
     /// A control state (forced open, disabled) applied from the fleet.
     pub(crate) remote_ctl: Option<State>,
     /// Until when the fleet's breaker is open, as this node last learnt it
@@ -130,6 +136,7 @@ impl Member {
     pub(crate) fn new(id: u64, name: String, breaker: CircuitBreaker, namespace: &str) -> Member {
         let keys = Keys::new(namespace, &name);
         let sent = breaker.tally();
+        let (asks_seen, dropped_seen) = breaker.demand();
         Member {
             id,
             name,
@@ -142,6 +149,9 @@ impl Member {
                 sent,
                 sent_at: Instant::now(),
                 lease_since: None,
+                asks_seen,
+                dropped_seen,
+                demand_at: None,
                 remote_ctl: None,
                 fleet_open_until: None,
             }),
@@ -170,8 +180,8 @@ impl Member {
     /// half-open again, and the node, still holding the lease, probes once
     /// more.)
     pub(crate) fn settled_closed(&self) -> Option<u64> {
-        let s = self.breaker.snapshot();
-        (s.state == State::Closed && !lock(&self.pending).close).then_some(s.generation)
+        let (state, generation) = self.breaker.peek();
+        (state == State::Closed && !lock(&self.pending).close).then_some(generation)
     }
 
     pub(crate) fn epochs(&self) -> crate::sync::MutexGuard<'_, Epochs> {
@@ -257,6 +267,8 @@ impl Listener for Hook {
                 close: true,
                 ..Pending::default()
             },
+            // Half-open on a call's admission: if the call was denied, ask
+            // for the lease now (one round trip) rather than at the next sync.
             (_, State::HalfOpen) => Pending {
                 lease: true,
                 ..Pending::default()
@@ -277,6 +289,9 @@ pub(crate) fn attach(shared: &Arc<Shared>, member: &Arc<Member>, connected: bool
         member.breaker.enable_tally();
         member.book().sent = member.breaker.tally();
     }
+    // A half-open call denied here: asked again at the next sync at the
+    // latest (see the module docs, "Probes fleet-wide").
+    member.breaker.set_deny_retry(shared.settings.sync_every);
     member.breaker.set_hook(Some(Arc::new(Hook {
         member: Arc::downgrade(member),
         shared: Arc::downgrade(shared),

@@ -61,12 +61,25 @@
 //!   time holds the probe lease (a Redis key with an expiry,
 //!   [`probe_lease`](FleetBuilder::probe_lease)) and admits the breaker's
 //!   `half_open_probes` probes: `half_open_probes(k)` means k probes in the
-//!   whole fleet. The others reject half-open calls (`retry_after` zero)
-//!   until the prober closes (the close travels like a trip) or reopens (a
-//!   trip). The holder gives the lease back on the verdict, or after a whole
-//!   `sync_every` with no probe in flight (a permit dropped without a verdict,
-//!   or no traffic on that node); a dead prober's lease expires and another
-//!   node takes it at its next sync.
+//!   whole fleet. A node asks for the lease only on demand: calls of its own
+//!   found the breaker open or half-open since its last sync (a node without
+//!   calls neither goes half-open nor takes the lease). It may take it ahead,
+//!   at a sync that finds the open period ending before the next one, and a
+//!   node also syncs when a fleet open period it knows of ends (one round
+//!   trip per trip, whatever `sync_every`), so that a node with calls usually
+//!   holds the lease by its first half-open call, which then probes; a node
+//!   that does not has that call rejected, which wakes its task to ask at
+//!   once (one round trip), and its next call probes. A node refused because another holds the
+//!   lease asks again at each sync while its calls keep coming. The others
+//!   reject half-open calls until the prober closes (the close travels like
+//!   a trip) or reopens (a trip), with `retry_after` equal to `sync_every`:
+//!   by then the node has asked again (and holds the lease if it was free)
+//!   or heard the verdict. The holder keeps the lease (renewed at each sync)
+//!   while it has calls, even further apart than `sync_every`; it gives it
+//!   back at a sync with no probe in flight once a probe permit was dropped
+//!   without a verdict, or once it went a whole `probe_lease` without a call,
+//!   and at once on the verdict. A dead prober's lease expires and a node
+//!   with calls takes it.
 //! - **Closes are for one trip.** Every trip of the fleet's breaker (from
 //!   closed or half-open to open) has an epoch, made by Redis, and a close is
 //!   told with the epoch its probe ran under. Redis takes it (compare and
@@ -95,7 +108,7 @@
 //!   open, forced open or disabled starts in that state, for what remains of
 //!   the open period. If the fleet's breaker is half-open (its open period
 //!   is over and no probe closed it yet), the node starts half-open: it
-//!   rejects (`retry_after` zero) while another node holds the probe lease,
+//!   rejects (`retry_after` = `sync_every`) while another node holds the probe lease,
 //!   and closes when that probe's close travels; if the prober dies, its
 //!   lease expires and the newcomer may take it. (Its listeners see
 //!   `Closed -> Open` with [`Reason::Remote`](crate::Reason::Remote) and,
@@ -355,7 +368,8 @@ impl FleetBuilder {
     }
 
     /// How long a probe lease lasts unless renewed (a dead prober's lease
-    /// expires after this).
+    /// expires after this), and how long a live holder keeps it without a
+    /// half-open call of its own.
     ///
     /// # Examples
     ///

@@ -7,10 +7,13 @@
 ///
 /// `KEYS[1]` is the namespace's boot marker, then five keys per breaker:
 /// open, control, window, probe lease, tripped. `ARGV`: a boot token to set if the
-/// marker is missing, the node id, the lease in ms, the node's quorum, then
-/// six per breaker: calls, failures and slow calls since the last sync, the
-/// window span and bucket in ms (span 0: no fleet window), and a lease
-/// operation (0 none, 1 acquire, 2 renew, 3 release).
+/// marker is missing, the node id, the lease in ms, the node's quorum, how
+/// early in ms the lease may be taken before the open period ends (the
+/// node's `sync_every`), then six per breaker: calls, failures and slow
+/// calls since the last sync, the window span and bucket in ms (span 0: no
+/// fleet window), and a lease operation (0 none, 1 acquire: granted if
+/// nobody holds the lease and the open period is over or ends within that
+/// time, 2 renew, 3 release).
 ///
 /// Returns the boot marker, then eight per breaker: the fleet window's
 /// calls, failures and slow calls, the distinct nodes that reported failures
@@ -28,12 +31,13 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local node = ARGV[2]
 local lease = tonumber(ARGV[3])
+local ahead = tonumber(ARGV[5])
 local out = {boot}
 local n = (#KEYS - 1) / 5
 for i = 0, n - 1 do
   local open, ctl, win, probe = KEYS[2 + 5 * i], KEYS[3 + 5 * i], KEYS[4 + 5 * i], KEYS[5 + 5 * i]
   local tripped = KEYS[6 + 5 * i]
-  local a = 5 + 6 * i
+  local a = 6 + 6 * i
   local dc, df, ds = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local span, bucket, op = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
   local c, f, s, nodes = 0, 0, 0, 0
@@ -66,7 +70,7 @@ for i = 0, n - 1 do
     end
   end
   local holder = redis.call('GET', probe)
-  if op == 1 and not holder and redis.call('EXISTS', open) == 0 then
+  if op == 1 and not holder and redis.call('PTTL', open) <= ahead then
     redis.call('SET', probe, node, 'PX', lease)
     holder = node
   elseif op == 2 and holder == node then

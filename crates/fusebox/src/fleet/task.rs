@@ -9,6 +9,7 @@ use super::FleetError;
 use crate::State;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
@@ -18,10 +19,15 @@ pub(crate) async fn sync_loop(shared: Arc<Shared>, mut stop: watch::Receiver<()>
     // After a stall (Redis stopped), carry on from now: no burst of syncs.
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
+        // The end of a fleet open period this node knows of: a sync then
+        // lets a node with calls take the probe lease for its first
+        // half-open call, whatever `sync_every` is.
+        let end = shared.next_open_end();
         let ticked = tokio::select! {
             _ = stop.changed() => return,
             _ = tick.tick() => true,
             _ = shared.wake.notified() => false,
+            _ = tokio::time::sleep_until(end.unwrap_or_else(Instant::now).into()), if end.is_some() => true,
         };
         // Acquire: a flag from the connection's task; nothing rides on it.
         if shared.link_lost.swap(false, Ordering::Acquire) {
