@@ -6,6 +6,7 @@ use pin_project_lite::pin_project;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio::time::Sleep;
@@ -40,11 +41,23 @@ pin_project! {
     {
         #[pin]
         state: State<S::Future>,
-        service: S,
-        request: Request,
-        retry: crate::retry::Retry<B, P>,
+        // What a next attempt needs; `None` when the policy allows one attempt.
+        again: Option<Again<S, Request>>,
+        retry: Arc<crate::retry::Retry<B, P>>,
         backoff: B,
         attempt: u32,
+    }
+}
+
+/// A service (a clone, not yet ready) and the request, for the next attempt.
+pub(crate) struct Again<S, Request> {
+    service: S,
+    request: Request,
+}
+
+impl<S, Request> Again<S, Request> {
+    pub(crate) fn new(service: S, request: Request) -> Self {
+        Again { service, request }
     }
 }
 
@@ -72,9 +85,8 @@ where
 {
     pub(crate) fn new(
         future: S::Future,
-        service: S,
-        request: Request,
-        retry: crate::retry::Retry<B, P>,
+        again: Option<Again<S, Request>>,
+        retry: Arc<crate::retry::Retry<B, P>>,
     ) -> Self
     where
         B: Iterator<Item = Duration> + Clone,
@@ -83,8 +95,7 @@ where
         let backoff = retry.begin();
         ResponseFuture {
             state: State::Called { future },
-            service,
-            request,
+            again,
             retry,
             backoff,
             attempt: 1,
@@ -126,9 +137,15 @@ where
                     this.state.set(State::Retrying);
                 }
                 StateProj::Retrying => {
-                    ready!(this.service.poll_ready(cx)).map_err(Into::into)?;
+                    // The policy allowed a next attempt, so it allows more
+                    // than one: `again` was prepared.
+                    let again = this
+                        .again
+                        .as_mut()
+                        .expect("fusebox retry: a next attempt without a prepared request");
+                    ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
                     *this.attempt += 1;
-                    let future = this.service.call(this.request.clone());
+                    let future = again.service.call(again.request.clone());
                     this.state.set(State::Called { future });
                 }
             }
