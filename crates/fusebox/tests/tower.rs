@@ -715,6 +715,50 @@ mod retry {
         assert!(handle.poll_request().is_pending(), "no fourth attempt");
     }
 
+    /// A service that counts its clones and fails every call.
+    struct Counted(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+    impl Clone for Counted {
+        fn clone(&self) -> Self {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Counted(self.0.clone())
+        }
+    }
+
+    impl tower::Service<&'static str> for Counted {
+        type Response = &'static str;
+        type Error = Boom;
+        type Future = std::future::Ready<Result<&'static str, Boom>>;
+
+        fn poll_ready(
+            &mut self,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), Boom>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: &'static str) -> Self::Future {
+            std::future::ready(Err(Boom))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn clones_the_service_for_retries_only_when_a_retry_is_allowed() {
+        use tower::{Layer, Service, ServiceExt};
+        for (attempts, clones) in [(1, 0), (2, 1)] {
+            let count = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+            let layer = RetryLayer::new(retry(attempts, std::iter::repeat(ms(1))).build().unwrap());
+            let mut svc = layer.layer(Counted(count.clone()));
+            let err = svc.ready().await.unwrap().call("req").await.unwrap_err();
+            assert!(err.is::<Boom>());
+            assert_eq!(
+                count.load(std::sync::atomic::Ordering::Relaxed),
+                clones,
+                "{attempts} attempt(s)"
+            );
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn predicate_decides_what_is_retried() {
         let layer = RetryLayer::new(

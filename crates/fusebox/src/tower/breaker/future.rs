@@ -32,43 +32,34 @@ pin_project! {
     /// # }
     /// ```
     pub struct ResponseFuture<F, C> {
+        // The inner call; `None` when the breaker refused the request.
         #[pin]
-        kind: Kind<F, C>,
+        future: Option<F>,
+        verdict: Verdict<C>,
     }
 }
 
-pin_project! {
-    #[project = KindProj]
-    enum Kind<F, C> {
-        Admitted {
-            #[pin]
-            future: F,
-            permit: PermitGuard,
-            classifier: C,
-        },
-        Refused {
-            rejected: Option<Rejected>,
-        },
-    }
+/// What is left to do when the call ends.
+enum Verdict<C> {
+    /// Admitted and running: classify the result, record it with the permit.
+    /// Dropped without a verdict, the permit is released.
+    Owed { permit: Permit, classifier: C },
+    /// Refused: answer with this.
+    Refused(Rejected),
+    /// Recorded or answered.
+    Done,
 }
 
-/// The permit of a running call. Dropped without a verdict it is released,
-/// unless it is dropped in the middle of polling the inner future (that poll
-/// panicked): that counts as a failure, as in
-/// [`CircuitBreaker::call_async`](crate::CircuitBreaker::call_async).
-struct PermitGuard {
-    permit: Option<Permit>,
-    /// Set while the inner future is being polled.
-    polling: bool,
-}
+/// Records a failure if dropped while armed: the inner future panicked
+/// while being polled (as in
+/// [`CircuitBreaker::call_async`](crate::CircuitBreaker::call_async)).
+/// Forgotten once the poll has returned.
+struct FailOnUnwind<'a, C>(&'a mut Verdict<C>);
 
-impl Drop for PermitGuard {
+impl<C> Drop for FailOnUnwind<'_, C> {
     fn drop(&mut self) {
-        if let Some(permit) = self.permit.take() {
-            if self.polling {
-                permit.failure();
-            }
-            // Otherwise `permit` drops here: released, no verdict.
+        if let Verdict::Owed { permit, .. } = std::mem::replace(self.0, Verdict::Done) {
+            permit.failure();
         }
     }
 }
@@ -76,22 +67,15 @@ impl Drop for PermitGuard {
 impl<F, C> ResponseFuture<F, C> {
     pub(crate) fn admitted(future: F, permit: Permit, classifier: C) -> Self {
         ResponseFuture {
-            kind: Kind::Admitted {
-                future,
-                permit: PermitGuard {
-                    permit: Some(permit),
-                    polling: false,
-                },
-                classifier,
-            },
+            future: Some(future),
+            verdict: Verdict::Owed { permit, classifier },
         }
     }
 
     pub(crate) fn refused(rejected: Rejected) -> Self {
         ResponseFuture {
-            kind: Kind::Refused {
-                rejected: Some(rejected),
-            },
+            future: None,
+            verdict: Verdict::Refused(rejected),
         }
     }
 }
@@ -105,38 +89,33 @@ where
     type Output = Result<T, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().kind.project() {
-            KindProj::Admitted {
-                future,
-                permit,
-                classifier,
-            } => {
-                // If this poll panics, `polling` stays set and the guard,
-                // dropped while unwinding, records a failure.
-                permit.polling = true;
-                let poll = future.poll(cx);
-                permit.polling = false;
-                let result = ready!(poll);
-                if let Some(permit) = permit.permit.take() {
-                    permit.record(classifier.classify(&result));
-                }
-                Poll::Ready(result.map_err(Into::into))
-            }
-            KindProj::Refused { rejected } => match rejected.take() {
-                Some(rejected) => Poll::Ready(Err(rejected.into())),
-                None => panic!("fusebox breaker ResponseFuture polled after completion"),
-            },
+        let this = self.project();
+        let Some(future) = this.future.as_pin_mut() else {
+            return match std::mem::replace(this.verdict, Verdict::Done) {
+                Verdict::Refused(rejected) => Poll::Ready(Err(rejected.into())),
+                _ => panic!("fusebox breaker ResponseFuture polled after completion"),
+            };
+        };
+        // If this poll panics, the guard, dropped while unwinding, records a
+        // failure.
+        let guard = FailOnUnwind(&mut *this.verdict);
+        let poll = future.poll(cx);
+        std::mem::forget(guard);
+        let result = ready!(poll);
+        if let Verdict::Owed { permit, classifier } = std::mem::replace(this.verdict, Verdict::Done)
+        {
+            permit.record(classifier.classify(&result));
         }
+        Poll::Ready(result.map_err(Into::into))
     }
 }
 
 impl<F, C> fmt::Debug for ResponseFuture<F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match &self.kind {
-            Kind::Admitted { permit, .. } if permit.permit.is_some() => "running",
-            Kind::Admitted { .. } => "done",
-            Kind::Refused { rejected: Some(_) } => "refused",
-            Kind::Refused { rejected: None } => "done",
+        let kind = match &self.verdict {
+            Verdict::Owed { .. } => "running",
+            Verdict::Refused(_) => "refused",
+            Verdict::Done => "done",
         };
         f.debug_struct("ResponseFuture")
             .field("state", &kind)

@@ -223,7 +223,7 @@ where
             match self.breaker.try_acquire() {
                 Ok(permit) => {
                     #[cfg(feature = "tokio")]
-                    {
+                    if self.sleep.is_some() {
                         self.sleep = None;
                     }
                     self.admission = Some(Admission::Admitted(permit));
@@ -247,6 +247,9 @@ where
     ///
     /// If `poll_ready` has not returned `Ready(Ok(()))` since the last call,
     /// like every tower service.
+    // Not inlined: the caller's future then gets this one written straight
+    // into its place, instead of built aside and copied in.
+    #[inline(never)]
     fn call(&mut self, request: Request) -> Self::Future {
         match self.admission.take() {
             Some(Admission::Admitted(permit)) => {

@@ -6,6 +6,7 @@ use pin_project_lite::pin_project;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 use tokio::time::Sleep;
@@ -38,31 +39,29 @@ pin_project! {
     where
         S: Service<Request>,
     {
+        // The attempt in flight; `None` between attempts.
         #[pin]
-        state: State<S::Future>,
-        service: S,
-        request: Request,
-        retry: crate::retry::Retry<B, P>,
+        attempt: Option<S::Future>,
+        // The backoff wait before the next attempt: boxed, so that only a
+        // request that waits pays for a timer's room.
+        wait: Option<Pin<Box<Sleep>>>,
+        // What a next attempt needs; `None` when the policy allows one attempt.
+        again: Option<Again<S, Request>>,
+        retry: Arc<crate::retry::Retry<B, P>>,
         backoff: B,
-        attempt: u32,
+        attempts: u32,
     }
 }
 
-pin_project! {
-    #[project = StateProj]
-    enum State<F> {
-        // An attempt is in flight.
-        Called {
-            #[pin]
-            future: F,
-        },
-        // Waiting out the backoff delay.
-        Waiting {
-            #[pin]
-            sleep: Sleep,
-        },
-        // Waiting for the service to be ready for the next attempt.
-        Retrying,
+/// A service (a clone, not yet ready) and the request, for the next attempt.
+pub(crate) struct Again<S, Request> {
+    service: S,
+    request: Request,
+}
+
+impl<S, Request> Again<S, Request> {
+    pub(crate) fn new(service: S, request: Request) -> Self {
+        Again { service, request }
     }
 }
 
@@ -72,9 +71,8 @@ where
 {
     pub(crate) fn new(
         future: S::Future,
-        service: S,
-        request: Request,
-        retry: crate::retry::Retry<B, P>,
+        again: Option<Again<S, Request>>,
+        retry: Arc<crate::retry::Retry<B, P>>,
     ) -> Self
     where
         B: Iterator<Item = Duration> + Clone,
@@ -82,12 +80,12 @@ where
         // Deposits in the budget (once per request); this request's delays.
         let backoff = retry.begin();
         ResponseFuture {
-            state: State::Called { future },
-            service,
-            request,
+            attempt: Some(future),
+            wait: None,
+            again,
             retry,
             backoff,
-            attempt: 1,
+            attempts: 1,
         }
     }
 }
@@ -105,33 +103,37 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         loop {
-            match this.state.as_mut().project() {
-                StateProj::Called { future } => {
-                    let error: BoxError = match ready!(future.poll(cx)) {
-                        Ok(response) => return Poll::Ready(Ok(response)),
-                        Err(error) => error.into(),
-                    };
-                    match this
-                        .retry
-                        .after_failure(this.backoff, *this.attempt, &error)
-                    {
-                        None => return Poll::Ready(Err(error)),
-                        Some(delay) => this.state.set(State::Waiting {
-                            sleep: tokio::time::sleep(delay),
-                        }),
+            if let Some(future) = this.attempt.as_mut().as_pin_mut() {
+                let error: BoxError = match ready!(future.poll(cx)) {
+                    Ok(response) => return Poll::Ready(Ok(response)),
+                    Err(error) => error.into(),
+                };
+                match this
+                    .retry
+                    .after_failure(this.backoff, *this.attempts, &error)
+                {
+                    None => return Poll::Ready(Err(error)),
+                    Some(delay) => {
+                        let sleep = Box::pin(tokio::time::sleep(delay));
+                        this.attempt.set(None);
+                        *this.wait = Some(sleep);
                     }
                 }
-                StateProj::Waiting { sleep } => {
-                    ready!(sleep.poll(cx));
-                    this.state.set(State::Retrying);
-                }
-                StateProj::Retrying => {
-                    ready!(this.service.poll_ready(cx)).map_err(Into::into)?;
-                    *this.attempt += 1;
-                    let future = this.service.call(this.request.clone());
-                    this.state.set(State::Called { future });
-                }
             }
+            if let Some(sleep) = this.wait.as_mut() {
+                ready!(sleep.as_mut().poll(cx));
+                *this.wait = None;
+            }
+            // The policy allowed a next attempt, so it allows more than one:
+            // `again` was prepared.
+            let again = this
+                .again
+                .as_mut()
+                .expect("fusebox retry: a next attempt without a prepared request");
+            ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
+            *this.attempts += 1;
+            let future = again.service.call(again.request.clone());
+            this.attempt.set(Some(future));
         }
     }
 }
@@ -141,14 +143,14 @@ where
     S: Service<Request>,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.state {
-            State::Called { .. } => "called",
-            State::Waiting { .. } => "waiting",
-            State::Retrying => "retrying",
+        let state = match (&self.attempt, &self.wait) {
+            (Some(_), _) => "called",
+            (None, Some(_)) => "waiting",
+            (None, None) => "retrying",
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)
-            .field("attempt", &self.attempt)
+            .field("attempt", &self.attempts)
             .finish()
     }
 }

@@ -21,7 +21,8 @@
 //! breaker, and once it opens the retries stop at once.
 //!
 //! The service and the request must be `Clone`: the response future keeps a
-//! clone of each to send the request again.
+//! clone of each to send the request again (when the policy allows more
+//! than one attempt; with `max_attempts(1)` nothing is cloned).
 //!
 //! # Examples
 //!

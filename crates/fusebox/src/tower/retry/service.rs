@@ -1,6 +1,7 @@
 use super::future::ResponseFuture;
 use crate::retry::{AnyError, DefaultBackoff, RetryIf};
 use crate::tower::BoxError;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tower::Service;
@@ -21,7 +22,9 @@ use tower::Service;
 #[derive(Debug, Clone)]
 pub struct Retry<S, B = DefaultBackoff, P = AnyError> {
     inner: S,
-    retry: crate::retry::Retry<B, P>,
+    /// Shared with every response future: one reference count per call
+    /// instead of a copy of the policy.
+    retry: Arc<crate::retry::Retry<B, P>>,
 }
 
 impl<S, B, P> Retry<S, B, P> {
@@ -37,8 +40,11 @@ impl<S, B, P> Retry<S, B, P> {
     /// assert_eq!(*svc.get_ref(), 7);
     /// # Ok::<(), fusebox::retry::RetryConfigError>(())
     /// ```
-    pub const fn new(inner: S, retry: crate::retry::Retry<B, P>) -> Self {
-        Retry { inner, retry }
+    pub fn new(inner: S, retry: crate::retry::Retry<B, P>) -> Self {
+        Retry {
+            inner,
+            retry: Arc::new(retry),
+        }
     }
 
     /// The retry policy.
@@ -125,9 +131,12 @@ where
 
     fn call(&mut self, request: Request) -> Self::Future {
         // The ready service answers this first attempt; a clone (not yet
-        // ready) goes into the future for the retries, as tower's Retry does.
-        let retries = self.inner.clone();
-        let future = self.inner.call(request.clone());
-        ResponseFuture::new(future, retries, request, self.retry.clone())
+        // ready) and a clone of the request go into the future for the
+        // retries, as tower's Retry does. With one attempt allowed there is
+        // no retry to prepare for.
+        let again = (self.retry.max_attempts() > 1)
+            .then(|| super::future::Again::new(self.inner.clone(), request.clone()));
+        let future = self.inner.call(request);
+        ResponseFuture::new(future, again, Arc::clone(&self.retry))
     }
 }
