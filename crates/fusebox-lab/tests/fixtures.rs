@@ -5,7 +5,10 @@
 //! `peers-seed000-50rps.toml` has no fixture: virtual mode refuses it. The
 //! fleet scenarios (`fleet20-*.toml`) were pinned when they were added (the
 //! shared ones again when the virtual fleet took up the library's probe
-//! leases and sync); the others' JSON has no fleet key, as before.
+//! leases and sync; all of them again when the JSON took up each replica's
+//! transitions with their `remote` flag and its `remote_transitions`: only
+//! keys were added, every value stayed); the others' JSON has no fleet key
+//! and no `remote` key, as before.
 
 use fusebox_lab::cli::sweep;
 use fusebox_lab::engine::Mode;

@@ -6,7 +6,7 @@
 //! About 6 s.
 
 use fusebox_lab::engine::{self, Mode};
-use fusebox_lab::report::Summary;
+use fusebox_lab::report::{json, ScenarioReport, Summary};
 use fusebox_lab::scenario::Scenario;
 
 /// 8 replicas at 10 req/s each; the dependency fails for a second (20 ms
@@ -69,6 +69,33 @@ fn sharing_through_redis_cuts_failing_calls() {
         );
         let fleet = real.fleet.as_ref().unwrap();
         let held = fleet.held.iter().filter(|h| !h.is_empty()).count();
+        // The JSON marks the transitions the fleet made: one per held
+        // replica at least (its remote trip), none without sharing.
+        let report = ScenarioReport {
+            scenario: sc.clone(),
+            mode: Mode::Real,
+            runs: vec![real.clone()],
+            summaries: vec![r.clone()],
+            article: vec![None],
+        };
+        let doc = json::scenario(&report);
+        let remote = doc["strategies"][0]["fleet"]["total"]["remote_transitions"]
+            .as_u64()
+            .unwrap() as usize;
+        let flagged = doc["strategies"][0]["fleet"]["replicas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["transitions"].as_array().unwrap())
+            .filter(|t| t["remote"] == true)
+            .count();
+        assert_eq!(flagged, remote);
+        assert!(remote >= held, "{remote} remote transitions, {held} held");
+        assert_eq!(
+            remote == 0,
+            sharing == "none",
+            "{remote} remote transitions"
+        );
         if sharing == "fleet" {
             // The first trip travelled through Redis to the other replicas.
             // Their calls arrive 25 ms apart, so a replica whose third

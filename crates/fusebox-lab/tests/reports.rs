@@ -303,3 +303,58 @@ fn a_shared_fleet_probes_once_and_quorum_two_spares_the_healthy_replicas() {
         assert_eq!(r.healthy_fast_fails > 0, i == 2, "replica {}: {r:?}", i + 1);
     }
 }
+
+/// The JSON of a fleet run carries each transition's `remote` flag (the
+/// fleet's change, not the replica's own breaker's), each replica's
+/// transitions and their count: a shared fleet has remote transitions on
+/// the replicas its trip opened, a local one none; a scenario without
+/// `[fleet]` has no `remote` key at all (its JSON is as it was).
+#[test]
+fn json_marks_the_transitions_a_fleet_made() {
+    let remote = |doc: &Value, k: usize| {
+        let fleet = &doc["strategies"][k]["fleet"];
+        let replicas = fleet["replicas"].as_array().unwrap();
+        let mut flagged = 0;
+        for r in replicas {
+            let log = r["transitions"].as_array().unwrap();
+            let n = log.iter().filter(|t| t["remote"] == true).count();
+            assert!(log.iter().all(|t| t["remote"].is_boolean()), "{r}");
+            assert_eq!(r["remote_transitions"], n);
+            flagged += n;
+        }
+        assert_eq!(fleet["total"]["remote_transitions"], flagged);
+        // The strategy's own `transitions` (replica 1's) carry the flag too.
+        assert_eq!(
+            doc["strategies"][k]["transitions"],
+            replicas[0]["transitions"]
+        );
+        (
+            flagged,
+            replicas
+                .iter()
+                .filter(|r| r["remote_transitions"] != 0)
+                .count(),
+        )
+    };
+    // The fusebox strategy (2) of the article's fault on 20 replicas.
+    let shared = json::scenario(&report(shipped("fleet20-shared")));
+    let local = json::scenario(&report(shipped("fleet20-local")));
+    assert_eq!(remote(&local, 2), (0, 0));
+    let (flagged, replicas) = remote(&shared, 2);
+    // The first trip opens the other 19; the fleet's close closes them.
+    assert!(
+        flagged >= 2 * 19 && replicas >= 19,
+        "{flagged} on {replicas}"
+    );
+    // Opened by the fleet: to open, from closed.
+    let opened = shared["strategies"][2]["fleet"]["replicas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["transitions"].as_array().unwrap())
+        .filter(|t| t["remote"] == true && t["to"] == "open")
+        .count();
+    assert!(opened >= 19, "{opened}");
+    let plain = json::scenario(&report(shipped("seed000-50rps")));
+    assert!(!plain.to_string().contains("\"remote\""));
+}

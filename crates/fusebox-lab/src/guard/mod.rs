@@ -59,8 +59,9 @@ pub struct TransitionRecord {
     /// State after.
     pub to: &'static str,
     /// Made by a fleet: another replica's trip or close, applied by
-    /// `fusebox::fleet` (real mode). The virtual fleet keeps its holds
-    /// apart ([`crate::engine::FleetRun::held`]) and leaves this `false`.
+    /// `fusebox::fleet` (real mode) or by the virtual fleet's rules, which
+    /// log what the library's breaker would; a guard's own log (the lab's
+    /// holds, `force_open`/`reset`) has it `false`.
     pub remote: bool,
 }
 

@@ -9,11 +9,15 @@
 //! rejected}]`) and `requests` (`[{arrival_s, start_s, end_s, outcome,
 //! attempts}]`). A `[fleet]` scenario adds `fleet: {replicas, sharing,
 //! quorum, sync_every_s, propagation_s}`, and to each strategy `fleet:
-//! {replicas: [...], total}` with the [fleet figures](super::model::FLEET_FIGURES).
+//! {replicas: [...], total}` with the [fleet figures](super::model::FLEET_FIGURES)
+//! (each replica also with its `transitions`); there every transition has
+//! `remote` too: `true` when the fleet made it (another replica's trip or
+//! close), not the replica's own breaker. (Without `[fleet]` no transition
+//! is remote, and the key is left out: those documents are as they were.)
 
 use super::model::{self, Cell, FIGURES, FLEET_FIGURES};
 use super::{ReplicaFigures, ScenarioReport, Summary};
-use crate::engine::RunResult;
+use crate::engine::{RunResult, TransitionRecord};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
@@ -38,7 +42,17 @@ fn insert(obj: &mut Map<String, Value>, path: &str, value: Value) {
     }
 }
 
+/// A transition; `remote` only in a fleet scenario.
+fn transition(t: &TransitionRecord, fleet: bool) -> Value {
+    let mut v = json!({ "at_s": Cell::Secs(t.at).json(), "from": t.from, "to": t.to });
+    if let (true, Value::Object(obj)) = (fleet, &mut v) {
+        obj.insert("remote".into(), json!(t.remote));
+    }
+    v
+}
+
 fn strategy(sum: &Summary, run: &RunResult) -> Value {
+    let fleet = run.fleet.is_some();
     let mut obj = Map::new();
     obj.insert("name".into(), json!(sum.name));
     obj.insert("kind".into(), json!(sum.kind));
@@ -56,9 +70,7 @@ fn strategy(sum: &Summary, run: &RunResult) -> Value {
         }
     }
     let series = json!({
-        "transitions": sum.transitions.iter().map(|t| json!({
-            "at_s": Cell::Secs(t.at).json(), "from": t.from, "to": t.to,
-        })).collect::<Vec<_>>(),
+        "transitions": sum.transitions.iter().map(|t| transition(t, fleet)).collect::<Vec<_>>(),
         "windows": sum.windows.iter().map(|w| json!({
             "from_s": s(w.from), "ok": w.ok, "fail": w.fail,
             "fast_fail": w.fast_fail, "rejected": w.rejected,
@@ -74,21 +86,25 @@ fn strategy(sum: &Summary, run: &RunResult) -> Value {
     if let Value::Object(series) = series {
         obj.extend(series);
     }
-    if let Some(rows) = model::fleet_rows(sum) {
+    if let (Some(rows), Some(runs)) = (model::fleet_rows(sum), &run.fleet) {
         let figures = |r: &ReplicaFigures| {
-            Value::Object(
-                FLEET_FIGURES
-                    .iter()
-                    .map(|f| (f.json.to_string(), (f.value)(r).json()))
-                    .collect(),
-            )
+            FLEET_FIGURES
+                .iter()
+                .map(|f| (f.json.to_string(), (f.value)(r).json()))
+                .collect::<Map<_, _>>()
         };
         let (total, replicas) = rows.split_last().expect("a total row");
+        let replicas = replicas.iter().zip(&runs.transitions).map(|((_, r), log)| {
+            let mut obj = figures(r);
+            let log = log.iter().map(|t| transition(t, true)).collect();
+            obj.insert("transitions".into(), Value::Array(log));
+            Value::Object(obj)
+        });
         obj.insert(
             "fleet".into(),
             json!({
-                "replicas": replicas.iter().map(|(_, r)| figures(r)).collect::<Vec<_>>(),
-                "total": figures(total.1),
+                "replicas": replicas.collect::<Vec<_>>(),
+                "total": Value::Object(figures(total.1)),
             }),
         );
     }

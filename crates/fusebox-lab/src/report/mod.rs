@@ -122,6 +122,10 @@ pub struct ReplicaFigures {
     /// Requests fast-failed while no fault hit the replica's calls: the
     /// requests a breaker cost while its dependency was healthy.
     pub healthy_fast_fails: usize,
+    /// State changes the fleet made on the replica's breaker (another
+    /// replica's trip or close: [`TransitionRecord::remote`]); none without
+    /// `sharing = "fleet"`.
+    pub remote_transitions: usize,
 }
 
 impl FleetFigures {
@@ -179,6 +183,7 @@ impl FleetFigures {
                             scenario.downstream.fault_on(r, at).is_none()
                         })
                         .count(),
+                    remote_transitions: transitions.iter().filter(|t| t.remote).count(),
                 }
             })
             .collect();
@@ -192,6 +197,7 @@ impl FleetFigures {
                 None
             },
             healthy_fast_fails: replicas.iter().map(|r| r.healthy_fast_fails).sum(),
+            remote_transitions: replicas.iter().map(|r| r.remote_transitions).sum(),
         };
         Some(FleetFigures { replicas, total })
     }

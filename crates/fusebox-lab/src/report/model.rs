@@ -443,6 +443,11 @@ pub const FLEET_FIGURES: &[FleetFigure] = &[
         json: "healthy_fast_fails",
         value: |r| Cell::Count(r.healthy_fast_fails),
     },
+    FleetFigure {
+        label: "fleet transitions",
+        json: "remote_transitions",
+        value: |r| Cell::Count(r.remote_transitions),
+    },
 ];
 
 /// The rows of a strategy's fleet table: `replica 1`, ..., `total`, with
