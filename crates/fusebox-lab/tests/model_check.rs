@@ -177,7 +177,13 @@ fn per_request_model(
     assert_eq!(sc.client.retries, 0, "the per-request model has no retries");
     let clock = fusebox::ManualClock::new();
     let lab_clock = LabClock::Virtual(clock.clone());
-    let guard = guard::build(spec, &lab_clock, &Breakers::for_run(&lab_clock), "model");
+    let guard = guard::build(
+        spec,
+        &lab_clock,
+        &Breakers::for_run(&lab_clock),
+        "model",
+        None,
+    );
     let n = sc.request_count() as usize;
     let mut free = vec![Duration::ZERO; sc.workers];
     // (end, start order) -> (ticket, result); tickets kept aside by index.
@@ -684,7 +690,7 @@ impl<'a> FleetModel<'a> {
             successes,
             rate,
             guards: (0..fleet.replicas)
-                .map(|r| guard::build(spec, clock, &breakers, &format!("m{r}")))
+                .map(|r| guard::build(spec, clock, &breakers, &format!("m{r}"), None))
                 .collect(),
             reps: (0..fleet.replicas)
                 .map(|_| ModelReplica {

@@ -263,11 +263,16 @@ struct ServedRun {
 
 impl ServedRun {
     fn start(tag: &str) -> ServedRun {
+        ServedRun::of(tag, SCENARIO)
+    }
+
+    /// [`ServedRun::start`] of the scenario `text`.
+    fn of(tag: &str, text: &str) -> ServedRun {
         let dir =
             std::env::temp_dir().join(format!("fusebox-lab-serve-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let scenario = dir.join("serve-test.toml");
-        std::fs::write(&scenario, SCENARIO).unwrap();
+        std::fs::write(&scenario, text).unwrap();
         let json = dir.join("out.json");
         let any = "127.0.0.1:0".parse().unwrap();
         let lab = Lab::run(any, &scenario, &["--json".as_ref(), json.as_os_str()], None);
@@ -352,6 +357,67 @@ fn the_binary_keeps_serving_after_the_run() {
     let (status, _, body) = get(addr, "/dashboard/api/state");
     assert!(status.contains("200"), "{status}");
     assert!(body.contains(name), "{body}");
+}
+
+/// A real-mode fleet sharing through Redis exports each replica's breaker
+/// as `SCENARIO/STRATEGY/replica-N` (in `/breakers`, `/metrics` and the
+/// dashboard), and the fleet still shares them: the report has transitions
+/// the fleet made. Skipped with one line without `redis-server`, unless
+/// `FUSEBOX_REQUIRE_REDIS=1`.
+#[test]
+fn a_served_fleet_lists_its_replicas() {
+    if fusebox::fleet::LocalRedis::start_or_skip("the served real-mode fleet").is_none() {
+        return;
+    }
+    // 3 replicas at 33 req/s each; the first to fail 3 calls in a row
+    // opens the others through Redis.
+    let text = SCENARIO
+        .replace("name = \"serve-test\"", "name = \"fleet3\"")
+        .replace(
+            "[downstream]",
+            "[fleet]\nreplicas = 3\nsharing = \"fleet\"\nredis = \"local\"\n\n[downstream]",
+        );
+    assert!(
+        text.contains("[fleet]") && text.contains("fleet3"),
+        "{text}"
+    );
+    let run = ServedRun::of("fleet", &text);
+    let (_, _, body) = get(run.addr, "/breakers");
+    let listed: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    names.sort_unstable();
+    let replicas = [
+        "fleet3/fusebox/replica-1",
+        "fleet3/fusebox/replica-2",
+        "fleet3/fusebox/replica-3",
+    ];
+    assert_eq!(names, replicas, "{body}");
+    let (_, _, body) = get(run.addr, "/metrics");
+    let samples = parse(&body).unwrap_or_else(|e| panic!("{e}:\n{body}"));
+    let fleet = &run.fusebox()["fleet"];
+    for (i, name) in replicas.iter().enumerate() {
+        let failures = value(
+            &samples,
+            "fusebox_calls_total",
+            &[("name", name), ("outcome", "failure")],
+        );
+        let json = fleet["replicas"][i]["failing_calls"].as_f64();
+        assert_eq!(failures, json, "{name}");
+    }
+    // Shared all the same: the fleet opened some replica.
+    assert!(
+        fleet["total"]["remote_transitions"].as_u64().unwrap() > 0,
+        "{fleet}"
+    );
+    let (_, _, body) = get(run.addr, "/dashboard/api/state");
+    for name in replicas {
+        assert!(body.contains(name), "{name}: {body}");
+    }
 }
 
 /// A real Prometheus server scraping every 15 s (its usual interval) and

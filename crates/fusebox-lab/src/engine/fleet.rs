@@ -3,9 +3,10 @@
 //! replica, against a real `redis-server` (`[fleet] redis = "local"`: one the
 //! lab starts on a free loopback port and kills at the end; or a URL).
 //!
-//! Every replica's breaker has the same name (the fleet shares by name), in
-//! a registry of its own; each replica is a node of its own (`r1`, `r2`,
-//! ...) in a namespace of the run's own, so runs never see each other.
+//! Every replica's breaker has the same name (the fleet shares by name),
+//! whatever its name in the run's registry (`SCENARIO/STRATEGY/replica-N`);
+//! each replica is a node of its own (`r1`, `r2`, ...) in a namespace of the
+//! run's own, so runs never see each other.
 
 use crate::scenario::{Redis, Scenario};
 use fusebox::fleet::{Fleet, LocalRedis, Membership};

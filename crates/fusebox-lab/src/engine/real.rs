@@ -65,10 +65,10 @@ fn sleep_until(deadline: Instant) {
 /// Runs one strategy of `scenario` with real threads and sleeps; a fusebox
 /// breaker goes in `shared` if given, else in a registry of the run's own.
 ///
-/// A fleet's replicas each get `workers` threads, a queue and a breaker;
-/// with `sharing = "fleet"` their breakers (all named `name`, each in a
-/// registry of its own: `--serve` does not export them) share through
-/// `fusebox::fleet` ([`RealFleet`]).
+/// A fleet's replicas each get `workers` threads, a queue and a breaker
+/// (`name/replica-N` in the registry, where `--serve` exports it); with
+/// `sharing = "fleet"` their breakers (each named `name` itself) share
+/// through `fusebox::fleet` ([`RealFleet`]).
 pub(super) fn run(
     scenario: &Scenario,
     spec: &StrategySpec,
@@ -94,17 +94,18 @@ pub(super) fn run(
     };
     let origin = Instant::now() + lead;
     let clock = LabClock::Real { origin };
-    // A fleet shares breakers by name: every replica's has the run's name,
-    // each in a registry of its own (not `shared`, where a name is unique).
-    let registries: Vec<Breakers> = (0..count)
-        .map(|_| match shared {
-            Some(b) if scenario.fleet.is_none() => b.clone(),
-            _ => Breakers::for_run(&clock),
+    // One registry (`shared`, where `--serve` exports it, or the run's own);
+    // a fleet's replicas are `NAME/replica-N` in it, and a shared fleet's
+    // breakers are all named `NAME` themselves: the fleet shares by name.
+    let breakers = shared.cloned().unwrap_or_else(|| Breakers::for_run(&clock));
+    let guards: Vec<Arc<dyn Guard>> = (0..count)
+        .map(|r| match scenario.fleet {
+            None => guard::build(spec, &clock, &breakers, name, None),
+            Some(_) => {
+                let replica = format!("{name}/replica-{}", r + 1);
+                guard::build(spec, &clock, &breakers, &replica, sharing.then_some(name))
+            }
         })
-        .collect();
-    let guards: Vec<Arc<dyn Guard>> = registries
-        .iter()
-        .map(|b| guard::build(spec, &clock, b, name))
         .collect();
     // Nodes connect and share before the run's clock starts.
     let _fleet = if sharing {

@@ -57,9 +57,9 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
     let mut replicas: Vec<Replica> = (0..count)
         .map(|r| Replica {
             guard: if count == 1 {
-                guard::build(spec, &clock, &breakers, name)
+                guard::build(spec, &clock, &breakers, name, None)
             } else {
-                guard::build(spec, &clock, &breakers, &format!("{name}#{}", r + 1))
+                guard::build(spec, &clock, &breakers, &format!("{name}#{}", r + 1), None)
             },
             workers: (0..scenario.workers).map(|_| Worker::Idle).collect(),
             queue: VecDeque::new(),

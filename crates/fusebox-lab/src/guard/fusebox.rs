@@ -25,9 +25,19 @@ type Log = Arc<Mutex<Vec<TransitionRecord>>>;
 /// Transition logs waiting for the breaker of their name to be built.
 #[derive(Default)]
 struct Logs {
-    /// name -> (log, offset of the run's time zero on the registry's clock).
     /// An entry lives from [`Breakers::guard`] to the build right after it.
-    pending: Mutex<HashMap<String, (Log, Duration)>>,
+    pending: Mutex<HashMap<String, Pending>>,
+}
+
+/// What the build of one breaker waits for.
+struct Pending {
+    log: Log,
+    /// The run's time zero on the registry's clock.
+    offset: Duration,
+    /// The breaker's own name when it differs from its registry name: the
+    /// name a real-mode fleet shares it by (`fusebox::fleet` shares by the
+    /// breaker's name; each replica's has the same).
+    shares_as: Option<String>,
 }
 
 /// The registry observer that hooks each run's transition log onto its breaker.
@@ -35,8 +45,17 @@ struct LogObserver(Arc<Logs>);
 
 impl Observer for LogObserver {
     fn instrument(&self, name: &str, _tags: &Tags, builder: Builder) -> Builder {
-        let Some((log, offset)) = lock(&self.0.pending).remove(name) else {
+        let Some(Pending {
+            log,
+            offset,
+            shares_as,
+        }) = lock(&self.0.pending).remove(name)
+        else {
             return builder;
+        };
+        let builder = match shares_as {
+            Some(n) => builder.name(n),
+            None => builder,
         };
         builder.on_transition(move |t: &fusebox::Transition| {
             lock(&log).push(TransitionRecord {
@@ -104,7 +123,7 @@ impl Breakers {
     /// let sc = &Scenario::embedded()[0];
     /// let clock = LabClock::Virtual(fusebox::ManualClock::new());
     /// let breakers = Breakers::for_run(&clock);
-    /// let g = guard::build(&sc.strategies[2], &clock, &breakers, "seed000-50rps/fusebox");
+    /// let g = guard::build(&sc.strategies[2], &clock, &breakers, "seed000-50rps/fusebox", None);
     /// assert!(matches!(g.admit(std::time::Duration::ZERO), Admission::Call(_)));
     /// assert_eq!(breakers.registry().names(), ["seed000-50rps/fusebox"]);
     /// ```
@@ -137,9 +156,13 @@ impl Breakers {
     /// ...: each run starts with a fresh breaker. Both are tagged
     /// `service = SCENARIO` (a run's name is `SCENARIO/STRATEGY`; a
     /// scenario has one downstream), as a service tags its breakers.
+    /// `shares_as`: the breaker's own name, if not `name` (a real-mode
+    /// fleet's replicas, `SCENARIO/STRATEGY/replica-N` in the registry, all
+    /// share `SCENARIO/STRATEGY`).
     pub(super) fn guard(
         &self,
         name: &str,
+        shares_as: Option<&str>,
         config: &BreakerConfig,
         max_concurrent: Option<usize>,
         clock: &LabClock,
@@ -157,7 +180,14 @@ impl Breakers {
             _ => Duration::ZERO,
         };
         let log = Log::default();
-        lock(&self.logs.pending).insert(unique.clone(), (Arc::clone(&log), offset));
+        lock(&self.logs.pending).insert(
+            unique.clone(),
+            Pending {
+                log: Arc::clone(&log),
+                offset,
+                shares_as: shares_as.map(str::to_owned),
+            },
+        );
         let service = name.split_once('/').map_or(name, |(scenario, _)| scenario);
         let tags = Tags::from([("service".to_owned(), service.to_owned())]);
         {

@@ -160,7 +160,8 @@ impl ::fusebox::Clock for LabClock {
 }
 
 /// Builds the guard for one run of `spec` on `clock`; a fusebox breaker is
-/// built in `breakers` under `name`.
+/// built in `breakers` under `name` (its own name `shares_as` if given: a
+/// real-mode fleet's replicas share one name, see [`Breakers`]).
 ///
 /// # Panics
 ///
@@ -171,11 +172,14 @@ pub fn build(
     clock: &LabClock,
     breakers: &Breakers,
     name: &str,
+    shares_as: Option<&str>,
 ) -> Arc<dyn Guard> {
     match &spec.kind {
         StrategyKind::None => Arc::new(NoGuard),
         StrategyKind::Seed(c) => Arc::new(SeedBreaker::new(*c)),
-        StrategyKind::Fusebox(c) => Arc::new(breakers.guard(name, c, spec.max_concurrent, clock)),
+        StrategyKind::Fusebox(c) => {
+            Arc::new(breakers.guard(name, shares_as, c, spec.max_concurrent, clock))
+        }
         StrategyKind::Peer(c) => peers::build(*c, clock)
             .unwrap_or_else(|| panic!("{}", peers::unavailable(&spec.name, c.peer))),
     }
