@@ -184,10 +184,10 @@ open_for = "1s"
 /// real mode against virtual mode: failing calls within 3 and recovery
 /// probes equal, in every replica's total. Recovery lag and healthy
 /// fast-fails are not compared: each real node syncs on its own phase, which
-/// moves the probe lease (README, "A fleet of replicas"). ~40 s of real time:
+/// moves the probe lease (README, "A fleet of replicas"). ~56 s of real time:
 /// `cargo test --release -p fusebox-lab --test real_fleet -- --ignored`.
 #[test]
-#[ignore = "real time: ~40 s"]
+#[ignore = "real time: ~56 s"]
 fn shipped_fleets_in_real_mode_match_virtual_mode() {
     if fusebox::fleet::LocalRedis::start_or_skip("the shipped real-mode fleets").is_none() {
         return;
@@ -197,6 +197,8 @@ fn shipped_fleets_in_real_mode_match_virtual_mode() {
         "fleet20-real-shared",
         "fleet20-window-local",
         "fleet20-window-shared",
+        "fleet20-real-path-quorum1",
+        "fleet20-real-path-quorum2",
     ] {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("scenarios")
