@@ -184,10 +184,10 @@ open_for = "1s"
 /// real mode against virtual mode: failing calls within 3 and recovery
 /// probes equal, in every replica's total. Recovery lag and healthy
 /// fast-fails are not compared: each real node syncs on its own phase, which
-/// moves the probe lease (README, "A fleet of replicas"). ~56 s of real time:
+/// moves the probe lease (README, "A fleet of replicas"). ~45 s of real time:
 /// `cargo test --release -p fusebox-lab --test real_fleet -- --ignored`.
 #[test]
-#[ignore = "real time: ~56 s"]
+#[ignore = "real time: ~45 s"]
 fn shipped_fleets_in_real_mode_match_virtual_mode() {
     if fusebox::fleet::LocalRedis::start_or_skip("the shipped real-mode fleets").is_none() {
         return;
