@@ -1867,3 +1867,61 @@ fn listener_sees_transitions_as_a_chain() {
         }
     }
 }
+
+/// A clock that calls the breaker it times (once per reading, not from the
+/// nested call's own readings): a verdict recorded while the breaker's
+/// settings are held re-enters the breaker from inside.
+#[derive(Clone)]
+struct ReentrantClock {
+    inner: ManualClock,
+    breaker: Arc<std::sync::OnceLock<CircuitBreaker>>,
+    nested: Arc<AtomicUsize>,
+}
+
+thread_local! {
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+impl fusebox::Clock for ReentrantClock {
+    fn now(&self) -> Duration {
+        if let Some(cb) = self.breaker.get() {
+            if !INSIDE.with(|i| i.replace(true)) {
+                // A failure, so that it is recorded (not settled as a no-op).
+                assert!(matches!(fail(cb), Err(Error::Inner("boom"))));
+                self.nested.fetch_add(1, Ordering::Relaxed);
+                INSIDE.with(|i| i.set(false));
+            }
+        }
+        fusebox::Clock::now(&self.inner)
+    }
+}
+
+#[test]
+fn a_clock_that_calls_its_own_breaker_is_counted_exactly() {
+    let clock = ReentrantClock {
+        inner: ManualClock::new(),
+        breaker: Arc::new(std::sync::OnceLock::new()),
+        nested: Arc::new(AtomicUsize::new(0)),
+    };
+    let cb = CircuitBreaker::builder()
+        .failure_rate(1.0)
+        .min_calls(1_000_000)
+        .time_window(Duration::from_secs(60))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    assert!(clock.breaker.set(cb.clone()).is_ok());
+    for _ in 0..100 {
+        succeed(&cb).unwrap();
+    }
+    // The snapshot's own clock reading calls nothing.
+    INSIDE.with(|i| i.set(true));
+    let s = cb.snapshot();
+    let nested = clock.nested.load(Ordering::Relaxed) as u64;
+    // Each of the 100 records reads the clock (a time window): at least one
+    // nested failure each, every one of them counted.
+    assert!(nested >= 100, "nested calls: {nested}");
+    assert_eq!(s.calls, 100 + nested);
+    assert_eq!(s.failures, nested);
+    assert_eq!(s.state, State::Closed);
+}

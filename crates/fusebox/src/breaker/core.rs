@@ -346,17 +346,24 @@ impl Core {
         let slot = (std::ptr::from_ref(self) as usize >> 6) % LIVE_SLOTS;
         // The entry is taken out while `f` runs and put back after, so a
         // breaker re-entered from `f` (through a `Clock`) finds it empty and
-        // loads for itself; a thread being torn down loads every time.
-        let Ok(cached) = CACHE.try_with(|cache| cache[slot].take()) else {
-            return f(&self.live.load());
-        };
-        let live = match cached {
-            Some(live) if live_addr(&live) == current => live,
-            _ => self.live.load_full(),
-        };
-        let r = f(&live);
-        let _ = CACHE.try_with(|cache| cache[slot].set(Some(live)));
-        r
+        // loads for itself; a thread being torn down loads every time. One
+        // access to the table serves both, with `f` run inside it.
+        let mut f = Some(f);
+        let cached = CACHE.try_with(|cache| {
+            let live = match cache[slot].take() {
+                Some(live) if live_addr(&live) == current => live,
+                _ => self.live.load_full(),
+            };
+            let r = f.take().map(|f| f(&live));
+            cache[slot].set(Some(live));
+            r
+        });
+        match (cached, f) {
+            (Ok(Some(r)), _) => r,
+            (_, Some(f)) => f(&self.live.load()),
+            // `f` ran (and took itself) exactly when the table was there.
+            (_, None) => unreachable!("with_live: the closure ran but returned nothing"),
+        }
     }
 
     #[cfg(loom)]
@@ -1094,6 +1101,7 @@ impl Inner {
     /// windows and `retry_after` keep their lengths instead of stretching by
     /// the size of the jump. Backward steps smaller than [`SEEN_STEP`] are
     /// absorbed by the saturating arithmetic instead.
+    #[inline(always)]
     pub(crate) fn now(&self) -> Nanos {
         let raw = read_clock(&self.clock);
         // Relaxed throughout: `offset` and `seen` order nothing else; a stale
@@ -1216,27 +1224,29 @@ impl Inner {
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
         let mode = self.mode();
-        // A success that changes nothing, heard only by the listeners.
-        if mode & SETTLED != 0 && outcome == Outcome::Success && self.core.success_is_noop(&ticket)
-        {
-            if !self.listeners.is_empty() {
-                let elapsed =
-                    (ticket.start != NO_START).then(|| self.now().saturating_sub(ticket.start));
-                self.tell_call(outcome, false, elapsed);
+        if outcome == Outcome::Success {
+            if mode & SETTLED != 0 {
+                // A success that changes nothing, heard only by the listeners.
+                if self.core.success_is_noop(&ticket) {
+                    if !self.listeners.is_empty() {
+                        let elapsed = (ticket.start != NO_START)
+                            .then(|| self.now().saturating_sub(ticket.start));
+                        self.tell_call(outcome, false, elapsed);
+                    }
+                    return;
+                }
+            } else if ticket.start == NO_START
+                && mode & TIME_WINDOW == 0
+                && self.listeners.is_empty()
+                && self
+                    .core
+                    .with_live(|live| self.success_is_noop(live, mode, &ticket, outcome))
+            {
+                // Untimed and told to no one (a count window full of plain
+                // successes): settled before any set-up.
+                self.core.count(&ticket, outcome, false);
+                return;
             }
-            return;
-        }
-        // Untimed and told to no one: settle a no-op success before any set-up.
-        if ticket.start == NO_START
-            && outcome == Outcome::Success
-            && mode & TIME_WINDOW == 0
-            && self.listeners.is_empty()
-            && self
-                .core
-                .with_live(|live| self.success_is_noop(live, mode, &ticket, outcome))
-        {
-            self.core.count(&ticket, outcome, false);
-            return;
         }
         let now = LazyNow::new(self);
         let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));

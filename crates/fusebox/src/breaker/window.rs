@@ -109,8 +109,13 @@ impl CountWindow {
     /// Whether the window is full of plain successes.
     #[inline]
     pub(crate) fn all_plain_successes(&self) -> bool {
-        let t = self.sums.read();
-        t.failures == 0 && t.slow == 0 && t.calls == self.slots.len() as u64
+        // The raw sums, as [`Sums::read`] would clamp them: a negative
+        // failure or slow sum reads 0, a negative call sum is not `n`.
+        // Relaxed: see `Sums`.
+        let s = &self.sums;
+        s.failures.load(Ordering::Relaxed) <= 0
+            && s.slow.load(Ordering::Relaxed) <= 0
+            && s.calls.load(Ordering::Relaxed) == self.slots.len() as i64
     }
 
     /// Takes the ring position of the next record.
