@@ -123,6 +123,20 @@ fn fail(b: &CircuitBreaker, n: usize) {
     }
 }
 
+/// `nodes` once node 0's breaker has tripped (one failure) and every
+/// node's breaker is open.
+async fn tripped(
+    nodes: Vec<(Fleet, CircuitBreaker, Membership)>,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    fail(&nodes[0].1, 1);
+    all_become(&nodes, State::Open).await;
+    nodes
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
 /// N nodes of one namespace, each sharing a breaker made by `make`.
 async fn fleet_of(
     redis: &LocalRedis,
@@ -283,9 +297,7 @@ async fn k_probes_in_the_whole_fleet_and_the_verdict_travels() {
     let Some(redis) = LocalRedis::start_or_skip("probes") else {
         return;
     };
-    let nodes = fleet_of(&redis, "probes", 3, || probing(Duration::from_millis(300))).await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
+    let nodes = tripped(fleet_of(&redis, "probes", 3, || probing(ms(300))).await).await;
     // After the open period, one probe in the whole fleet.
     let mut held = first_probes(&nodes).await;
     tokio::time::sleep(SYNC * 3).await;
@@ -338,9 +350,7 @@ async fn half_open_held_by_n0(
     redis: &LocalRedis,
     ns: &str,
 ) -> Vec<(Fleet, CircuitBreaker, Membership)> {
-    let nodes = fleet_of(redis, ns, 2, || probing(Duration::from_millis(200))).await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
+    let nodes = tripped(fleet_of(redis, ns, 2, || probing(ms(200))).await).await;
     tokio::time::sleep(Duration::from_millis(250)).await;
     assert!(nodes[0].1.try_acquire().is_err());
     holds_lease(redis, ns, "n0").await;
@@ -393,12 +403,7 @@ async fn a_node_with_calls_takes_the_lease_ahead_and_its_first_half_open_call_pr
     let Some(redis) = LocalRedis::start_or_skip("lease_ahead") else {
         return;
     };
-    let nodes = fleet_of(&redis, "lease-ahead", 2, || {
-        probing(Duration::from_millis(300))
-    })
-    .await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
+    let nodes = tripped(fleet_of(&redis, "lease-ahead", 2, || probing(ms(300))).await).await;
     // Node 1 has calls all along: rejected while open, then its first call
     // that finds the open period over probes (the lease was taken ahead).
     let start = Instant::now();
@@ -430,11 +435,9 @@ async fn the_lease_is_taken_at_the_end_of_the_open_period_whatever_sync_every() 
     };
     // Syncs 5 s apart: none falls in the 200 ms open period.
     let nodes = fleet_with(&redis, "lease-end", 2, 1, Duration::from_secs(5), || {
-        probing(Duration::from_millis(200))
-    })
-    .await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
+        probing(ms(200))
+    });
+    let nodes = tripped(nodes.await).await;
     // Node 1 has calls while the fleet is open, then none.
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(100) {
@@ -1004,9 +1007,7 @@ async fn a_probe_permit_dropped_without_verdict_frees_the_lease_for_another_node
     let Some(redis) = LocalRedis::start_or_skip("dropped_probe") else {
         return;
     };
-    let nodes = fleet_of(&redis, "dropped", 2, || probing(Duration::from_millis(200))).await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
+    let nodes = tripped(fleet_of(&redis, "dropped", 2, || probing(ms(200))).await).await;
     let mut held = first_probes(&nodes).await;
     let (prober, permit) = held.pop().unwrap();
     drop(permit); // a cancelled call: no verdict
@@ -1162,12 +1163,7 @@ async fn a_node_joining_a_half_open_fleet_rejects_until_the_probes_verdict_trave
     let Some(redis) = LocalRedis::start_or_skip("join_half_open") else {
         return;
     };
-    let nodes = fleet_of(&redis, "join-half", 2, || {
-        probing(Duration::from_millis(200))
-    })
-    .await;
-    fail(&nodes[0].1, 1);
-    all_become(&nodes, State::Open).await;
+    let nodes = tripped(fleet_of(&redis, "join-half", 2, || probing(ms(200))).await).await;
     let (_, permit) = first_probes(&nodes).await.pop().unwrap();
 
     // The fleet's breaker is half-open, its probe running elsewhere.
