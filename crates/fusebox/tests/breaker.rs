@@ -783,6 +783,33 @@ fn full_window_of_successes_still_slides_when_failures_come() {
 }
 
 #[test]
+fn a_new_closed_period_counts_successes_after_a_full_window() {
+    let clock = ManualClock::new();
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .count_window(2)
+        .min_calls(2)
+        .open_for(Duration::from_secs(1))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        ok(&b).unwrap(); // the third finds the window full of successes
+    }
+    fail(&b).unwrap_err();
+    assert_eq!(b.state(), State::Open, "S F: half failed");
+    clock.advance(Duration::from_secs(1));
+    ok(&b).unwrap(); // the probe closes
+    assert_eq!(b.state(), State::Closed);
+    ok(&b).unwrap();
+    assert_eq!(b.snapshot().calls, 1, "the new period's window counts it");
+    ok(&b).unwrap();
+    ok(&b).unwrap();
+    fail(&b).unwrap_err();
+    assert_eq!(b.state(), State::Open, "S F again");
+}
+
+#[test]
 fn time_window_success_completing_min_calls_trips() {
     let b = CircuitBreaker::builder()
         .failure_rate(0.5)

@@ -178,3 +178,82 @@ fn reconfigure_racing_verdicts() {
         assert_eq!(b.state(), State::Open);
     });
 }
+
+/// A count window of 2 full of plain successes, not yet marked so.
+fn full_two_call_window() -> CircuitBreaker {
+    let b = CircuitBreaker::builder()
+        .failure_rate(1.0)
+        .count_window(2)
+        .min_calls(2)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        b.call(|| Ok::<(), ()>(())).unwrap();
+    }
+    b
+}
+
+/// A success that marks its count window full of plain successes (so that
+/// later successes settle without a record), racing a failure recorded in
+/// that window: the mark never outlives the failure. Two more successes
+/// then push the failure out of the last two calls, which they could not
+/// if a stale mark let them settle unrecorded.
+#[test]
+fn full_window_mark_racing_a_failure() {
+    loom::model(|| {
+        let b = full_two_call_window();
+        let marker = {
+            let b = b.clone();
+            thread::spawn(move || b.call(|| Ok::<(), ()>(())).unwrap())
+        };
+        let p = b.try_acquire().unwrap();
+        let failure = thread::spawn(move || p.failure());
+        marker.join().unwrap();
+        failure.join().unwrap();
+        let s = b.snapshot();
+        assert_eq!((s.calls, s.failures, s.state), (2, 1, State::Closed));
+        b.call(|| Ok::<(), ()>(())).unwrap();
+        b.call(|| Ok::<(), ()>(())).unwrap();
+        let s = b.snapshot();
+        assert_eq!((s.calls, s.failures), (2, 0), "the failure slid out");
+    });
+}
+
+/// The same mark racing a reconfigure to a new (empty) window: the mark
+/// never carries over, so the new window counts the next successes.
+#[test]
+fn full_window_mark_racing_a_reconfigure() {
+    loom::model(|| {
+        let b = full_two_call_window();
+        let marker = {
+            let b = b.clone();
+            thread::spawn(move || b.call(|| Ok::<(), ()>(())).unwrap())
+        };
+        let writer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reconfigure(
+                    CircuitBreaker::builder()
+                        .failure_rate(1.0)
+                        .count_window(3)
+                        .min_calls(3),
+                )
+                .unwrap();
+            })
+        };
+        marker.join().unwrap();
+        writer.join().unwrap();
+        let before = b.snapshot().calls;
+        assert!(
+            before <= 1,
+            "the new window holds at most the racing success"
+        );
+        b.call(|| Ok::<(), ()>(())).unwrap();
+        assert_eq!(
+            b.snapshot().calls,
+            before + 1,
+            "a success after it is counted"
+        );
+    });
+}

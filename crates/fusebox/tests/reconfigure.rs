@@ -408,3 +408,32 @@ fn concurrent_reconfigures_and_calls_keep_the_invariants() {
     }
     assert_eq!(b.state(), State::Open);
 }
+
+#[test]
+fn a_new_count_window_counts_successes_after_a_full_one() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .count_window(4)
+        .min_calls(4)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    for _ in 0..6 {
+        succeed(&b); // full of successes: later ones settle without a record
+    }
+    assert_eq!(b.snapshot().calls, 4);
+    b.reconfigure(
+        CircuitBreaker::builder()
+            .failure_rate(0.5)
+            .count_window(3)
+            .min_calls(3),
+    )
+    .unwrap();
+    for n in 1..=3 {
+        succeed(&b);
+        assert_eq!(b.snapshot().calls, n, "the new window counts every success");
+    }
+    fail(&b);
+    fail(&b); // F F of the last 3 (S F F): the new window trips
+    assert_eq!(b.state(), State::Open);
+}

@@ -180,7 +180,6 @@ pub(crate) struct Core {
     live: Swap<Live>,
     /// The address of the `Live` in `live`, for [`Core::with_live`]'s
     /// per-thread cache (written with it, under the lock).
-    #[cfg_attr(loom, allow(dead_code))]
     current: AtomicUsize,
     /// Who decides half-open admissions (see [`ProbeGate`]).
     gate: AtomicU8,
@@ -193,6 +192,13 @@ pub(crate) struct Core {
     probes_dropped: AtomicU64,
     /// Cumulative closed-state verdicts, once something asked for them.
     tally: OnceLock<Box<TallyCells>>,
+    /// `generation + 1` of a closed period whose count window was found full
+    /// of plain successes, or 0: lets such a success settle without the
+    /// settings (see [`Core::window_full`]). Cleared by every record that
+    /// can leave the window otherwise and by every reconfigure; a close
+    /// needs no clearing, since the next closed period has another
+    /// generation.
+    full: AtomicU64,
 }
 
 /// Who may admit half-open probes. A fleet hands the decision to the one
@@ -266,6 +272,7 @@ impl Core {
             half_open_asks: AtomicU64::new(0),
             probes_dropped: AtomicU64::new(0),
             tally: OnceLock::new(),
+            full: AtomicU64::new(0),
         }
     }
 
@@ -296,6 +303,9 @@ impl Core {
         // Relaxed: only compared with the address of a `Live` a thread already
         // holds (see `with_live`); the `Live` itself is read through `live`.
         self.current.store(addr, Ordering::Relaxed);
+        // Release: a `mark_full` that reads this (or a later) value of `full`
+        // sees the new `current` and withdraws its mark (see `mark_full`).
+        self.full.swap(0, Ordering::Release);
         // A closed breaker whose kept counts already reach a tightened
         // threshold trips now, not at the next verdict that moves them.
         let w = self.load();
@@ -403,6 +413,53 @@ impl Core {
         // down the full path.
         ticket.kind == Kind::Normal
             && self.consecutive.load(Ordering::Relaxed) == tagged(ticket.generation, 0)
+    }
+
+    /// Whether the count window of `ticket`'s closed period was found full
+    /// of plain successes and nothing that could change that has been
+    /// recorded since. One load. A stale `true` is a success settled just
+    /// before the record that cleared it, as with a stale read of the
+    /// window's sums.
+    #[inline(always)]
+    pub(crate) fn window_full(&self, ticket: &Ticket) -> bool {
+        // Relaxed: see above; the mark is validated by `mark_full`.
+        self.full.load(Ordering::Relaxed) == ticket.generation + 1
+    }
+
+    /// Marks the count window of `live` full of plain successes for the
+    /// closed period `generation`, after a success found it so.
+    ///
+    /// The protocol (checked by the loom models `full_window_mark_*`): the
+    /// mark is a read-modify-write of `full` followed by a check of the
+    /// window's sums and of the `Live` in force; a record that leaves the
+    /// window not full of plain successes, and a reconfigure, change their
+    /// data first and then swap `full` to 0. All of them write `full` by
+    /// read-modify-writes, so they are ordered: if the clearing swap comes
+    /// after the mark, the mark is gone; if before, the mark's Acquire
+    /// synchronises with the clearing swap's Release (or with a later
+    /// read-modify-write in its release sequence) and the check sees the
+    /// failure or the new `Live`, and withdraws the mark.
+    #[inline(never)]
+    pub(crate) fn mark_full(&self, live: &Live, generation: u64) {
+        let token = generation + 1;
+        // Relaxed: a hint that saves the swap when the mark is there.
+        if self.full.load(Ordering::Relaxed) == token {
+            return;
+        }
+        // AcqRel: see above.
+        self.full.swap(token, Ordering::AcqRel);
+        // Relaxed: ordered after the swap's Acquire.
+        let valid = live
+            .window
+            .as_ref()
+            .is_some_and(|w| w.plain_success_is_noop())
+            && self.current.load(Ordering::Relaxed) == std::ptr::from_ref(live) as usize;
+        if !valid {
+            // Relaxed: withdrawing only ever makes calls take the full path.
+            let _ = self
+                .full
+                .compare_exchange(token, 0, Ordering::Relaxed, Ordering::Relaxed);
+        }
     }
 
     /// The open path: a rejection decided from the word and the open period
@@ -690,6 +747,10 @@ impl Core {
         }
         let t = if window.needs_time() { now.get() } else { 0 };
         let totals = window.record(claim, t, failed, slow_call);
+        if (failed || slow_call) && !window.needs_time() {
+            // Release: after the window write (see `mark_full`).
+            self.full.swap(0, Ordering::Release);
+        }
         cell.fetch_sub(1, Ordering::Release);
         match totals {
             Some(totals) => Recorded::Totals(totals),
@@ -996,6 +1057,12 @@ const TIME_WINDOW: u8 = 4;
 /// rule, no window, no tally), so only the listeners hear of it.
 const SETTLED: u8 = 8;
 
+/// Bit of [`Inner::mode`]: as [`QUIET`] for a count window (no slow rule,
+/// no listener, no tally): a closed-state success that
+/// [`Core::success_is_noop`] approves while [`Core::window_full`] holds
+/// changes nothing and tells no one.
+const FULL_QUIET: u8 = 16;
+
 /// What every handle of one breaker shares: the state machine, the clock,
 /// the listeners and the name.
 pub(crate) struct Inner {
@@ -1003,7 +1070,7 @@ pub(crate) struct Inner {
     /// `None`: [`MonotonicClock`], read without a virtual call.
     pub(crate) clock: Option<Arc<dyn Clock>>,
     listeners: Box<[Arc<dyn Listener>]>,
-    /// [`TIME_CALLS`], [`QUIET`], [`SETTLED`] and [`TIME_WINDOW`], derived
+    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`] and [`TIME_WINDOW`], derived
     /// from the settings in force and rewritten by a reconfigure.
     mode: AtomicU8,
     /// A listener set at runtime (a fleet's), told of transitions only.
@@ -1056,8 +1123,12 @@ impl Inner {
             && self.core.tally.get().is_none();
         let quiet = settled && !time_calls;
         let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
+        let full_quiet = matches!(settings.policy.window, Some(WindowSpec::Count(_)))
+            && !time_calls
+            && self.core.tally.get().is_none();
         let mode = if time_calls { TIME_CALLS } else { 0 }
             | if quiet { QUIET } else { 0 }
+            | if full_quiet { FULL_QUIET } else { 0 }
             | if settled { SETTLED } else { 0 }
             | if time_window { TIME_WINDOW } else { 0 };
         // Relaxed: a hint for the hot path. A call that reads the old mode
@@ -1208,10 +1279,14 @@ impl Inner {
     }
 
     /// The hot path: a success in a closed period with no failure pending
+    /// (and, with a count window, the window full of plain successes)
     /// changes nothing and tells no one.
     #[inline(always)]
     pub(crate) fn settles_silently(&self, ticket: &Ticket, outcome: Outcome) -> bool {
-        self.mode() & QUIET != 0 && outcome == Outcome::Success && self.core.success_is_noop(ticket)
+        let mode = self.mode();
+        (mode & QUIET != 0 || (mode & FULL_QUIET != 0 && self.core.window_full(ticket)))
+            && outcome == Outcome::Success
+            && self.core.success_is_noop(ticket)
     }
 
     #[inline]
@@ -1238,9 +1313,13 @@ impl Inner {
             } else if ticket.start == NO_START
                 && mode & TIME_WINDOW == 0
                 && self.listeners.is_empty()
-                && self
-                    .core
-                    .with_live(|live| self.success_is_noop(live, mode, &ticket, outcome))
+                && self.core.with_live(|live| {
+                    let noop = self.success_is_noop(live, mode, &ticket, outcome);
+                    if noop && live.window.is_some() {
+                        self.core.mark_full(live, ticket.generation);
+                    }
+                    noop
+                })
             {
                 // Untimed and told to no one (a count window full of plain
                 // successes): settled before any set-up.
