@@ -99,6 +99,13 @@ pub trait Clock: Send + Sync + 'static {
 /// time past larger ones (see [`Clock`]). std's [`Instant`] (the feature
 /// off) is monotonic system-wide.
 ///
+/// A breaker on this clock times its calls (for the slow-call rule and the
+/// listeners' [`CallEvent::duration`](crate::CallEvent::duration)) on the
+/// source's raw counter: with `quanta`, two `rdtsc` readings scaled once,
+/// without the breaker's guard against a clock running backwards (a
+/// duration saturates at zero instead). Every other decision reads the
+/// breaker's guarded time.
+///
 /// [`quanta`]: https://docs.rs/quanta
 ///
 /// # Examples
@@ -136,15 +143,34 @@ mod source {
     }
 
     #[inline]
-    pub(super) fn now_nanos() -> u64 {
+    fn source() -> &'static Source {
         static SOURCE: OnceLock<Source> = OnceLock::new();
-        let s = SOURCE.get_or_init(|| {
+        SOURCE.get_or_init(|| {
             let clock = quanta::Clock::new();
             let origin = clock.raw();
             Source { clock, origin }
-        });
+        })
+    }
+
+    #[inline]
+    pub(super) fn now_nanos() -> u64 {
+        let s = source();
         // Saturates at 0 should the raw counter read below the origin.
         s.clock.delta_as_nanos(s.origin, s.clock.raw())
+    }
+
+    /// The raw counter (TSC ticks), unscaled.
+    #[inline]
+    pub(crate) fn raw() -> u64 {
+        source().clock.raw()
+    }
+
+    /// Nanoseconds from the [`raw`] reading `start` to now, 0 if now is
+    /// not later.
+    #[inline]
+    pub(crate) fn since(start: u64) -> u64 {
+        let s = source();
+        s.clock.delta_as_nanos(start, s.clock.raw())
     }
 }
 
@@ -158,7 +184,26 @@ mod source {
         static ORIGIN: OnceLock<Instant> = OnceLock::new();
         super::nanos(ORIGIN.get_or_init(Instant::now).elapsed())
     }
+
+    /// [`now_nanos`]: std's clock has no cheaper reading.
+    #[inline]
+    pub(crate) fn raw() -> u64 {
+        now_nanos()
+    }
+
+    /// Nanoseconds from the [`raw`] reading `start` to now, 0 if now is
+    /// not later.
+    #[inline]
+    pub(crate) fn since(start: u64) -> u64 {
+        now_nanos().saturating_sub(start)
+    }
 }
+
+/// The default clock's readings for durations, where only differences
+/// matter: with quanta, the raw counter, scaled once per duration rather
+/// than once per reading, and without the breaker's guard against a clock
+/// running backwards (a duration saturates at zero instead).
+pub(crate) use source::{raw as raw_now, since as raw_since};
 
 /// A clock that only moves when told to.
 ///

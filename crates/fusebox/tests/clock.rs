@@ -5,9 +5,10 @@
 //! different cores can disagree by a fraction of a microsecond; std's
 //! `Instant` is monotonic system-wide.
 
-use fusebox::{Clock, MonotonicClock};
+use fusebox::{CallEvent, CircuitBreaker, Clock, Listener, MonotonicClock};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 /// The largest backward step tolerated between threads (1 ms).
 const TOLERANCE_NANOS: u64 = 1_000_000;
@@ -46,4 +47,77 @@ fn monotonic_clock_runs_backwards_across_threads_by_less_than_a_millisecond() {
     let (a, b) = (clock.now_nanos(), clock.now());
     assert!(b.as_nanos() >= u128::from(a));
     assert!(latest.load(Ordering::Relaxed) > 0);
+}
+
+/// Records the duration of every call it hears of.
+#[derive(Clone, Default)]
+struct Durations(Arc<std::sync::Mutex<Vec<Duration>>>);
+
+impl Listener for Durations {
+    fn on_call(&self, call: &CallEvent) {
+        self.0.lock().unwrap().push(call.duration);
+    }
+}
+
+/// Spins (no sleep) until the default clock has moved by `d`.
+fn spin_for(d: Duration) {
+    let start = MonotonicClock.now();
+    while MonotonicClock.now() - start < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// With the default clock a breaker times its calls on the clock's raw
+/// counter (the TSC with `quanta`), scaled once per call: the duration a
+/// listener hears and the slow-call rule judges still covers the call, on
+/// the closed path and on a probe.
+#[test]
+fn call_durations_on_the_default_clock_cover_the_call() {
+    const LONG: Duration = Duration::from_millis(2);
+    let heard = Durations::default();
+    let b = CircuitBreaker::builder()
+        .slow_calls(LONG, 1.0)
+        .count_window(2)
+        .min_calls(2)
+        .open_for(Duration::from_millis(1))
+        .listener(heard.clone())
+        .build()
+        .unwrap();
+    b.call(|| Ok::<(), ()>(())).unwrap(); // fast
+    let before = MonotonicClock.now();
+    b.call(|| {
+        spin_for(LONG);
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    let outside = MonotonicClock.now() - before;
+    {
+        let d = heard.0.lock().unwrap();
+        assert!(d[1] >= LONG, "a {LONG:?} call heard as {:?}", d[1]);
+        // Timed inside the interval measured around it (give or take the
+        // tolerated step between cores): nanoseconds, not raw ticks.
+        let tolerance = Duration::from_nanos(TOLERANCE_NANOS);
+        assert!(
+            d[1] <= outside + tolerance,
+            "{:?} heard, {outside:?} around it",
+            d[1]
+        );
+        assert!(d[0] < d[1], "{:?} then {:?}", d[0], d[1]);
+    }
+    let s = b.snapshot();
+    assert_eq!((s.calls, s.slow_calls), (2, 1), "the long call was slow");
+    b.call(|| {
+        spin_for(LONG);
+        Ok::<(), ()>(())
+    })
+    .unwrap();
+    assert_eq!(b.state(), fusebox::State::Open, "2 of 2 slow");
+    spin_for(Duration::from_millis(1));
+    b.call(|| {
+        spin_for(LONG);
+        Ok::<(), ()>(())
+    })
+    .unwrap(); // the probe: slow, so the breaker opens again
+    assert!(heard.0.lock().unwrap()[3] >= LONG);
+    assert_eq!(b.state(), fusebox::State::Open, "a slow probe reopens");
 }

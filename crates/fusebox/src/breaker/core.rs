@@ -10,7 +10,7 @@ use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
 use super::tally::{Tally, TallyCells};
 use super::types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
-use crate::clock::{Clock, MonotonicClock};
+use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
 use crate::sync::{
     lock, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Striped, Swap, SwapGuard,
 };
@@ -86,8 +86,9 @@ impl Word {
 pub(crate) struct Ticket {
     pub(crate) generation: u64,
     pub(crate) kind: Kind,
-    /// Admission time, when something needs the call's duration; `NO_START`
-    /// otherwise (a sentinel rather than an `Option` keeps the ticket in two
+    /// Admission time (see [`Inner::stamp`]: for the default clock a raw
+    /// counter reading, not the breaker's time), when something needs the
+    /// call's duration; `NO_START` otherwise (a sentinel rather than an `Option` keeps the ticket in two
     /// registers on the hot path).
     pub(crate) start: Nanos,
 }
@@ -1236,11 +1237,39 @@ impl Inner {
         self.admit_at(now)
     }
 
-    /// [`Inner::now`] for a timed admission, out of line so that the open
-    /// path does not pay for its registers.
+    /// A timed admission's start (see [`Inner::stamp`]), out of line so
+    /// that the open path does not pay for its registers.
     #[inline(never)]
     fn start_time(&self) -> Nanos {
-        self.now()
+        match &self.clock {
+            None => raw_now(),
+            Some(_) => self.now(),
+        }
+    }
+
+    /// A timed admission's start when the breaker's time `now` was read
+    /// for the admission anyway: the default clock's raw counter (see
+    /// [`raw_now`]), any other clock's `now`.
+    #[inline]
+    fn stamp(&self, now: Nanos) -> Nanos {
+        match &self.clock {
+            None => raw_now(),
+            Some(_) => now,
+        }
+    }
+
+    /// A call's duration from its ticket's `start` ([`NO_START`]: not
+    /// timed) to now, saturating at zero. The default clock measures it on
+    /// its raw counter; any other clock on the breaker's time, `now`.
+    #[inline(always)]
+    fn elapsed(&self, start: Nanos, now: &LazyNow<'_>) -> Option<Nanos> {
+        if start == NO_START {
+            return None;
+        }
+        Some(match &self.clock {
+            None => raw_since(start),
+            Some(_) => now.get().saturating_sub(start),
+        })
     }
 
     /// Kept out of [`Inner::acquire_slow`] so that the open path does not
@@ -1255,7 +1284,7 @@ impl Inner {
         match result {
             Ok(mut ticket) => {
                 if self.mode() & TIME_CALLS != 0 {
-                    ticket.start = now;
+                    ticket.start = self.stamp(now);
                 }
                 Ok(ticket)
             }
@@ -1296,39 +1325,53 @@ impl Inner {
         }
     }
 
+    /// What [`Inner::settles_silently`] did not settle. A small frame that
+    /// only sorts: a success that changes nothing, heard only by the
+    /// listeners, goes to [`Inner::tell_settled`]; the rest to
+    /// [`Inner::finish_full`].
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+        if outcome == Outcome::Success
+            && self.mode() & SETTLED != 0
+            && self.core.success_is_noop(&ticket)
+        {
+            return self.tell_settled(ticket.start);
+        }
+        self.finish_full(ticket, outcome)
+    }
+
+    /// A success that changes nothing, told to the listeners.
+    #[inline(never)]
+    fn tell_settled(&self, start: Nanos) {
+        if !self.listeners.is_empty() {
+            let elapsed = self.elapsed(start, &LazyNow::new(self));
+            self.tell_call(Outcome::Success, false, elapsed);
+        }
+    }
+
+    #[inline(never)]
+    fn finish_full(&self, ticket: Ticket, outcome: Outcome) {
         let mode = self.mode();
-        if outcome == Outcome::Success {
-            if mode & SETTLED != 0 {
-                // A success that changes nothing, heard only by the listeners.
-                if self.core.success_is_noop(&ticket) {
-                    if !self.listeners.is_empty() {
-                        let elapsed = (ticket.start != NO_START)
-                            .then(|| self.now().saturating_sub(ticket.start));
-                        self.tell_call(outcome, false, elapsed);
-                    }
-                    return;
+        if outcome == Outcome::Success
+            && mode & SETTLED == 0
+            && ticket.start == NO_START
+            && mode & TIME_WINDOW == 0
+            && self.listeners.is_empty()
+            && self.core.with_live(|live| {
+                let noop = self.success_is_noop(live, mode, &ticket, outcome);
+                if noop && live.window.is_some() {
+                    self.core.mark_full(live, ticket.generation);
                 }
-            } else if ticket.start == NO_START
-                && mode & TIME_WINDOW == 0
-                && self.listeners.is_empty()
-                && self.core.with_live(|live| {
-                    let noop = self.success_is_noop(live, mode, &ticket, outcome);
-                    if noop && live.window.is_some() {
-                        self.core.mark_full(live, ticket.generation);
-                    }
-                    noop
-                })
-            {
-                // Untimed and told to no one (a count window full of plain
-                // successes): settled before any set-up.
-                self.core.count(&ticket, outcome, false);
-                return;
-            }
+                noop
+            })
+        {
+            // Untimed and told to no one (a count window full of plain
+            // successes): settled before any set-up.
+            self.core.count(&ticket, outcome, false);
+            return;
         }
         let now = LazyNow::new(self);
-        let elapsed = (ticket.start != NO_START).then(|| now.get().saturating_sub(ticket.start));
+        let elapsed = self.elapsed(ticket.start, &now);
         // Everyone is told inside, so that no transition is carried out of
         // the closure (a wide copy on every call, though rarely `Some`).
         self.core.with_live(|live| {
