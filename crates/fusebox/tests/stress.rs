@@ -188,3 +188,68 @@ fn time_window_counts_every_call_from_every_thread() {
     assert_eq!(s.calls, (THREADS * 5_000) as u64);
     assert_eq!(s.failures, failures.load(Ordering::Relaxed) as u64);
 }
+
+/// Rare failures over a count window that is mostly full of plain
+/// successes, so that successes keep marking it full while failures clear
+/// the mark, and reconfigures swap the window's shape underneath: whatever
+/// the interleaving, no stale mark survives. Afterwards single-threaded
+/// calls slide through the window exactly: a failure counts, and the
+/// window's size in successes pushes it out.
+#[test]
+fn full_window_marks_never_outlive_failures_or_reconfigures() {
+    let shape = |n: usize| {
+        CircuitBreaker::builder()
+            .failure_rate(1.0) // never trips with mixed outcomes
+            .count_window(n)
+            .min_calls(n as u32)
+    };
+    let b = shape(16).build().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let callers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let b = b.clone();
+                s.spawn(move || {
+                    let mut next = rng(t as u64 + 300);
+                    for _ in 0..20_000u32 {
+                        let fail = next() % 200 == 0;
+                        let _ = b.call(|| if fail { Err(()) } else { Ok(()) });
+                    }
+                })
+            })
+            .collect();
+        let (b, stop) = (b.clone(), &stop);
+        s.spawn(move || {
+            let mut n = 16;
+            while !stop.load(Ordering::Relaxed) {
+                n = if n == 16 { 17 } else { 16 };
+                b.reconfigure(shape(n)).unwrap();
+                std::thread::yield_now();
+            }
+        });
+        for c in callers {
+            c.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let n = b.config().count_window.unwrap();
+    assert_eq!(b.state(), State::Closed);
+    // A stale mark would let these settle unrecorded, leaving the window
+    // short of calls or holding an old failure.
+    for _ in 0..n {
+        b.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    let s = b.snapshot();
+    assert_eq!((s.calls, s.failures), (n as u64, 0), "the last {n} calls");
+    b.call(|| Err::<(), _>(())).unwrap_err();
+    assert_eq!(b.snapshot().failures, 1, "the failure is counted");
+    for _ in 0..n {
+        b.call(|| Ok::<_, ()>(())).unwrap();
+    }
+    let s = b.snapshot();
+    assert_eq!(
+        (s.calls, s.failures),
+        (n as u64, 0),
+        "pushed out by {n} calls"
+    );
+}
