@@ -1064,6 +1064,11 @@ const SETTLED: u8 = 8;
 /// changes nothing and tells no one.
 const FULL_QUIET: u8 = 16;
 
+/// Bit of [`Inner::mode`]: as [`FULL_QUIET`] with the tally on (a fleet's
+/// shared rate breaker): such a success is counted for the fleet and
+/// changes nothing else, settled by [`Inner::finish_slow`].
+const FULL_TALLIED: u8 = 32;
+
 /// What every handle of one breaker shares: the state machine, the clock,
 /// the listeners and the name.
 pub(crate) struct Inner {
@@ -1071,7 +1076,8 @@ pub(crate) struct Inner {
     /// `None`: [`MonotonicClock`], read without a virtual call.
     pub(crate) clock: Option<Arc<dyn Clock>>,
     listeners: Box<[Arc<dyn Listener>]>,
-    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`] and [`TIME_WINDOW`], derived
+    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`FULL_TALLIED`],
+    /// [`SETTLED`] and [`TIME_WINDOW`], derived
     /// from the settings in force and rewritten by a reconfigure.
     mode: AtomicU8,
     /// A listener set at runtime (a fleet's), told of transitions only.
@@ -1124,12 +1130,12 @@ impl Inner {
             && self.core.tally.get().is_none();
         let quiet = settled && !time_calls;
         let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
-        let full_quiet = matches!(settings.policy.window, Some(WindowSpec::Count(_)))
-            && !time_calls
-            && self.core.tally.get().is_none();
+        let full = matches!(settings.policy.window, Some(WindowSpec::Count(_))) && !time_calls;
+        let tallied = self.core.tally.get().is_some();
         let mode = if time_calls { TIME_CALLS } else { 0 }
             | if quiet { QUIET } else { 0 }
-            | if full_quiet { FULL_QUIET } else { 0 }
+            | if full && !tallied { FULL_QUIET } else { 0 }
+            | if full && tallied { FULL_TALLIED } else { 0 }
             | if settled { SETTLED } else { 0 }
             | if time_window { TIME_WINDOW } else { 0 };
         // Relaxed: a hint for the hot path. A call that reads the old mode
@@ -1327,15 +1333,22 @@ impl Inner {
 
     /// What [`Inner::settles_silently`] did not settle. A small frame that
     /// only sorts: a success that changes nothing, heard only by the
-    /// listeners, goes to [`Inner::tell_settled`]; the rest to
-    /// [`Inner::finish_full`].
+    /// listeners, goes to [`Inner::tell_settled`]; one over a count window
+    /// full of plain successes, heard only by the tally, is counted here;
+    /// the rest goes to [`Inner::finish_full`].
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
-        if outcome == Outcome::Success
-            && self.mode() & SETTLED != 0
-            && self.core.success_is_noop(&ticket)
-        {
-            return self.tell_settled(ticket.start);
+        if outcome == Outcome::Success {
+            let mode = self.mode();
+            if mode & SETTLED != 0 && self.core.success_is_noop(&ticket) {
+                return self.tell_settled(ticket.start);
+            }
+            if mode & FULL_TALLIED != 0
+                && self.core.window_full(&ticket)
+                && self.core.success_is_noop(&ticket)
+            {
+                return self.core.count(&ticket, outcome, false);
+            }
         }
         self.finish_full(ticket, outcome)
     }

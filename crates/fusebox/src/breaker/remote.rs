@@ -206,6 +206,28 @@ mod tests {
     }
 
     #[test]
+    fn a_tallied_count_window_full_of_successes_counts_every_success() {
+        let b = CircuitBreaker::builder()
+            .failure_rate(1.0)
+            .count_window(2)
+            .min_calls(2)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            b.call(|| Ok::<_, ()>(())).unwrap(); // the third marks the window full
+        }
+        b.enable_tally();
+        for _ in 0..5 {
+            b.call(|| Ok::<_, ()>(())).unwrap(); // settled over the full window
+        }
+        b.call(|| Err::<(), _>(())).unwrap_err();
+        b.call(|| Ok::<_, ()>(())).unwrap(); // a full path again
+        let t = b.tally();
+        assert_eq!((t.calls, t.failures), (7, 1));
+    }
+
+    #[test]
     fn a_tallied_consecutive_breaker_counts_plain_successes_too() {
         let b = CircuitBreaker::builder().build().unwrap();
         b.enable_tally();
