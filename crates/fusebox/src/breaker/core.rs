@@ -968,6 +968,18 @@ impl Core {
         self.tally.get().map(|t| t.read()).unwrap_or_default()
     }
 
+    /// Counts a success [`Inner::settles_silently`] settles, if the tally is
+    /// on: `true` once counted (or with no tally), `false` if this thread
+    /// has no cell of its own yet (the verdict then takes the full path,
+    /// which counts it). No call, so the hot path keeps its registers.
+    #[inline(always)]
+    fn tally_settled(&self) -> bool {
+        match self.tally.get() {
+            None => true,
+            Some(t) => t.add_owned_success(),
+        }
+    }
+
     /// The fleet's hook on every verdict: counts a closed-state one if the
     /// tally is on (a plain store to this thread's own cell).
     #[inline(always)]
@@ -1059,15 +1071,10 @@ const TIME_WINDOW: u8 = 4;
 const SETTLED: u8 = 8;
 
 /// Bit of [`Inner::mode`]: as [`QUIET`] for a count window (no slow rule,
-/// no listener, no tally): a closed-state success that
-/// [`Core::success_is_noop`] approves while [`Core::window_full`] holds
-/// changes nothing and tells no one.
+/// no listener): a closed-state success that [`Core::success_is_noop`]
+/// approves while [`Core::window_full`] holds changes nothing and tells no
+/// one (it is counted, if the tally is on: see [`Core::tally_settled`]).
 const FULL_QUIET: u8 = 16;
-
-/// Bit of [`Inner::mode`]: as [`FULL_QUIET`] with the tally on (a fleet's
-/// shared rate breaker): such a success is counted for the fleet and
-/// changes nothing else, settled by [`Inner::finish_slow`].
-const FULL_TALLIED: u8 = 32;
 
 /// What every handle of one breaker shares: the state machine, the clock,
 /// the listeners and the name.
@@ -1076,8 +1083,8 @@ pub(crate) struct Inner {
     /// `None`: [`MonotonicClock`], read without a virtual call.
     pub(crate) clock: Option<Arc<dyn Clock>>,
     listeners: Box<[Arc<dyn Listener>]>,
-    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`FULL_TALLIED`],
-    /// [`SETTLED`] and [`TIME_WINDOW`], derived
+    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`] and
+    /// [`TIME_WINDOW`], derived
     /// from the settings in force and rewritten by a reconfigure.
     mode: AtomicU8,
     /// A listener set at runtime (a fleet's), told of transitions only.
@@ -1131,11 +1138,9 @@ impl Inner {
         let quiet = settled && !time_calls;
         let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
         let full = matches!(settings.policy.window, Some(WindowSpec::Count(_))) && !time_calls;
-        let tallied = self.core.tally.get().is_some();
         let mode = if time_calls { TIME_CALLS } else { 0 }
             | if quiet { QUIET } else { 0 }
-            | if full && !tallied { FULL_QUIET } else { 0 }
-            | if full && tallied { FULL_TALLIED } else { 0 }
+            | if full { FULL_QUIET } else { 0 }
             | if settled { SETTLED } else { 0 }
             | if time_window { TIME_WINDOW } else { 0 };
         // Relaxed: a hint for the hot path. A call that reads the old mode
@@ -1322,6 +1327,7 @@ impl Inner {
         (mode & QUIET != 0 || (mode & FULL_QUIET != 0 && self.core.window_full(ticket)))
             && outcome == Outcome::Success
             && self.core.success_is_noop(ticket)
+            && (mode & QUIET != 0 || self.core.tally_settled())
     }
 
     #[inline]
@@ -1333,22 +1339,15 @@ impl Inner {
 
     /// What [`Inner::settles_silently`] did not settle. A small frame that
     /// only sorts: a success that changes nothing, heard only by the
-    /// listeners, goes to [`Inner::tell_settled`]; one over a count window
-    /// full of plain successes, heard only by the tally, is counted here;
-    /// the rest goes to [`Inner::finish_full`].
+    /// listeners, goes to [`Inner::tell_settled`]; the rest to
+    /// [`Inner::finish_full`].
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
-        if outcome == Outcome::Success {
-            let mode = self.mode();
-            if mode & SETTLED != 0 && self.core.success_is_noop(&ticket) {
-                return self.tell_settled(ticket.start);
-            }
-            if mode & FULL_TALLIED != 0
-                && self.core.window_full(&ticket)
-                && self.core.success_is_noop(&ticket)
-            {
-                return self.core.count(&ticket, outcome, false);
-            }
+        if outcome == Outcome::Success
+            && self.mode() & SETTLED != 0
+            && self.core.success_is_noop(&ticket)
+        {
+            return self.tell_settled(ticket.start);
         }
         self.finish_full(ticket, outcome)
     }

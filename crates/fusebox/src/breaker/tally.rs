@@ -77,6 +77,20 @@ impl TallyCells {
         }
     }
 
+    /// Counts one plain success if the calling thread owns a cell (no call,
+    /// no read-modify-write); `false`, counting nothing, if it does not.
+    #[inline(always)]
+    pub(crate) fn add_owned_success(&self) -> bool {
+        let i = slot::mine();
+        if i >= SLOTS {
+            return false;
+        }
+        let c = &self.cells[i].0 .0[0];
+        // Relaxed: see `add`.
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        true
+    }
+
     /// A thread without a cell of its own, or not asked yet.
     #[cold]
     #[inline(never)]
