@@ -6,7 +6,7 @@ use crate::{Permit, Rejected};
 use std::fmt;
 #[cfg(feature = "tokio")]
 use std::future::Future;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use tower::Service;
 
 /// In back-pressure mode, the shortest wait before the breaker is asked again
@@ -195,6 +195,69 @@ impl<S, C> CircuitBreaker<S, C> {
             Mode::Reject => Poll::Ready(Some(rejected)),
         }
     }
+
+    /// Whether a back-pressure wait is running (or over, not yet followed
+    /// by an admission).
+    #[cfg(feature = "tokio")]
+    #[inline]
+    fn waiting(&self) -> bool {
+        self.sleep.is_some()
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    #[inline]
+    fn waiting(&self) -> bool {
+        false
+    }
+
+    /// `poll_ready` while a back-pressure wait is running: once it is
+    /// over, asks the breaker again. `Ready(true)`: admitted;
+    /// `Ready(false)`: refused, to be answered in `call`.
+    #[cold]
+    #[inline(never)]
+    fn wait_and_ask(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        #[cfg(feature = "tokio")]
+        if let Some(sleep) = self.sleep.as_mut() {
+            ready!(sleep.as_mut().poll(cx));
+        }
+        match self.breaker.try_acquire() {
+            Ok(permit) => Poll::Ready(self.admit(permit)),
+            Err(rejected) => self.refused(rejected, cx),
+        }
+    }
+
+    /// The breaker refused: waits and asks again (back-pressure mode, while
+    /// it has a `retry_after`), or keeps the refusal for `call`. Returns as
+    /// [`wait_and_ask`](Self::wait_and_ask).
+    #[cold]
+    #[inline(never)]
+    fn refused(&mut self, mut rejected: Rejected, cx: &mut Context<'_>) -> Poll<bool> {
+        loop {
+            match self.wait_or_refuse(rejected, cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(rejected)) => {
+                    self.admission = Some(Admission::Refused(rejected));
+                    return Poll::Ready(false);
+                }
+                // The wait is over already: ask the breaker again.
+                Poll::Ready(None) => {}
+            }
+            match self.breaker.try_acquire() {
+                Ok(permit) => return Poll::Ready(self.admit(permit)),
+                Err(again) => rejected = again,
+            }
+        }
+    }
+
+    /// Keeps `permit` for `call`; a back-pressure wait is over. Returns `true`.
+    fn admit(&mut self, permit: Permit) -> bool {
+        #[cfg(feature = "tokio")]
+        {
+            self.sleep = None;
+        }
+        self.admission = Some(Admission::Admitted(permit));
+        true
+    }
 }
 
 impl<S, C, Request> Service<Request> for CircuitBreaker<S, C>
@@ -208,48 +271,38 @@ where
     type Future = ResponseFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        loop {
-            if let Some(Admission::Admitted(_)) = self.admission {
-                // Admitted: now, and only now, the inner service's readiness.
-                return self.inner.poll_ready(cx).map_err(Into::into);
-            }
-            #[cfg(feature = "tokio")]
-            if let Some(sleep) = self.sleep.as_mut() {
-                if sleep.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-            }
-            // No admission yet, or an earlier refusal that may be stale: ask.
-            match self.breaker.try_acquire() {
-                Ok(permit) => {
-                    #[cfg(feature = "tokio")]
-                    if self.sleep.is_some() {
-                        self.sleep = None;
+        if !matches!(self.admission, Some(Admission::Admitted(_))) {
+            // No admission yet, or an earlier refusal that may be stale: ask
+            // (once a back-pressure wait is over).
+            let admitted = if self.waiting() {
+                ready!(self.wait_and_ask(cx))
+            } else {
+                match self.breaker.try_acquire() {
+                    Ok(permit) => {
+                        self.admission = Some(Admission::Admitted(permit));
+                        true
                     }
-                    self.admission = Some(Admission::Admitted(permit));
+                    Err(rejected) => ready!(self.refused(rejected, cx)),
                 }
-                Err(rejected) => match self.wait_or_refuse(rejected, cx) {
-                    Poll::Pending => return Poll::Pending,
-                    // The wait is over already: ask the breaker again.
-                    Poll::Ready(None) => continue,
-                    Poll::Ready(Some(rejected)) => {
-                        // Ready, so that `call` can answer with the rejection
-                        // without touching the inner service.
-                        self.admission = Some(Admission::Refused(rejected));
-                        return Poll::Ready(Ok(()));
-                    }
-                },
+            };
+            if !admitted {
+                // Ready, so that `call` can answer with the rejection
+                // without touching the inner service.
+                return Poll::Ready(Ok(()));
             }
         }
+        // Admitted: now, and only now, the inner service's readiness.
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     /// # Panics
     ///
     /// If `poll_ready` has not returned `Ready(Ok(()))` since the last call,
     /// like every tower service.
-    // Not inlined: the caller's future then gets this one written straight
-    // into its place, instead of built aside and copied in.
-    #[inline(never)]
+    // Inlined into the caller (the retry layer's `call`, inlined in turn):
+    // the whole response future is then built in its final place, where a
+    // call returning it had it built aside and copied in.
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
         match self.admission.take() {
             Some(Admission::Admitted(permit)) => {

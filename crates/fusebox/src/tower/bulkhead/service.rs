@@ -122,6 +122,7 @@ where
     type Error = BoxError;
     type Future = ResponseFuture<S::Future>;
 
+    #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         if !matches!(self.slot, Some(Slot::Taken(_))) {
             // No slot yet, or a refusal that may be stale: try again, never wait.

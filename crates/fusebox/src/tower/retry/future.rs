@@ -73,12 +73,8 @@ where
         future: S::Future,
         again: Option<Again<S, Request>>,
         retry: Arc<crate::retry::Retry<B, P>>,
-    ) -> Self
-    where
-        B: Iterator<Item = Duration> + Clone,
-    {
-        // Deposits in the budget (once per request); this request's delays.
-        let backoff = retry.begin();
+        backoff: B,
+    ) -> Self {
         ResponseFuture {
             attempt: Some(future),
             wait: None,
