@@ -21,10 +21,16 @@ use tower::Service;
 #[cfg(feature = "tokio")]
 pub const BACK_PRESSURE_MIN_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// What `poll_ready` got from the breaker, waiting for `call`.
+/// What `poll_ready` got from the breaker, waiting for `call`, or the wait
+/// it is in. One field for all three keeps the service (and the clone a
+/// retry layer keeps of it for each request) small.
 enum Admission {
     Admitted(Permit),
     Refused(Rejected),
+    /// Back-pressure mode: the timer `poll_ready` waits on while the breaker
+    /// is open.
+    #[cfg(feature = "tokio")]
+    Waiting(std::pin::Pin<Box<tokio::time::Sleep>>),
 }
 
 /// Guards the inner service with a [circuit breaker](crate::CircuitBreaker).
@@ -56,9 +62,6 @@ pub struct CircuitBreaker<S, C = DefaultClassifier> {
     mode: Mode,
     /// Taken in `poll_ready`, used (and cleared) by `call`.
     admission: Option<Admission>,
-    /// Back-pressure mode: the timer `poll_ready` waits on while open.
-    #[cfg(feature = "tokio")]
-    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<S> CircuitBreaker<S> {
@@ -94,8 +97,6 @@ impl<S, C> CircuitBreaker<S, C> {
             classifier,
             mode,
             admission: None,
-            #[cfg(feature = "tokio")]
-            sleep: None,
         }
     }
 
@@ -171,9 +172,13 @@ impl<S, C> CircuitBreaker<S, C> {
         match (self.mode, rejected.retry_after()) {
             (Mode::BackPressure, Some(wait)) => {
                 let deadline = tokio::time::Instant::now() + wait.max(BACK_PRESSURE_MIN_WAIT);
-                let sleep = self
-                    .sleep
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if !matches!(self.admission, Some(Admission::Waiting(_))) {
+                    let sleep = Box::pin(tokio::time::sleep_until(deadline));
+                    self.admission = Some(Admission::Waiting(sleep));
+                }
+                let Some(Admission::Waiting(sleep)) = self.admission.as_mut() else {
+                    unreachable!("fusebox CircuitBreaker: the wait was just set")
+                };
                 sleep.as_mut().reset(deadline);
                 match sleep.as_mut().poll(cx) {
                     // Registered with the timer: the task is woken at `deadline`.
@@ -196,28 +201,14 @@ impl<S, C> CircuitBreaker<S, C> {
         }
     }
 
-    /// Whether a back-pressure wait is running (or over, not yet followed
-    /// by an admission).
-    #[cfg(feature = "tokio")]
-    #[inline]
-    fn waiting(&self) -> bool {
-        self.sleep.is_some()
-    }
-
-    #[cfg(not(feature = "tokio"))]
-    #[inline]
-    fn waiting(&self) -> bool {
-        false
-    }
-
     /// `poll_ready` while a back-pressure wait is running: once it is
     /// over, asks the breaker again. `Ready(true)`: admitted;
     /// `Ready(false)`: refused, to be answered in `call`.
+    #[cfg(feature = "tokio")]
     #[cold]
     #[inline(never)]
     fn wait_and_ask(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
-        #[cfg(feature = "tokio")]
-        if let Some(sleep) = self.sleep.as_mut() {
+        if let Some(Admission::Waiting(sleep)) = self.admission.as_mut() {
             ready!(sleep.as_mut().poll(cx));
         }
         match self.breaker.try_acquire() {
@@ -249,12 +240,10 @@ impl<S, C> CircuitBreaker<S, C> {
         }
     }
 
-    /// Keeps `permit` for `call`; a back-pressure wait is over. Returns `true`.
+    /// Keeps `permit` for `call` (a back-pressure wait is over). Returns
+    /// `true`.
+    #[inline]
     fn admit(&mut self, permit: Permit) -> bool {
-        #[cfg(feature = "tokio")]
-        {
-            self.sleep = None;
-        }
         self.admission = Some(Admission::Admitted(permit));
         true
     }
@@ -271,25 +260,20 @@ where
     type Future = ResponseFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if !matches!(self.admission, Some(Admission::Admitted(_))) {
-            // No admission yet, or an earlier refusal that may be stale: ask
-            // (once a back-pressure wait is over).
-            let admitted = if self.waiting() {
-                ready!(self.wait_and_ask(cx))
-            } else {
-                match self.breaker.try_acquire() {
-                    Ok(permit) => {
-                        self.admission = Some(Admission::Admitted(permit));
-                        true
-                    }
-                    Err(rejected) => ready!(self.refused(rejected, cx)),
-                }
-            };
-            if !admitted {
-                // Ready, so that `call` can answer with the rejection
-                // without touching the inner service.
-                return Poll::Ready(Ok(()));
-            }
+        let admitted = match self.admission {
+            Some(Admission::Admitted(_)) => true,
+            #[cfg(feature = "tokio")]
+            Some(Admission::Waiting(_)) => ready!(self.wait_and_ask(cx)),
+            // No admission yet, or an earlier refusal that may be stale: ask.
+            None | Some(Admission::Refused(_)) => match self.breaker.try_acquire() {
+                Ok(permit) => self.admit(permit),
+                Err(rejected) => ready!(self.refused(rejected, cx)),
+            },
+        };
+        if !admitted {
+            // Ready, so that `call` can answer with the rejection without
+            // touching the inner service.
+            return Poll::Ready(Ok(()));
         }
         // Admitted: now, and only now, the inner service's readiness.
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -309,7 +293,8 @@ where
                 ResponseFuture::admitted(self.inner.call(request), permit, self.classifier.clone())
             }
             Some(Admission::Refused(rejected)) => ResponseFuture::refused(rejected),
-            None => panic!("fusebox CircuitBreaker: poll_ready must be called first"),
+            // Not ready: never asked, or waiting for the breaker.
+            _ => panic!("fusebox CircuitBreaker: poll_ready must be called first"),
         }
     }
 }
@@ -332,6 +317,8 @@ impl<S: fmt::Debug, C> fmt::Debug for CircuitBreaker<S, C> {
             None => "none",
             Some(Admission::Admitted(_)) => "admitted",
             Some(Admission::Refused(_)) => "refused",
+            #[cfg(feature = "tokio")]
+            Some(Admission::Waiting(_)) => "waiting",
         };
         f.debug_struct("CircuitBreaker")
             .field("inner", &self.inner)
