@@ -266,7 +266,15 @@ where
             Some(Admission::Waiting(_)) => ready!(self.wait_and_ask(cx)),
             // No admission yet, or an earlier refusal that may be stale: ask.
             None | Some(Admission::Refused(_)) => match self.breaker.try_acquire() {
-                Ok(permit) => self.admit(permit),
+                Ok(permit) => {
+                    // What is replaced holds nothing to release (no value,
+                    // or a refusal): no drop glue to run.
+                    let old =
+                        std::mem::replace(&mut self.admission, Some(Admission::Admitted(permit)));
+                    debug_assert!(matches!(old, None | Some(Admission::Refused(_))));
+                    std::mem::forget(old);
+                    true
+                }
                 Err(rejected) => ready!(self.refused(rejected, cx)),
             },
         };
