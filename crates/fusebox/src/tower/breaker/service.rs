@@ -269,8 +269,7 @@ where
                 Ok(permit) => {
                     // What is replaced holds nothing to release (no value,
                     // or a refusal): no drop glue to run.
-                    let old =
-                        std::mem::replace(&mut self.admission, Some(Admission::Admitted(permit)));
+                    let old = self.admission.replace(Admission::Admitted(permit));
                     debug_assert!(matches!(old, None | Some(Admission::Refused(_))));
                     std::mem::forget(old);
                     true

@@ -135,7 +135,7 @@ where
             let refused = matches!(slot, Slot::Full(_));
             // What is replaced holds nothing to release (no value, or a
             // refusal): no drop glue to run.
-            let old = std::mem::replace(&mut self.slot, Some(slot));
+            let old = self.slot.replace(slot);
             debug_assert!(matches!(old, None | Some(Slot::Full(_))));
             std::mem::forget(old);
             if refused {
