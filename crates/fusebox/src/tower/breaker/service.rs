@@ -6,7 +6,7 @@ use crate::{Permit, Rejected};
 use std::fmt;
 #[cfg(feature = "tokio")]
 use std::future::Future;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use tower::Service;
 
 /// In back-pressure mode, the shortest wait before the breaker is asked again
@@ -21,10 +21,16 @@ use tower::Service;
 #[cfg(feature = "tokio")]
 pub const BACK_PRESSURE_MIN_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// What `poll_ready` got from the breaker, waiting for `call`.
+/// What `poll_ready` got from the breaker, waiting for `call`, or the wait
+/// it is in. One field for all three keeps the service (and the clone a
+/// retry layer keeps of it for each request) small.
 enum Admission {
     Admitted(Permit),
     Refused(Rejected),
+    /// Back-pressure mode: the timer `poll_ready` waits on while the breaker
+    /// is open.
+    #[cfg(feature = "tokio")]
+    Waiting(std::pin::Pin<Box<tokio::time::Sleep>>),
 }
 
 /// Guards the inner service with a [circuit breaker](crate::CircuitBreaker).
@@ -56,9 +62,6 @@ pub struct CircuitBreaker<S, C = DefaultClassifier> {
     mode: Mode,
     /// Taken in `poll_ready`, used (and cleared) by `call`.
     admission: Option<Admission>,
-    /// Back-pressure mode: the timer `poll_ready` waits on while open.
-    #[cfg(feature = "tokio")]
-    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<S> CircuitBreaker<S> {
@@ -94,8 +97,6 @@ impl<S, C> CircuitBreaker<S, C> {
             classifier,
             mode,
             admission: None,
-            #[cfg(feature = "tokio")]
-            sleep: None,
         }
     }
 
@@ -171,9 +172,13 @@ impl<S, C> CircuitBreaker<S, C> {
         match (self.mode, rejected.retry_after()) {
             (Mode::BackPressure, Some(wait)) => {
                 let deadline = tokio::time::Instant::now() + wait.max(BACK_PRESSURE_MIN_WAIT);
-                let sleep = self
-                    .sleep
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if !matches!(self.admission, Some(Admission::Waiting(_))) {
+                    let sleep = Box::pin(tokio::time::sleep_until(deadline));
+                    self.admission = Some(Admission::Waiting(sleep));
+                }
+                let Some(Admission::Waiting(sleep)) = self.admission.as_mut() else {
+                    unreachable!("fusebox CircuitBreaker: the wait was just set")
+                };
                 sleep.as_mut().reset(deadline);
                 match sleep.as_mut().poll(cx) {
                     // Registered with the timer: the task is woken at `deadline`.
@@ -195,6 +200,53 @@ impl<S, C> CircuitBreaker<S, C> {
             Mode::Reject => Poll::Ready(Some(rejected)),
         }
     }
+
+    /// `poll_ready` while a back-pressure wait is running: once it is
+    /// over, asks the breaker again. `Ready(true)`: admitted;
+    /// `Ready(false)`: refused, to be answered in `call`.
+    #[cfg(feature = "tokio")]
+    #[cold]
+    #[inline(never)]
+    fn wait_and_ask(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        if let Some(Admission::Waiting(sleep)) = self.admission.as_mut() {
+            ready!(sleep.as_mut().poll(cx));
+        }
+        match self.breaker.try_acquire() {
+            Ok(permit) => Poll::Ready(self.admit(permit)),
+            Err(rejected) => self.refused(rejected, cx),
+        }
+    }
+
+    /// The breaker refused: waits and asks again (back-pressure mode, while
+    /// it has a `retry_after`), or keeps the refusal for `call`. Returns as
+    /// [`wait_and_ask`](Self::wait_and_ask).
+    #[cold]
+    #[inline(never)]
+    fn refused(&mut self, mut rejected: Rejected, cx: &mut Context<'_>) -> Poll<bool> {
+        loop {
+            match self.wait_or_refuse(rejected, cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(rejected)) => {
+                    self.admission = Some(Admission::Refused(rejected));
+                    return Poll::Ready(false);
+                }
+                // The wait is over already: ask the breaker again.
+                Poll::Ready(None) => {}
+            }
+            match self.breaker.try_acquire() {
+                Ok(permit) => return Poll::Ready(self.admit(permit)),
+                Err(again) => rejected = again,
+            }
+        }
+    }
+
+    /// Keeps `permit` for `call` (a back-pressure wait is over). Returns
+    /// `true`.
+    #[inline]
+    fn admit(&mut self, permit: Permit) -> bool {
+        self.admission = Some(Admission::Admitted(permit));
+        true
+    }
 }
 
 impl<S, C, Request> Service<Request> for CircuitBreaker<S, C>
@@ -208,55 +260,48 @@ where
     type Future = ResponseFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        loop {
-            if let Some(Admission::Admitted(_)) = self.admission {
-                // Admitted: now, and only now, the inner service's readiness.
-                return self.inner.poll_ready(cx).map_err(Into::into);
-            }
+        let admitted = match self.admission {
+            Some(Admission::Admitted(_)) => true,
             #[cfg(feature = "tokio")]
-            if let Some(sleep) = self.sleep.as_mut() {
-                if sleep.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-            }
+            Some(Admission::Waiting(_)) => ready!(self.wait_and_ask(cx)),
             // No admission yet, or an earlier refusal that may be stale: ask.
-            match self.breaker.try_acquire() {
+            None | Some(Admission::Refused(_)) => match self.breaker.try_acquire() {
                 Ok(permit) => {
-                    #[cfg(feature = "tokio")]
-                    if self.sleep.is_some() {
-                        self.sleep = None;
-                    }
-                    self.admission = Some(Admission::Admitted(permit));
+                    // What is replaced holds nothing to release (no value,
+                    // or a refusal): no drop glue to run.
+                    let old = self.admission.replace(Admission::Admitted(permit));
+                    debug_assert!(matches!(old, None | Some(Admission::Refused(_))));
+                    std::mem::forget(old);
+                    true
                 }
-                Err(rejected) => match self.wait_or_refuse(rejected, cx) {
-                    Poll::Pending => return Poll::Pending,
-                    // The wait is over already: ask the breaker again.
-                    Poll::Ready(None) => continue,
-                    Poll::Ready(Some(rejected)) => {
-                        // Ready, so that `call` can answer with the rejection
-                        // without touching the inner service.
-                        self.admission = Some(Admission::Refused(rejected));
-                        return Poll::Ready(Ok(()));
-                    }
-                },
-            }
+                Err(rejected) => ready!(self.refused(rejected, cx)),
+            },
+        };
+        if !admitted {
+            // Ready, so that `call` can answer with the rejection without
+            // touching the inner service.
+            return Poll::Ready(Ok(()));
         }
+        // Admitted: now, and only now, the inner service's readiness.
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     /// # Panics
     ///
     /// If `poll_ready` has not returned `Ready(Ok(()))` since the last call,
     /// like every tower service.
-    // Not inlined: the caller's future then gets this one written straight
-    // into its place, instead of built aside and copied in.
-    #[inline(never)]
+    // Inlined into the caller (the retry layer's `call`, inlined in turn):
+    // the whole response future is then built in its final place, where a
+    // call returning it had it built aside and copied in.
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
         match self.admission.take() {
             Some(Admission::Admitted(permit)) => {
                 ResponseFuture::admitted(self.inner.call(request), permit, self.classifier.clone())
             }
             Some(Admission::Refused(rejected)) => ResponseFuture::refused(rejected),
-            None => panic!("fusebox CircuitBreaker: poll_ready must be called first"),
+            // Not ready: never asked, or waiting for the breaker.
+            _ => panic!("fusebox CircuitBreaker: poll_ready must be called first"),
         }
     }
 }
@@ -279,6 +324,8 @@ impl<S: fmt::Debug, C> fmt::Debug for CircuitBreaker<S, C> {
             None => "none",
             Some(Admission::Admitted(_)) => "admitted",
             Some(Admission::Refused(_)) => "refused",
+            #[cfg(feature = "tokio")]
+            Some(Admission::Waiting(_)) => "waiting",
         };
         f.debug_struct("CircuitBreaker")
             .field("inner", &self.inner)

@@ -122,17 +122,24 @@ where
     type Error = BoxError;
     type Future = ResponseFuture<S::Future>;
 
+    #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         if !matches!(self.slot, Some(Slot::Taken(_))) {
             // No slot yet, or a refusal that may be stale: try again, never wait.
-            match self.bulkhead.try_acquire() {
-                Ok(permit) => self.slot = Some(Slot::Taken(permit)),
-                Err(full) => {
-                    // Ready, so that `call` can answer with the refusal
-                    // without touching the inner service.
-                    self.slot = Some(Slot::Full(full));
-                    return Poll::Ready(Ok(()));
-                }
+            let slot = match self.bulkhead.try_acquire() {
+                Ok(permit) => Slot::Taken(permit),
+                // Ready, so that `call` can answer with the refusal
+                // without touching the inner service.
+                Err(full) => Slot::Full(full),
+            };
+            let refused = matches!(slot, Slot::Full(_));
+            // What is replaced holds nothing to release (no value, or a
+            // refusal): no drop glue to run.
+            let old = self.slot.replace(slot);
+            debug_assert!(matches!(old, None | Some(Slot::Full(_))));
+            std::mem::forget(old);
+            if refused {
+                return Poll::Ready(Ok(()));
             }
         }
         // A slot is held: now, and only now, the inner service's readiness.

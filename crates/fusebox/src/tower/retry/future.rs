@@ -39,17 +39,31 @@ pin_project! {
     where
         S: Service<Request>,
     {
-        // The attempt in flight; `None` between attempts.
+        // The attempt in flight, the wait after it, or neither.
         #[pin]
-        attempt: Option<S::Future>,
-        // The backoff wait before the next attempt: boxed, so that only a
-        // request that waits pays for a timer's room.
-        wait: Option<Pin<Box<Sleep>>>,
+        state: State<S::Future>,
         // What a next attempt needs; `None` when the policy allows one attempt.
         again: Option<Again<S, Request>>,
         retry: Arc<crate::retry::Retry<B, P>>,
         backoff: B,
         attempts: u32,
+    }
+}
+
+pin_project! {
+    /// Where a response future is.
+    #[project = StateProj]
+    enum State<F> {
+        /// An attempt in flight.
+        Attempt {
+            #[pin]
+            future: F,
+        },
+        /// The backoff wait before the next attempt: boxed, so that only a
+        /// request that waits pays for a timer's room.
+        Waiting { sleep: Pin<Box<Sleep>> },
+        /// The wait is over: readying the service for the next attempt.
+        Retrying,
     }
 }
 
@@ -73,15 +87,10 @@ where
         future: S::Future,
         again: Option<Again<S, Request>>,
         retry: Arc<crate::retry::Retry<B, P>>,
-    ) -> Self
-    where
-        B: Iterator<Item = Duration> + Clone,
-    {
-        // Deposits in the budget (once per request); this request's delays.
-        let backoff = retry.begin();
+        backoff: B,
+    ) -> Self {
         ResponseFuture {
-            attempt: Some(future),
-            wait: None,
+            state: State::Attempt { future },
             again,
             retry,
             backoff,
@@ -103,37 +112,40 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         loop {
-            if let Some(future) = this.attempt.as_mut().as_pin_mut() {
-                let error: BoxError = match ready!(future.poll(cx)) {
-                    Ok(response) => return Poll::Ready(Ok(response)),
-                    Err(error) => error.into(),
-                };
-                match this
-                    .retry
-                    .after_failure(this.backoff, *this.attempts, &error)
-                {
-                    None => return Poll::Ready(Err(error)),
-                    Some(delay) => {
-                        let sleep = Box::pin(tokio::time::sleep(delay));
-                        this.attempt.set(None);
-                        *this.wait = Some(sleep);
+            match this.state.as_mut().project() {
+                StateProj::Attempt { future } => {
+                    let error: BoxError = match ready!(future.poll(cx)) {
+                        Ok(response) => return Poll::Ready(Ok(response)),
+                        Err(error) => error.into(),
+                    };
+                    match this
+                        .retry
+                        .after_failure(this.backoff, *this.attempts, &error)
+                    {
+                        None => return Poll::Ready(Err(error)),
+                        Some(delay) => {
+                            let sleep = Box::pin(tokio::time::sleep(delay));
+                            this.state.set(State::Waiting { sleep });
+                        }
                     }
                 }
+                StateProj::Waiting { sleep } => {
+                    ready!(sleep.as_mut().poll(cx));
+                    this.state.set(State::Retrying);
+                }
+                StateProj::Retrying => {
+                    // The policy allowed a next attempt, so it allows more
+                    // than one: `again` was prepared.
+                    let again = this
+                        .again
+                        .as_mut()
+                        .expect("fusebox retry: a next attempt without a prepared request");
+                    ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
+                    *this.attempts += 1;
+                    let future = again.service.call(again.request.clone());
+                    this.state.set(State::Attempt { future });
+                }
             }
-            if let Some(sleep) = this.wait.as_mut() {
-                ready!(sleep.as_mut().poll(cx));
-                *this.wait = None;
-            }
-            // The policy allowed a next attempt, so it allows more than one:
-            // `again` was prepared.
-            let again = this
-                .again
-                .as_mut()
-                .expect("fusebox retry: a next attempt without a prepared request");
-            ready!(again.service.poll_ready(cx)).map_err(Into::into)?;
-            *this.attempts += 1;
-            let future = again.service.call(again.request.clone());
-            this.attempt.set(Some(future));
         }
     }
 }
@@ -143,10 +155,10 @@ where
     S: Service<Request>,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match (&self.attempt, &self.wait) {
-            (Some(_), _) => "called",
-            (None, Some(_)) => "waiting",
-            (None, None) => "retrying",
+        let state = match &self.state {
+            State::Attempt { .. } => "called",
+            State::Waiting { .. } => "waiting",
+            State::Retrying => "retrying",
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)

@@ -129,14 +129,21 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    // Inlined: see the end.
+    #[inline]
     fn call(&mut self, request: Request) -> Self::Future {
         // The ready service answers this first attempt; a clone (not yet
         // ready) and a clone of the request go into the future for the
         // retries, as tower's Retry does. With one attempt allowed there is
         // no retry to prepare for.
-        let again = (self.retry.max_attempts() > 1)
+        let retry = Arc::clone(&self.retry);
+        // Deposits in the budget (once per request); this request's delays.
+        let backoff = retry.begin();
+        let again = (retry.max_attempts() > 1)
             .then(|| super::future::Again::new(self.inner.clone(), request.clone()));
-        let future = self.inner.call(request);
-        ResponseFuture::new(future, again, Arc::clone(&self.retry))
+        // The attempt last, nothing that can unwind after it; with this
+        // `call` inlined into the caller, the response future (attempt
+        // included) is built in its final place instead of copied there.
+        ResponseFuture::new(self.inner.call(request), again, retry, backoff)
     }
 }
