@@ -257,3 +257,52 @@ fn full_window_mark_racing_a_reconfigure() {
         );
     });
 }
+
+/// Two reconfigures racing (no window, then a count window): the hot
+/// path's mode ends up matching the settings left in force, so successes
+/// over the count window are recorded in it rather than settled as a
+/// consecutive breaker's would be. (Found by review: the mode used to be
+/// stored after the lock, so the loser's could land last.) Bounded to 3
+/// preemptions, where the old code fails.
+#[test]
+fn racing_reconfigures_leave_a_matching_mode() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let b = CircuitBreaker::builder()
+            .consecutive_failures(5)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let r1 = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reconfigure(CircuitBreaker::builder().consecutive_failures(3))
+                    .unwrap()
+            })
+        };
+        let r2 = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reconfigure(
+                    CircuitBreaker::builder()
+                        .failure_rate(0.5)
+                        .count_window(2)
+                        .min_calls(2),
+                )
+                .unwrap()
+            })
+        };
+        r1.join().unwrap();
+        r2.join().unwrap();
+        if b.config().count_window == Some(2) {
+            b.call(|| Ok::<(), ()>(())).unwrap();
+            b.call(|| Ok::<(), ()>(())).unwrap();
+            assert_eq!(
+                b.snapshot().calls,
+                2,
+                "successes recorded in the window in force"
+            );
+        }
+    });
+}

@@ -334,6 +334,13 @@ impl Core {
         Some(self.open(&mut slow, w, now, reason))
     }
 
+    /// Runs `f` on the settings in force while holding the lock under which
+    /// settings are replaced (see [`Inner::set_mode`]).
+    pub(crate) fn with_settings_locked<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
+        let _slow = lock(&self.slow);
+        f(&self.live.load().settings)
+    }
+
     /// Runs `f` on the settings in force, without `live`'s load on the hot
     /// path: each thread keeps the `Live` it last loaded for a breaker (in a
     /// small per-thread table indexed by the breaker's address) and reuses
@@ -439,7 +446,9 @@ impl Core {
     /// after the mark, the mark is gone; if before, the mark's Acquire
     /// synchronises with the clearing swap's Release (or with a later
     /// read-modify-write in its release sequence) and the check sees the
-    /// failure or the new `Live`, and withdraws the mark.
+    /// failure or the new `Live`, and withdraws the mark. The argument needs
+    /// every write of `full` to be a read-modify-write: a plain store would
+    /// break the release sequences it rests on.
     #[inline(never)]
     pub(crate) fn mark_full(&self, live: &Live, generation: u64) {
         let token = generation + 1;
@@ -1126,11 +1135,23 @@ impl Inner {
             seen: AtomicU64::new(start),
             name,
         };
-        inner.set_mode(&settings);
+        inner.set_mode();
         inner
     }
 
-    fn set_mode(&self, settings: &Settings) {
+    /// Derives the mode from the settings in force, under the lock that
+    /// puts settings in force: racing reconfigures (and a fleet's
+    /// `enable_tally`) store their modes in the order their settings were
+    /// installed, so the last mode stored is the one of the settings left
+    /// in force, whichever thread stores last.
+    fn set_mode(&self) {
+        self.core.with_settings_locked(|settings| {
+            self.mode.store(self.mode_for(settings), Ordering::Relaxed)
+        });
+    }
+
+    /// The mode bits `settings` call for.
+    fn mode_for(&self, settings: &Settings) -> u8 {
         let time_calls = settings.policy.slow.is_some() || !self.listeners.is_empty();
         let settled = settings.policy.slow.is_none()
             && settings.policy.window.is_none()
@@ -1138,15 +1159,14 @@ impl Inner {
         let quiet = settled && !time_calls;
         let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
         let full = matches!(settings.policy.window, Some(WindowSpec::Count(_))) && !time_calls;
-        let mode = if time_calls { TIME_CALLS } else { 0 }
+        // Stored Relaxed (see `set_mode`): a hint for the hot path. A call
+        // that reads the old mode is timed (or settled) by the old
+        // settings, as if it had finished just before the reconfigure.
+        (if time_calls { TIME_CALLS } else { 0 })
             | if quiet { QUIET } else { 0 }
             | if full { FULL_QUIET } else { 0 }
             | if settled { SETTLED } else { 0 }
-            | if time_window { TIME_WINDOW } else { 0 };
-        // Relaxed: a hint for the hot path. A call that reads the old mode
-        // is timed (or settled) by the old settings, as if it had finished
-        // just before the reconfigure.
-        self.mode.store(mode, Ordering::Relaxed);
+            | if time_window { TIME_WINDOW } else { 0 }
     }
 
     #[inline(always)]
@@ -1158,7 +1178,7 @@ impl Inner {
     /// Puts `settings` in force (see [`Core::reconfigure`]).
     pub(crate) fn reconfigure(&self, settings: Settings) {
         let t = self.core.reconfigure(settings, self.now());
-        self.set_mode(&settings);
+        self.set_mode();
         self.emit(t);
     }
 
@@ -1167,7 +1187,7 @@ impl Inner {
     #[allow(dead_code)] // used by the fleet
     pub(crate) fn enable_tally(&self) {
         self.core.enable_tally();
-        self.set_mode(&self.core.live().settings);
+        self.set_mode();
     }
 
     /// Sets (or clears) the one listener slot that can change at runtime;
