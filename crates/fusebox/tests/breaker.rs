@@ -809,6 +809,29 @@ fn a_new_closed_period_counts_successes_after_a_full_window() {
     assert_eq!(b.state(), State::Open, "S F again");
 }
 
+/// The mark of a full window names its closed period: a reset empties the
+/// window without any failure being recorded (which would clear the mark),
+/// so only the generation in the mark keeps the next period's successes
+/// from settling unrecorded.
+#[test]
+fn a_reset_counts_successes_after_a_full_window() {
+    let b = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .count_window(2)
+        .min_calls(2)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        ok(&b).unwrap(); // the third finds the window full of successes
+    }
+    b.force_open();
+    b.reset();
+    assert_eq!(b.snapshot().calls, 0, "a reset empties the window");
+    ok(&b).unwrap();
+    assert_eq!(b.snapshot().calls, 1, "the new period's window counts it");
+}
+
 #[test]
 fn time_window_success_completing_min_calls_trips() {
     let b = CircuitBreaker::builder()
