@@ -65,9 +65,6 @@ impl TallyCells {
             return self.add_shared(i, failed, slow);
         }
         let c = &self.cells[i].0 .0;
-        // Relaxed loads and stores: this thread is the cell's only writer
-        // (see the module docs).
-        let bump = |a: &AtomicU64| a.store(a.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         bump(&c[0]);
         if failed {
             bump(&c[1]);
@@ -85,9 +82,7 @@ impl TallyCells {
         if i >= SLOTS {
             return false;
         }
-        let c = &self.cells[i].0 .0[0];
-        // Relaxed: see `add`.
-        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        bump(&self.cells[i].0 .0[0]);
         true
     }
 
@@ -120,6 +115,14 @@ impl TallyCells {
             }
         })
     }
+}
+
+/// Adds one to a count of a cell the calling thread owns.
+#[inline(always)]
+fn bump(a: &AtomicU64) {
+    // Relaxed loads and stores: this thread is the cell's only writer (see
+    // the module docs).
+    a.store(a.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
 /// Which owned cell the calling thread writes: an index below [`SLOTS`],
