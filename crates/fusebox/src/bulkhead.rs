@@ -800,6 +800,38 @@ impl fmt::Display for BulkheadFull {
 
 impl std::error::Error for BulkheadFull {}
 
+impl BulkheadFull {
+    pub(crate) const LABEL: &'static str = "bulkhead_full";
+}
+
+/// A slot may free at any moment, so `retry_after` is zero.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::policy::Refusal;
+/// let full = fusebox::Bulkhead::new(0).try_acquire().unwrap_err();
+/// assert_eq!((full.policy(), full.label()), ("bulkhead", "bulkhead_full"));
+/// assert_eq!(Refusal::retry_after(&full), Some(std::time::Duration::ZERO));
+/// ```
+impl crate::policy::Refusal for BulkheadFull {
+    fn policy(&self) -> &'static str {
+        "bulkhead"
+    }
+
+    fn label(&self) -> &'static str {
+        Self::LABEL
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        Some(Duration::ZERO)
+    }
+
+    fn summary(&self) -> &'static str {
+        "bulkhead full"
+    }
+}
+
 /// A reading of a [`Bulkhead`]'s counters, from [`Bulkhead::snapshot`].
 ///
 /// # Examples

@@ -54,9 +54,9 @@
 
 use crate::breaker::{CircuitBreaker, Error as BreakerError};
 use crate::bulkhead::Bulkhead;
-use crate::cause::PolicyError;
 use crate::fallback::FallbackFn;
 use crate::pipeline::{Classify, Pipeline, PipelineError};
+use crate::policy::PolicyError;
 use crate::retry::{Retry, RetryIf};
 use std::future::Future;
 use std::time::Duration;

@@ -106,7 +106,7 @@
 //! # Ok::<(), fusebox::ConfigError>(())
 //! ```
 
-pub use crate::cause::{Cause, PolicyError};
+pub use crate::policy::{Cause, PolicyError};
 use std::fmt;
 use std::future::Future;
 

@@ -98,10 +98,10 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod breaker;
-mod cause;
 mod clock;
 pub mod duration;
 mod ext;
+pub mod policy;
 mod stats;
 mod sync;
 
@@ -138,11 +138,11 @@ pub use breaker::{
     Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
 };
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
-pub use cause::{Cause, PolicyError};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use ext::{AsyncGuard, AsyncGuardFn, Guard, GuardedAsyncFn, GuardedFn, GuardedFuture};
 pub use fallback::Fallback;
 pub use pipeline::{BoxPipeline, Pipeline, PipelineError};
+pub use policy::{Cause, Mode, PolicyError, Refusal};
 pub use retry::Retry;
 pub use stats::{PolicyStats, StatsSnapshot};
 #[cfg(feature = "tokio")]

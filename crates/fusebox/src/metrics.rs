@@ -634,9 +634,10 @@ impl Collector for PolicyCollector {
             counter,
         )?;
         for (name, snap, _) in &rows {
-            for (cause, n) in PolicyStats::CAUSES.iter().zip(snap.fallbacks) {
+            for cause in PolicyStats::CAUSES {
                 let labels = [("name", name.as_str()), ("cause", cause)];
-                ConstCounter::new(n).encode(family.encode_family(&labels)?)?;
+                ConstCounter::new(snap.fallbacks_for(cause))
+                    .encode(family.encode_family(&labels)?)?;
             }
         }
         Ok(())

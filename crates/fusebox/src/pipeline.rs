@@ -53,9 +53,9 @@
 
 use crate::breaker::{CircuitBreaker, Error as BreakerError, Outcome, Rejected};
 use crate::bulkhead::{Bulkhead, BulkheadFull};
-use crate::cause::{Cause, PolicyError};
 use crate::clock::{Clock, MonotonicClock};
 use crate::fallback::{FallbackFn, Value};
+use crate::policy::{Cause, PolicyError};
 use crate::retry::{AnyError, BoxBackoff, DefaultBackoff, Retry, RetryIf};
 use crate::stats::PolicyStats;
 use crate::timeout::Elapsed;
@@ -98,12 +98,7 @@ impl<E> PipelineError<E> {
     /// assert_eq!(fusebox::PipelineError::Failed(()).stopped_by(), "call");
     /// ```
     pub fn stopped_by(&self) -> &'static str {
-        match self {
-            PipelineError::Rejected(_) => "breaker",
-            PipelineError::BulkheadFull(_) => "bulkhead",
-            PipelineError::TimedOut(_) => "timeout",
-            PipelineError::Failed(_) => "call",
-        }
+        self.cause().stopped_by()
     }
 
     /// The call's own error, if it ran and failed.

@@ -4,7 +4,7 @@
 //! `fusebox::metrics` exports them. Relaxed atomic adds: no lock, no
 //! allocation per call.
 
-use crate::cause::Cause;
+use crate::policy::{Cause, REFUSAL_LABELS};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,7 +32,27 @@ struct Counters {
     calls: AtomicU64,
     attempts: AtomicU64,
     timeouts: AtomicU64,
-    fallbacks: [AtomicU64; 4],
+    fallbacks: [AtomicU64; CAUSE_COUNT],
+}
+
+/// The breaker's and the bulkhead's refusal labels, `timed_out`, `failed`
+/// (the four of [`StatsSnapshot::fallbacks`]), every other policy's refusal
+/// label, and `refused` (a refusal of a policy fusebox does not know).
+const CAUSE_COUNT: usize = REFUSAL_LABELS.len() + 3;
+
+const fn causes() -> [&'static str; CAUSE_COUNT] {
+    let mut all = [""; CAUSE_COUNT];
+    all[0] = REFUSAL_LABELS[0];
+    all[1] = REFUSAL_LABELS[1];
+    all[2] = "timed_out";
+    all[3] = "failed";
+    let mut i = 2;
+    while i < REFUSAL_LABELS.len() {
+        all[i + 2] = REFUSAL_LABELS[i];
+        i += 1;
+    }
+    all[CAUSE_COUNT - 1] = "refused";
+    all
 }
 
 /// The counters of a [`PolicyStats`] at one moment.
@@ -52,11 +72,37 @@ pub struct StatsSnapshot {
     pub attempts: u64,
     /// Attempts (or whole calls) stopped by a timeout.
     pub timeouts: u64,
-    /// Fallback answers by cause, in [`PolicyStats::CAUSES`] order.
+    /// Fallback answers stopped by the breaker, the bulkhead, a timeout
+    /// and the call's own failure: the first four of
+    /// [`PolicyStats::CAUSES`]. [`StatsSnapshot::fallbacks_for`] has every
+    /// cause.
     pub fallbacks: [u64; 4],
+    /// The rest of the causes, in [`PolicyStats::CAUSES`] order.
+    more: [u64; CAUSE_COUNT - 4],
 }
 
 impl StatsSnapshot {
+    /// Fallback answers for one cause label of [`PolicyStats::CAUSES`]
+    /// (zero for a label that is not one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Pipeline, PolicyStats};
+    /// let stats = PolicyStats::new();
+    /// let p = Pipeline::builder().fallback_value(0).stats(stats.clone()).build();
+    /// let _ = p.call(|| Err::<u8, _>(std::io::Error::other("down")));
+    /// assert_eq!(stats.snapshot().fallbacks_for("failed"), 1);
+    /// assert_eq!(stats.snapshot().fallbacks_for("rejected"), 0);
+    /// ```
+    pub fn fallbacks_for(&self, cause: &str) -> u64 {
+        match PolicyStats::CAUSES.iter().position(|c| *c == cause) {
+            Some(i) if i < 4 => self.fallbacks[i],
+            Some(i) => self.more[i - 4],
+            None => 0,
+        }
+    }
+
     /// Retries made: attempts beyond the first of each call.
     ///
     /// # Examples
@@ -77,7 +123,7 @@ impl PolicyStats {
     /// ```
     /// assert_eq!(fusebox::PolicyStats::CAUSES[0], "rejected");
     /// ```
-    pub const CAUSES: [&'static str; 4] = ["rejected", "bulkhead_full", "timed_out", "failed"];
+    pub const CAUSES: [&'static str; CAUSE_COUNT] = causes();
 
     /// Counters at zero.
     ///
@@ -105,12 +151,13 @@ impl PolicyStats {
     }
 
     pub(crate) fn fallback<E>(&self, cause: &Cause<'_, E>) {
-        let i = match cause {
-            Cause::Rejected(_) => 0,
-            Cause::BulkheadFull(_) => 1,
-            Cause::TimedOut(_) => 2,
-            Cause::Failed(_) => 3,
-        };
+        let label = cause.label();
+        // A refusal of a policy not in the list (a user's own) counts as
+        // `refused`, the last label.
+        let i = Self::CAUSES
+            .iter()
+            .position(|c| *c == label)
+            .unwrap_or(CAUSE_COUNT - 1);
         self.inner.fallbacks[i].fetch_add(1, Ordering::Relaxed);
     }
 
@@ -129,12 +176,8 @@ impl PolicyStats {
             calls: load(&c.calls),
             attempts: load(&c.attempts),
             timeouts: load(&c.timeouts),
-            fallbacks: [
-                load(&c.fallbacks[0]),
-                load(&c.fallbacks[1]),
-                load(&c.fallbacks[2]),
-                load(&c.fallbacks[3]),
-            ],
+            fallbacks: std::array::from_fn(|i| load(&c.fallbacks[i])),
+            more: std::array::from_fn(|i| load(&c.fallbacks[i + 4])),
         }
     }
 }

@@ -74,27 +74,12 @@ impl TracingListener {
     }
 }
 
-/// The reason as a short word for the `reason` field.
-fn reason_str(r: &Reason) -> &'static str {
-    match r {
-        Reason::ConsecutiveFailures { .. } => "consecutive_failures",
-        Reason::FailureRate { .. } => "failure_rate",
-        Reason::SlowCallRate { .. } => "slow_call_rate",
-        Reason::CooldownElapsed => "cooldown_elapsed",
-        Reason::ProbeFailed => "probe_failed",
-        Reason::ProbesSucceeded { .. } => "probes_succeeded",
-        Reason::Manual => "manual",
-        #[allow(unreachable_patterns)]
-        _ => "other",
-    }
-}
-
 impl Listener for TracingListener {
     fn on_transition(&self, t: &Transition) {
         let breaker = &*self.name;
         let from = t.from.as_str();
         let to = t.to.as_str();
-        let reason = reason_str(&t.reason);
+        let reason = t.reason.as_str();
         let opening = matches!(t.to, State::Open | State::ForcedOpen);
         match t.reason {
             Reason::FailureRate { rate } if opening => tracing::warn!(
@@ -201,14 +186,8 @@ pub fn record_call<E>(span: &tracing::Span, result: &Result<(), crate::Cause<'_,
             span.record("outcome", "success");
         }
         Err(cause) => {
-            let by = match cause {
-                crate::Cause::Rejected(_) => "breaker",
-                crate::Cause::BulkheadFull(_) => "bulkhead",
-                crate::Cause::TimedOut(_) => "timeout",
-                _ => "call",
-            };
             span.record("outcome", cause.label());
-            span.record("stopped_by", by);
+            span.record("stopped_by", cause.stopped_by());
             if let Some(d) = cause.retry_after() {
                 span.record("retry_after_ms", d.as_millis() as u64);
             }

@@ -252,6 +252,41 @@ impl fmt::Display for Rejected {
 
 impl std::error::Error for Rejected {}
 
+impl Rejected {
+    pub(crate) const LABEL: &'static str = "rejected";
+}
+
+/// `retry_after` is [`Rejected::retry_after`].
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::policy::Refusal;
+/// let breaker = fusebox::CircuitBreaker::builder().build()?;
+/// breaker.force_open();
+/// let rejected = breaker.try_acquire().unwrap_err();
+/// assert_eq!((rejected.policy(), rejected.label()), ("breaker", "rejected"));
+/// assert_eq!(Refusal::retry_after(&rejected), None);
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+impl crate::policy::Refusal for Rejected {
+    fn policy(&self) -> &'static str {
+        "breaker"
+    }
+
+    fn label(&self) -> &'static str {
+        Self::LABEL
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        Rejected::retry_after(self)
+    }
+
+    fn summary(&self) -> &'static str {
+        "rejected by breaker"
+    }
+}
+
 /// A change of state.
 ///
 /// # Examples
@@ -343,6 +378,33 @@ pub enum Reason {
     /// Another replica's breaker decided it: a trip, a close or a control
     /// message that travelled through the fleet (feature `fleet`).
     Remote,
+}
+
+impl Reason {
+    /// The reason's name in lower snake case, as in traces and metrics:
+    /// `consecutive_failures`, `failure_rate`, `slow_call_rate`,
+    /// `cooldown_elapsed`, `probe_failed`, `probes_succeeded`, `manual`,
+    /// `remote`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::Reason;
+    /// assert_eq!(Reason::Remote.as_str(), "remote");
+    /// assert_eq!(Reason::FailureRate { rate: 0.5 }.as_str(), "failure_rate");
+    /// ```
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Reason::ConsecutiveFailures { .. } => "consecutive_failures",
+            Reason::FailureRate { .. } => "failure_rate",
+            Reason::SlowCallRate { .. } => "slow_call_rate",
+            Reason::CooldownElapsed => "cooldown_elapsed",
+            Reason::ProbeFailed => "probe_failed",
+            Reason::ProbesSucceeded { .. } => "probes_succeeded",
+            Reason::Manual => "manual",
+            Reason::Remote => "remote",
+        }
+    }
 }
 
 impl fmt::Display for Reason {

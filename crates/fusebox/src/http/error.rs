@@ -2,7 +2,7 @@
 //! of an attempt without a response.
 
 use super::{retry_after, BoxError, HttpResponse};
-use crate::cause::{Cause, PolicyError};
+use crate::policy::{Cause, PolicyError};
 use ::http::StatusCode;
 use std::error::Error as StdError;
 use std::fmt;

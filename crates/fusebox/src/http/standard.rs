@@ -1,9 +1,9 @@
 //! The standard stack: [`Standard`] and its builder.
 
 use super::{Classifier, HttpError, HttpResponse, RetryPolicy, TransportError};
-use crate::cause::PolicyError;
 use crate::fallback::FallbackFn;
 use crate::pipeline::{Pipeline, PipelineError};
+use crate::policy::PolicyError;
 use crate::registry::Fusebox;
 use crate::retry::{DefaultBackoff, Retry, RetryBudget, RetryIf};
 use crate::stats::PolicyStats;

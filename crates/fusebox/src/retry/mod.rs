@@ -58,7 +58,7 @@ pub use budget::{BudgetBuilder, RetryBudget};
 pub use sleep::TokioSleep;
 pub use sleep::{AsyncSleep, ManualSleep, Sleep, ThreadSleep};
 
-use crate::cause::{Cause, PolicyError};
+use crate::policy::{Cause, PolicyError};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -768,17 +768,19 @@ where
         E: PolicyError,
         P: RetryIf<E::Inner>,
     {
-        match e.cause() {
-            Cause::Rejected(r) if self.retry_rejections => match r.retry_after() {
-                Some(d) => Decision::RetryAfter(d),
-                // Forced open: only a manual reset ends it; waiting won't help.
-                None => Decision::Stop,
-            },
-            Cause::BulkheadFull(_) if self.retry_rejections => Decision::RetryAfter(Duration::ZERO),
-            Cause::Rejected(_) | Cause::BulkheadFull(_) => Decision::Stop,
+        let cause = e.cause();
+        if let Some(refusal) = cause.refusal() {
+            return match refusal.retry_after() {
+                Some(d) if self.retry_rejections => Decision::RetryAfter(d),
+                // Not retrying refusals, or one that waiting won't end (a
+                // breaker forced open: only a manual reset ends it).
+                _ => Decision::Stop,
+            };
+        }
+        match cause {
             Cause::TimedOut(_) if self.retry_timeouts => Decision::RetryAfter(Duration::ZERO),
-            Cause::TimedOut(_) => Decision::Stop,
             Cause::Failed(inner) => self.decide_failed(inner),
+            _ => Decision::Stop,
         }
     }
 

@@ -1,4 +1,4 @@
-use crate::cause::PolicyError;
+use crate::policy::PolicyError;
 use crate::Outcome;
 use std::any::Any;
 
@@ -89,7 +89,7 @@ impl<T, E: 'static> Classify<T, E> for DefaultClassifier {
 /// was reached.
 pub(crate) fn is_local_refusal<E: 'static>(err: &E) -> bool {
     let any = err as &dyn Any;
-    if any.is::<crate::Rejected>() || any.is::<crate::BulkheadFull>() {
+    if crate::policy::refusal_of_any(any).is_some() {
         return true;
     }
     match any.downcast_ref::<crate::tower::BoxError>() {

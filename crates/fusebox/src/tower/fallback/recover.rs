@@ -1,4 +1,4 @@
-use crate::cause::{Cause, PolicyError};
+use crate::policy::{Cause, PolicyError};
 use crate::tower::BoxError;
 use pin_project_lite::pin_project;
 use std::fmt;

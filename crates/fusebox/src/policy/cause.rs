@@ -2,6 +2,7 @@
 //! [`PolicyError`], which tells fusebox's own refusals from the call's
 //! errors. Shared by retry, fallback, the pipeline and the tower layers.
 
+use super::Refusal;
 use crate::breaker::{Error as BreakerError, Rejected};
 use crate::bulkhead::BulkheadFull;
 use crate::timeout::{Elapsed, TimeoutError};
@@ -26,6 +27,8 @@ pub enum Cause<'a, E> {
     Rejected(&'a Rejected),
     /// The bulkhead was full (the call never ran).
     BulkheadFull(&'a BulkheadFull),
+    /// Another policy refused the call (it never ran): any [`Refusal`].
+    Refused(&'a dyn Refusal),
     /// The call ran past its deadline.
     TimedOut(&'a Elapsed),
     /// The call ran and failed with this error.
@@ -33,7 +36,7 @@ pub enum Cause<'a, E> {
 }
 
 impl<E> Cause<'_, E> {
-    /// Whether the call never ran (refused by a breaker or a bulkhead).
+    /// Whether the call never ran (a policy refused it).
     ///
     /// # Examples
     ///
@@ -43,11 +46,12 @@ impl<E> Cause<'_, E> {
     /// assert!(!e.cause().is_refusal());
     /// ```
     pub fn is_refusal(&self) -> bool {
-        matches!(self, Cause::Rejected(_) | Cause::BulkheadFull(_))
+        self.refusal().is_some()
     }
 
-    /// The short lowercase name: `rejected by breaker`, `bulkhead full`,
-    /// `timed out` or `failed` (also the `Display`).
+    /// The short lowercase name: `rejected by breaker`, `bulkhead full`, the
+    /// refusal's [`summary`](Refusal::summary) for other policies, `timed
+    /// out` or `failed` (also the `Display`).
     ///
     /// # Examples
     ///
@@ -56,16 +60,16 @@ impl<E> Cause<'_, E> {
     /// assert_eq!(std::io::Error::other("x").cause().as_str(), "failed");
     /// ```
     pub fn as_str(&self) -> &'static str {
-        match self {
-            Cause::Rejected(_) => "rejected by breaker",
-            Cause::BulkheadFull(_) => "bulkhead full",
-            Cause::TimedOut(_) => "timed out",
-            Cause::Failed(_) => "failed",
+        match (self.refusal(), self) {
+            (Some(r), _) => r.summary(),
+            (None, Cause::TimedOut(_)) => "timed out",
+            (None, _) => "failed",
         }
     }
 
-    /// A label for metrics: `rejected`, `bulkhead_full`, `timed_out` or
-    /// `failed` (the `cause` label of `fusebox_fallbacks_total`).
+    /// A label for metrics: the refusal's [`label`](Refusal::label)
+    /// (`rejected`, `bulkhead_full`, ...), `timed_out` or `failed` (the
+    /// `cause` label of `fusebox_fallbacks_total`).
     ///
     /// # Examples
     ///
@@ -75,16 +79,36 @@ impl<E> Cause<'_, E> {
     /// assert_eq!(full.cause().label(), "bulkhead_full");
     /// ```
     pub fn label(&self) -> &'static str {
-        match self {
-            Cause::Rejected(_) => "rejected",
-            Cause::BulkheadFull(_) => "bulkhead_full",
-            Cause::TimedOut(_) => "timed_out",
-            Cause::Failed(_) => "failed",
+        match (self.refusal(), self) {
+            (Some(r), _) => r.label(),
+            (None, Cause::TimedOut(_)) => "timed_out",
+            (None, _) => "failed",
         }
     }
 
-    /// How long until the breaker lets a probe through, when an open breaker
-    /// refused the call (`None` otherwise, and for a breaker forced open).
+    /// The policy that stopped the call: the refusing policy (`breaker`,
+    /// `bulkhead`, ...), `timeout`, or `call` for the call's own error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, PolicyError};
+    /// let full = Bulkhead::new(0).try_acquire().unwrap_err();
+    /// assert_eq!(full.cause().stopped_by(), "bulkhead");
+    /// assert_eq!(std::io::Error::other("x").cause().stopped_by(), "call");
+    /// ```
+    pub fn stopped_by(&self) -> &'static str {
+        match (self.refusal(), self) {
+            (Some(r), _) => r.policy(),
+            (None, Cause::TimedOut(_)) => "timeout",
+            (None, _) => "call",
+        }
+    }
+
+    /// When a policy refused the call, how long until a new attempt may be
+    /// admitted (see [`Refusal::retry_after`]): the rest of an open
+    /// breaker's period, zero for a full bulkhead; `None` for a breaker
+    /// forced open, and for calls that ran.
     ///
     /// # Examples
     ///
@@ -102,10 +126,7 @@ impl<E> Cause<'_, E> {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn retry_after(&self) -> Option<std::time::Duration> {
-        match self {
-            Cause::Rejected(r) => r.retry_after(),
-            _ => None,
-        }
+        self.refusal().and_then(|r| r.retry_after())
     }
 }
 
@@ -126,6 +147,24 @@ impl<'a, E> Cause<'a, E> {
             _ => None,
         }
     }
+
+    /// The policy's refusal, when a policy refused the call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, PolicyError};
+    /// let full = Bulkhead::new(0).try_acquire().unwrap_err();
+    /// assert_eq!(full.cause().refusal().map(|r| r.policy()), Some("bulkhead"));
+    /// ```
+    pub fn refusal(&self) -> Option<&'a dyn Refusal> {
+        match *self {
+            Cause::Rejected(r) => Some(r),
+            Cause::BulkheadFull(b) => Some(b),
+            Cause::Refused(r) => Some(r),
+            Cause::TimedOut(_) | Cause::Failed(_) => None,
+        }
+    }
 }
 
 impl<'a> Cause<'a, Box<dyn std::error::Error + Send + Sync>> {
@@ -141,6 +180,20 @@ impl<'a> Cause<'a, Box<dyn std::error::Error + Send + Sync>> {
     /// ```
     pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&'a T> {
         self.error().and_then(|e| e.downcast_ref::<T>())
+    }
+}
+
+impl<'a, E> Cause<'a, E> {
+    /// The cause for a refusal: the breaker's and the bulkhead's keep their
+    /// own variants, every other policy's is [`Cause::Refused`].
+    pub(crate) fn of_refusal(r: &'a dyn Refusal) -> Self {
+        if let Some(r) = r.downcast_ref::<Rejected>() {
+            Cause::Rejected(r)
+        } else if let Some(b) = r.downcast_ref::<BulkheadFull>() {
+            Cause::BulkheadFull(b)
+        } else {
+            Cause::Refused(r)
+        }
     }
 }
 
@@ -235,10 +288,9 @@ impl PolicyError for std::io::Error {
 impl PolicyError for Box<dyn std::error::Error + Send + Sync> {
     type Inner = Self;
     fn cause(&self) -> Cause<'_, Self> {
-        if let Some(r) = self.downcast_ref::<Rejected>() {
-            Cause::Rejected(r)
-        } else if let Some(b) = self.downcast_ref::<BulkheadFull>() {
-            Cause::BulkheadFull(b)
+        let err: &(dyn std::error::Error + 'static) = &**self;
+        if let Some(r) = super::refusal_of_error(err) {
+            Cause::of_refusal(r)
         } else if let Some(e) = self.downcast_ref::<Elapsed>() {
             Cause::TimedOut(e)
         } else {

@@ -1,0 +1,129 @@
+//! What every policy shares: the [`Refusal`] trait (which policy turned a
+//! call away, and when to come back), the [`Mode`] a policy runs in
+//! (enforce, shadow or off), and [`Cause`], why a guarded call produced no
+//! value.
+//!
+//! A policy's refusal is any error type that implements [`Refusal`]; the
+//! breaker's classifier, [`Cause`], retries and the pipeline's counters read
+//! refusals through it, so none of them lists the policies by hand.
+//!
+//! # Examples
+//!
+//! ```
+//! use fusebox::policy::Refusal;
+//! use fusebox::{Bulkhead, PolicyError};
+//!
+//! let full = Bulkhead::new(0).try_acquire().unwrap_err();
+//! let refusal = full.cause().refusal().unwrap();
+//! assert_eq!(refusal.policy(), "bulkhead");
+//! assert_eq!(refusal.label(), "bulkhead_full");
+//! ```
+
+pub(crate) mod cause;
+mod mode;
+
+pub use cause::{Cause, PolicyError};
+pub use mode::{Mode, ParseModeError};
+
+use crate::breaker::Rejected;
+use crate::bulkhead::BulkheadFull;
+use std::any::Any;
+use std::error::Error;
+use std::time::Duration;
+
+/// An error that says a policy turned a call away before it ran, which
+/// policy did, and when trying again may succeed.
+///
+/// Every fusebox policy's refusal implements it ([`Rejected`],
+/// [`BulkheadFull`]); so can a policy of your own, whose refusals then count
+/// as refusals for [`Cause::refusal`] and [`Cause::is_refusal`].
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::policy::Refusal;
+/// use std::time::Duration;
+///
+/// #[derive(Debug)]
+/// struct QuotaSpent;
+/// impl std::fmt::Display for QuotaSpent {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("daily quota spent")
+///     }
+/// }
+/// impl std::error::Error for QuotaSpent {}
+/// impl Refusal for QuotaSpent {
+///     fn policy(&self) -> &'static str { "quota" }
+///     fn label(&self) -> &'static str { "quota_spent" }
+///     fn retry_after(&self) -> Option<Duration> { Some(Duration::from_secs(3600)) }
+/// }
+///
+/// let r: &dyn Refusal = &QuotaSpent;
+/// assert_eq!(r.summary(), "refused by quota");
+/// assert!(r.downcast_ref::<QuotaSpent>().is_some());
+/// ```
+pub trait Refusal: Error + Send + Sync + 'static {
+    /// The kind of policy that refused, in lower snake case: `"breaker"`,
+    /// `"bulkhead"`, ... (the `stopped_by` of traces).
+    fn policy(&self) -> &'static str;
+
+    /// The refusal's label in metrics, lower snake case: `"rejected"`,
+    /// `"bulkhead_full"`, ... (the `cause` label of fallback counters).
+    fn label(&self) -> &'static str;
+
+    /// How long until a new attempt may be admitted: `Some(ZERO)` when it
+    /// may be admitted at any moment, `None` when waiting will not help
+    /// (e.g. a breaker forced open).
+    fn retry_after(&self) -> Option<Duration>;
+
+    /// A short lowercase phrase for the refusal, as [`Cause`]'s `Display`
+    /// shows it.
+    fn summary(&self) -> &'static str {
+        "refused by a policy"
+    }
+}
+
+impl dyn Refusal {
+    /// The refusal as its own type, when it is a `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, BulkheadFull, PolicyError};
+    /// let full = Bulkhead::new(0).try_acquire().unwrap_err();
+    /// let r = full.cause().refusal().unwrap();
+    /// assert_eq!(r.downcast_ref::<BulkheadFull>().map(|b| b.limit()), Some(0));
+    /// ```
+    pub fn downcast_ref<T: Refusal>(&self) -> Option<&T> {
+        (self as &dyn Error).downcast_ref::<T>()
+    }
+}
+
+/// Every policy refusal fusebox knows by type, for the places that only
+/// have a `dyn Any` or a `dyn Error` (a boxed error on the tower path, an
+/// error type the classifier cannot name). A new policy adds its refusal
+/// type here, once.
+macro_rules! known_refusals {
+    ($($t:ty),+ $(,)?) => {
+        /// The refusal in `value`, if it is one of fusebox's refusal types.
+        pub(crate) fn refusal_of_any(value: &dyn Any) -> Option<&dyn Refusal> {
+            $(if let Some(r) = value.downcast_ref::<$t>() {
+                return Some(r);
+            })+
+            None
+        }
+
+        /// The refusal `err` is, if it is one of fusebox's refusal types.
+        pub(crate) fn refusal_of_error<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a dyn Refusal> {
+            $(if let Some(r) = err.downcast_ref::<$t>() {
+                return Some(r);
+            })+
+            None
+        }
+
+        /// The metric labels of every known refusal, in list order.
+        pub(crate) const REFUSAL_LABELS: [&str; [$(stringify!($t)),+].len()] = [$(<$t>::LABEL),+];
+    };
+}
+
+known_refusals!(Rejected, BulkheadFull);
