@@ -33,7 +33,8 @@ use loom::sync::{atomic::fence, Condvar};
 use std::sync::{atomic::fence, Condvar};
 
 use crate::clock::nanos;
-use crate::sync::{lock, Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::policy::Mode;
+use crate::sync::{lock, Arc, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -70,6 +71,11 @@ struct Inner {
     in_use: AtomicUsize,
     /// Calls refused (immediately or after waiting `max_wait`).
     rejected: AtomicU64,
+    /// The [`Mode`], as [`mode_tag`]; changed in place by
+    /// [`Bulkhead::set_mode`].
+    mode: AtomicU8,
+    /// Calls admitted without a slot in shadow mode (the bulkhead was full).
+    shadowed: AtomicU64,
     /// Threads inside `acquire` that may be parked on `cond`.
     sync_waiters: AtomicUsize,
     /// Guards nothing but the condvar handshake (see `release`).
@@ -87,6 +93,7 @@ struct Inner {
 ///
 /// - `max_wait`: zero (never wait)
 /// - `name`: none
+/// - `mode`: [`Mode::Enforce`]
 ///
 /// # Examples
 ///
@@ -108,9 +115,32 @@ pub struct Builder {
     limit: usize,
     max_wait: Duration,
     name: Option<String>,
+    mode: Mode,
 }
 
 impl Builder {
+    /// Runs the bulkhead in `mode` (default [`Mode::Enforce`]): in
+    /// [`Mode::Shadow`] a call that finds every slot taken runs at once
+    /// without a slot (never waiting) and is counted in
+    /// [`BulkheadSnapshot::shadowed`]; in [`Mode::Off`] every call runs
+    /// without a slot and nothing is counted. Change it live with
+    /// [`Bulkhead::set_mode`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, Mode};
+    /// let b = Bulkhead::builder(1).mode(Mode::Shadow).build();
+    /// let _a = b.try_acquire().unwrap();
+    /// let _b = b.try_acquire().unwrap(); // full, but shadow lets it run
+    /// let s = b.snapshot();
+    /// assert_eq!((s.in_use, s.rejected, s.shadowed), (1, 0, 1));
+    /// ```
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
     /// How long [`Bulkhead::acquire`] and `Bulkhead::acquire_async` may wait
     /// for a slot before giving up with [`BulkheadFull`]. Zero (the default)
     /// means never wait. The `try_*` methods never wait, whatever this says.
@@ -159,6 +189,8 @@ impl Builder {
                 name: self.name,
                 in_use: AtomicUsize::new(0),
                 rejected: AtomicU64::new(0),
+                mode: AtomicU8::new(mode_tag(self.mode)),
+                shadowed: AtomicU64::new(0),
                 sync_waiters: AtomicUsize::new(0),
                 lock: Mutex::new(()),
                 cond: Condvar::new(),
@@ -203,6 +235,7 @@ impl Bulkhead {
             limit,
             max_wait: Duration::ZERO,
             name: None,
+            mode: Mode::Enforce,
         }
     }
 
@@ -222,7 +255,7 @@ impl Bulkhead {
     /// drop(permit);
     /// ```
     pub fn try_acquire(&self) -> Result<BulkheadPermit, BulkheadFull> {
-        self.take_now().map(|()| self.permit())
+        self.take_now().map(|held| self.permit(held))
     }
 
     /// Runs `f` if a slot is free, holding the slot until `f` returns or
@@ -270,32 +303,54 @@ impl Bulkhead {
     /// assert_eq!(waiter.join().unwrap(), Ok("got it"));
     /// ```
     pub fn acquire(&self) -> Result<BulkheadPermit, BulkheadFull> {
-        self.take_blocking().map(|()| self.permit())
+        self.take_blocking().map(|held| self.permit(held))
     }
 
     /// A slot borrowed from this handle (no reference count to bump): what
     /// the `*call*` methods and the pipeline hold.
     pub(crate) fn slot(&self) -> Result<Slot<'_>, BulkheadFull> {
-        self.take_blocking().map(|()| Slot(&self.inner))
+        self.take_blocking()
+            .map(|held| Slot(held.then_some(&*self.inner)))
     }
 
     fn try_slot(&self) -> Result<Slot<'_>, BulkheadFull> {
-        self.take_now().map(|()| Slot(&self.inner))
+        self.take_now()
+            .map(|held| Slot(held.then_some(&*self.inner)))
     }
 
-    /// Takes a slot if one is free, never waiting.
-    fn take_now(&self) -> Result<(), BulkheadFull> {
-        if self.inner.try_take() {
-            Ok(())
-        } else {
-            Err(self.reject(Duration::ZERO))
+    /// Takes a slot if one is free, never waiting. `Ok(true)`: a slot is
+    /// held; `Ok(false)`: admitted without one (shadow or off).
+    fn take_now(&self) -> Result<bool, BulkheadFull> {
+        if let Some(admitted) = self.take_or_bypass() {
+            return Ok(admitted);
         }
+        Err(self.reject(Duration::ZERO))
+    }
+
+    /// The decisions every way of taking a slot starts with: `Some(false)`
+    /// to admit without a slot (off; shadow when full), `Some(true)` when a
+    /// slot was taken, `None` to wait or refuse.
+    #[inline]
+    fn take_or_bypass(&self) -> Option<bool> {
+        let mode = self.inner.mode();
+        if mode == Mode::Off {
+            return Some(false);
+        }
+        if self.inner.try_take() {
+            return Some(true);
+        }
+        if mode == Mode::Shadow {
+            // Relaxed: a counter read only by snapshots.
+            self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
+            return Some(false);
+        }
+        None
     }
 
     /// Takes a slot, waiting up to `max_wait` (blocking).
-    fn take_blocking(&self) -> Result<(), BulkheadFull> {
-        if self.inner.try_take() {
-            return Ok(());
+    fn take_blocking(&self) -> Result<bool, BulkheadFull> {
+        if let Some(admitted) = self.take_or_bypass() {
+            return Ok(admitted);
         }
         let max_wait = self.inner.max_wait();
         if max_wait.is_zero() {
@@ -327,7 +382,7 @@ impl Bulkhead {
         inner.sync_waiters.fetch_sub(1, Ordering::Relaxed);
         drop(guard);
         if got {
-            Ok(())
+            Ok(true)
         } else {
             Err(self.reject(max_wait))
         }
@@ -448,6 +503,36 @@ impl Bulkhead {
         self.inner.max_wait()
     }
 
+    /// Switches the bulkhead to `mode` in place (see [`Builder::mode`]);
+    /// calls in flight keep what they were admitted with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, Mode};
+    /// let b = Bulkhead::new(0);
+    /// b.set_mode(Mode::Shadow);
+    /// assert!(b.try_call(|| ()).is_ok());
+    /// b.set_mode(Mode::Enforce);
+    /// assert!(b.try_call(|| ()).is_err());
+    /// assert_eq!(b.mode(), Mode::Enforce);
+    /// ```
+    pub fn set_mode(&self, mode: Mode) {
+        // Relaxed: see `Inner::mode`.
+        self.inner.mode.store(mode_tag(mode), Ordering::Relaxed);
+    }
+
+    /// The mode in force.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::Bulkhead::new(1).mode(), fusebox::Mode::Enforce);
+    /// ```
+    pub fn mode(&self) -> Mode {
+        self.inner.mode()
+    }
+
     /// The name given to the builder, if any.
     ///
     /// # Examples
@@ -482,12 +567,15 @@ impl Bulkhead {
             limit: inner.limit(),
             rejected: inner.rejected.load(Ordering::Relaxed),
             waiting,
+            shadowed: inner.shadowed.load(Ordering::Relaxed),
+            mode: inner.mode(),
         }
     }
 
-    fn permit(&self) -> BulkheadPermit {
+    fn permit(&self, held: bool) -> BulkheadPermit {
         BulkheadPermit {
             inner: Arc::clone(&self.inner),
+            held,
         }
     }
 
@@ -535,18 +623,20 @@ impl Bulkhead {
     /// # }
     /// ```
     pub async fn acquire_async(&self) -> Result<BulkheadPermit, BulkheadFull> {
-        self.take_async().await.map(|()| self.permit())
+        self.take_async().await.map(|held| self.permit(held))
     }
 
     /// As [`slot`](Self::slot), waiting asynchronously.
     pub(crate) async fn slot_async(&self) -> Result<Slot<'_>, BulkheadFull> {
-        self.take_async().await.map(|()| Slot(&self.inner))
+        self.take_async()
+            .await
+            .map(|held| Slot(held.then_some(&*self.inner)))
     }
 
-    async fn take_async(&self) -> Result<(), BulkheadFull> {
+    async fn take_async(&self) -> Result<bool, BulkheadFull> {
         let inner = &*self.inner;
-        if inner.try_take() {
-            return Ok(());
+        if let Some(admitted) = self.take_or_bypass() {
+            return Ok(admitted);
         }
         let max_wait = inner.max_wait();
         if max_wait.is_zero() {
@@ -578,7 +668,7 @@ impl Bulkhead {
             }
         };
         match tokio::time::timeout(max_wait, wait).await {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(true),
             Err(_) => Err(self.reject(max_wait)),
         }
     }
@@ -613,7 +703,27 @@ impl Bulkhead {
     }
 }
 
+/// A [`Mode`] as the byte [`Inner::mode`] holds.
+fn mode_tag(mode: Mode) -> u8 {
+    match mode {
+        Mode::Enforce => 0,
+        Mode::Shadow => 1,
+        Mode::Off => 2,
+    }
+}
+
 impl Inner {
+    #[inline]
+    fn mode(&self) -> Mode {
+        // Relaxed: a setting read on its own; a call that reads the old
+        // mode is decided as if it came just before the change.
+        match self.mode.load(Ordering::Relaxed) {
+            0 => Mode::Enforce,
+            1 => Mode::Shadow,
+            _ => Mode::Off,
+        }
+    }
+
     fn limit(&self) -> usize {
         // Relaxed: see `Bulkhead::resize`.
         self.limit.load(Ordering::Relaxed)
@@ -684,12 +794,15 @@ impl Inner {
     }
 }
 
-/// A slot borrowed from a bulkhead handle, given back when dropped.
-pub(crate) struct Slot<'a>(&'a Inner);
+/// A slot borrowed from a bulkhead handle, given back when dropped (`None`:
+/// admitted without a slot, in shadow or off mode).
+pub(crate) struct Slot<'a>(Option<&'a Inner>);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        self.0.release();
+        if let Some(inner) = self.0 {
+            inner.release();
+        }
     }
 }
 
@@ -712,11 +825,15 @@ impl Drop for Slot<'_> {
 #[must_use = "the slot is freed as soon as the permit is dropped"]
 pub struct BulkheadPermit {
     inner: Arc<Inner>,
+    /// Whether it holds a slot (not when admitted in shadow or off mode).
+    held: bool,
 }
 
 impl Drop for BulkheadPermit {
     fn drop(&mut self) {
-        self.inner.release();
+        if self.held {
+            self.inner.release();
+        }
     }
 }
 
@@ -724,6 +841,7 @@ impl fmt::Debug for BulkheadPermit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BulkheadPermit")
             .field("limit", &self.inner.limit())
+            .field("held", &self.held)
             .finish()
     }
 }
@@ -851,4 +969,9 @@ pub struct BulkheadSnapshot {
     pub rejected: u64,
     /// Callers waiting for a slot right now (only with `max_wait`).
     pub waiting: usize,
+    /// Calls that found every slot taken and ran anyway, in
+    /// [`Mode::Shadow`].
+    pub shadowed: u64,
+    /// The mode in force.
+    pub mode: Mode,
 }

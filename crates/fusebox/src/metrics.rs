@@ -7,7 +7,7 @@
 //! | series | type | labels | value |
 //! |---|---|---|---|
 //! | `fusebox_circuit_state` | gauge | `name`, `state` | 1 for the current state, 0 for the four others |
-//! | `fusebox_calls_total` | counter | `name`, `outcome` | calls by outcome: `success`, `failure`, `ignored`, `rejected` |
+//! | `fusebox_calls_total` | counter | `name`, `outcome` | calls by outcome: `success`, `failure`, `ignored`, `rejected`, `shadowed` (would have been rejected; let through in shadow mode) |
 //! | `fusebox_call_duration_seconds` | histogram | `name` | admission to verdict, on the breaker's clock |
 //! | `fusebox_transitions_total` | counter | `name`, `from`, `to` | state changes |
 //! | `fusebox_failure_rate` | gauge | `name` | failure rate in the window, 0 to 1 |
@@ -19,6 +19,7 @@
 //! | `fusebox_bulkhead_limit` | gauge | `name` | the bulkhead's limit |
 //! | `fusebox_bulkhead_waiting` | gauge | `name` | callers waiting for a slot |
 //! | `fusebox_bulkhead_rejections_total` | counter | `name` | calls refused |
+//! | `fusebox_bulkhead_shadowed_total` | counter | `name` | calls that found the bulkhead full and ran anyway (shadow mode) |
 //! | `fusebox_policy_calls_total` | counter | `name` | guarded calls through a pipeline or HTTP stack |
 //! | `fusebox_retry_attempts_total` | counter | `name` | attempts, the first of each call included |
 //! | `fusebox_retries_total` | counter | `name` | attempts beyond the first |
@@ -312,6 +313,7 @@ impl Metrics {
             failure: calls("failure"),
             ignored: calls("ignored"),
             rejected: calls("rejected"),
+            shadowed: calls("shadowed"),
             duration: Arc::clone(lock(&s.durations).entry(name.to_owned()).or_default()),
             transitions: s.transitions.clone(),
             edges,
@@ -675,6 +677,7 @@ pub struct MetricsListener {
     failure: Counter,
     ignored: Counter,
     rejected: Counter,
+    shadowed: Counter,
     duration: Arc<Durations>,
     transitions: Family<TransitionLabels, Counter>,
     /// `[from][to]`, created on first use.
@@ -723,6 +726,10 @@ impl Listener for MetricsListener {
 
     fn on_rejected(&self, _: &Rejected) {
         self.rejected.inc();
+    }
+
+    fn on_shadowed(&self, _: &Rejected) {
+        self.shadowed.inc();
     }
 
     fn on_call(&self, c: &CallEvent) {
@@ -890,15 +897,23 @@ impl Collector for SnapshotCollector {
             }
         }
         let counter = ConstCounter::new(0u64).metric_type();
-        let mut family = encoder.encode_descriptor(
-            "fusebox_bulkhead_rejections",
-            "Calls refused by a bulkhead",
-            None,
-            counter,
-        )?;
-        for (name, snap) in &bulkheads {
-            let labels = [("name", name.as_str())];
-            ConstCounter::new(snap.rejected).encode(family.encode_family(&labels)?)?;
+        for (metric, help, value) in [
+            (
+                "fusebox_bulkhead_rejections",
+                "Calls refused by a bulkhead",
+                (|s: &crate::BulkheadSnapshot| s.rejected) as fn(&crate::BulkheadSnapshot) -> u64,
+            ),
+            (
+                "fusebox_bulkhead_shadowed",
+                "Calls that found a bulkhead in shadow mode full and ran anyway",
+                |s| s.shadowed,
+            ),
+        ] {
+            let mut family = encoder.encode_descriptor(metric, help, None, counter)?;
+            for (name, snap) in &bulkheads {
+                let labels = [("name", name.as_str())];
+                ConstCounter::new(value(snap)).encode(family.encode_family(&labels)?)?;
+            }
         }
         Ok(())
     }

@@ -205,6 +205,7 @@ impl Breakers {
                     BulkheadConfig {
                         max_concurrent: Some(n),
                         max_wait: None,
+                        mode: None,
                         tags,
                     },
                 );

@@ -8,6 +8,7 @@ use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
 use super::types::Transition;
 use super::CircuitBreaker;
 use crate::clock::{nanos, Clock, MonotonicClock};
+use crate::policy::Mode;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -300,6 +301,10 @@ pub struct BreakerConfig {
     /// Probe successes that close the breaker.
     #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
     pub successes_to_close: Option<u32>,
+    /// Enforce (the default), shadow (decide and report, but let every call
+    /// through) or off (admit everything, count nothing): see [`Mode`].
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub mode: Option<Mode>,
 }
 
 impl BreakerConfig {
@@ -310,7 +315,7 @@ impl BreakerConfig {
     /// ```
     /// assert!(fusebox::BreakerConfig::KEYS.contains(&"open_for"));
     /// ```
-    pub const KEYS: [&'static str; 12] = [
+    pub const KEYS: [&'static str; 13] = [
         "consecutive_failures",
         "failure_rate",
         "count_window",
@@ -323,6 +328,7 @@ impl BreakerConfig {
         "open_backoff",
         "half_open_probes",
         "successes_to_close",
+        "mode",
     ];
 
     /// This config laid over `base`, field by field: every field this config
@@ -372,6 +378,7 @@ impl BreakerConfig {
             open_backoff: open_src.open_backoff,
             half_open_probes: self.half_open_probes.or(base.half_open_probes),
             successes_to_close: self.successes_to_close.or(base.successes_to_close),
+            mode: self.mode.or(base.mode),
         }
     }
 
@@ -577,6 +584,7 @@ impl BreakerConfig {
             open,
             probes,
             successes,
+            mode: self.mode.unwrap_or_default(),
         })
     }
 
@@ -619,6 +627,9 @@ impl BreakerConfig {
             open_backoff,
             half_open_probes: Some(settings.probes),
             successes_to_close: Some(settings.successes),
+            // Written out only when it is not the default, so that a config
+            // that never named a mode compares equal to the one in force.
+            mode: (settings.mode != Mode::Enforce).then_some(settings.mode),
         }
     }
 }
@@ -644,6 +655,7 @@ impl From<BreakerConfig> for Builder {
 /// | `open_for` | 30 s, fixed |
 /// | `half_open_probes` | 1 |
 /// | `successes_to_close` | 1 |
+/// | `mode` | [`Mode::Enforce`] |
 /// | clock | [`MonotonicClock`] |
 /// | listeners | none (no cost) |
 ///
@@ -919,6 +931,37 @@ impl Builder {
     /// ```
     pub fn successes_to_close(mut self, s: u32) -> Self {
         self.config.successes_to_close = Some(s);
+        self
+    }
+
+    /// Runs the breaker in `mode` (default [`Mode::Enforce`]): in
+    /// [`Mode::Shadow`] it trips, probes and closes as it would when
+    /// enforcing, but lets every call it would have rejected run (counted in
+    /// [`Snapshot::shadowed`](crate::Snapshot::shadowed) and told to
+    /// [`Listener::on_shadowed`]); in [`Mode::Off`] it admits everything and
+    /// counts nothing. Change it live with
+    /// [`CircuitBreaker::set_mode`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, ManualClock, Mode, State};
+    ///
+    /// let breaker = CircuitBreaker::builder()
+    ///     .consecutive_failures(1)
+    ///     .mode(Mode::Shadow)
+    ///     .clock(ManualClock::new())
+    ///     .build()?;
+    /// let _ = breaker.call(|| Err::<(), _>("down"));
+    /// assert_eq!(breaker.state(), State::Open);
+    /// // Open, yet the call runs: the breaker only reports it.
+    /// assert_eq!(breaker.call(|| Ok::<_, &str>(7)).unwrap(), 7);
+    /// assert_eq!(breaker.snapshot().shadowed, 1);
+    /// assert_eq!(breaker.snapshot().rejected, 0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.config.mode = Some(mode);
         self
     }
 

@@ -11,6 +11,7 @@ use super::tally::{Tally, TallyCells};
 use super::types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
 use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
+use crate::policy::Mode;
 use crate::sync::{
     lock, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Striped, Swap, SwapGuard,
 };
@@ -93,6 +94,16 @@ pub(crate) struct Ticket {
     pub(crate) start: Nanos,
 }
 
+impl Ticket {
+    /// A ticket whose verdict counts for nothing (any generation will do:
+    /// a bypass is never counted and holds no probe slot).
+    pub(crate) const BYPASS: Ticket = Ticket {
+        generation: 0,
+        kind: Kind::Bypass,
+        start: NO_START,
+    };
+}
+
 /// How an admitted call's verdict is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -100,7 +111,8 @@ pub(crate) enum Kind {
     Normal,
     /// Half-open: the verdict decides whether to close or reopen.
     Probe,
-    /// Disabled: the verdict counts for nothing.
+    /// Disabled, in [`Mode::Off`], or admitted in [`Mode::Shadow`] though
+    /// refused: the verdict counts for nothing.
     Bypass,
 }
 
@@ -132,6 +144,7 @@ pub(crate) struct Settings {
     pub(crate) open: OpenPeriod,
     pub(crate) probes: u32,
     pub(crate) successes: u32,
+    pub(crate) mode: Mode,
 }
 
 /// The settings in force and the window they use, replaced whole by a
@@ -159,6 +172,7 @@ pub(crate) struct Figures {
     pub(crate) totals: Totals,
     pub(crate) consecutive: u32,
     pub(crate) rejected: u64,
+    pub(crate) shadowed: u64,
     pub(crate) since_transition: Nanos,
 }
 
@@ -169,7 +183,10 @@ pub(crate) struct Core {
     /// Consecutive failures, tagged with the generation they belong to: the
     /// generation's low 40 bits above a 24-bit count (see [`tagged`]).
     consecutive: AtomicU64,
+    /// Refusals decided, shadowed ones included (a fleet's demand).
     rejected: Striped,
+    /// Refusals let through in [`Mode::Shadow`].
+    pub(crate) shadowed: AtomicU64,
     last_transition: AtomicU64,
     /// Closed-state verdicts between their generation check and the end of
     /// their window record, plus the `SEAL` bit while a close empties the
@@ -263,6 +280,7 @@ impl Core {
             open_until: AtomicU64::new(0),
             consecutive: AtomicU64::new(tagged(0, 0)),
             rejected: Striped::new(),
+            shadowed: AtomicU64::new(0),
             last_transition: AtomicU64::new(now),
             recorders: Striped::new(),
             slow: Mutex::new(Slow::default()),
@@ -335,7 +353,7 @@ impl Core {
     }
 
     /// Runs `f` on the settings in force while holding the lock under which
-    /// settings are replaced (see [`Inner::set_mode`]).
+    /// settings are replaced (see [`Inner::set_path`]).
     pub(crate) fn with_settings_locked<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
         let _slow = lock(&self.slow);
         f(&self.live.load().settings)
@@ -881,6 +899,7 @@ impl Core {
             for cell in self.rejected.all() {
                 cell.store(0, Ordering::Relaxed);
             }
+            self.shadowed.store(0, Ordering::Relaxed);
             self.close(&mut slow, w, now, reason)
         } else {
             *slow = Slow::default();
@@ -1032,12 +1051,17 @@ impl Core {
         } else {
             0
         };
+        let shadowed = self.shadowed.load(Ordering::Relaxed);
         Figures {
             state,
             generation: w.generation(),
             totals,
             consecutive,
-            rejected: self.rejected.sum(Ordering::Relaxed),
+            rejected: self
+                .rejected
+                .sum(Ordering::Relaxed)
+                .saturating_sub(shadowed),
+            shadowed,
             since_transition: now.saturating_sub(self.last_transition.load(Ordering::Relaxed)),
         }
     }
@@ -1062,28 +1086,37 @@ fn read_clock(clock: &Option<Arc<dyn Clock>>) -> Nanos {
 /// written again (1 ms).
 const SEEN_STEP: Nanos = 1_000_000;
 
-/// Bit of [`Inner::mode`]: admission must read the clock (slow calls or
+/// Bit of [`Inner::path`]: admission must read the clock (slow calls or
 /// listeners need each call's duration).
 const TIME_CALLS: u8 = 1;
-/// Bit of [`Inner::mode`]: a closed-state success may be settled by
+/// Bit of [`Inner::path`]: a closed-state success may be settled by
 /// [`Core::success_is_noop`] alone (consecutive policy only, no window, no
 /// listener).
 const QUIET: u8 = 2;
 
-/// Bit of [`Inner::mode`]: the settings use a time window, which counts
-/// every call (so [`Inner::success_is_noop`] need not look).
+/// Bit of [`Inner::path`]: the settings use a time window, which counts
+/// every call (so [`Inner::changes_nothing`] need not look).
 const TIME_WINDOW: u8 = 4;
 
-/// Bit of [`Inner::mode`]: as [`QUIET`], listeners aside: a closed-state
+/// Bit of [`Inner::path`]: as [`QUIET`], listeners aside: a closed-state
 /// success that [`Core::success_is_noop`] approves changes nothing (no slow
 /// rule, no window, no tally), so only the listeners hear of it.
 const SETTLED: u8 = 8;
 
-/// Bit of [`Inner::mode`]: as [`QUIET`] for a count window (no slow rule,
+/// Bit of [`Inner::path`]: as [`QUIET`] for a count window (no slow rule,
 /// no listener): a closed-state success that [`Core::success_is_noop`]
 /// approves while [`Core::window_full`] holds changes nothing and tells no
 /// one (it is counted, if the tally is on: see [`Core::tally_settled`]).
 const FULL_QUIET: u8 = 16;
+
+/// Bit of [`Inner::path`]: the breaker runs in [`Mode::Shadow`]: a call
+/// it refuses is told to the listeners as shadowed and runs anyway, with a
+/// permit that counts for nothing.
+const SHADOW: u8 = 32;
+
+/// Bit of [`Inner::path`]: the breaker runs in [`Mode::Off`]: every call
+/// is admitted with a permit that counts for nothing.
+const OFF: u8 = 64;
 
 /// What every handle of one breaker shares: the state machine, the clock,
 /// the listeners and the name.
@@ -1092,10 +1125,10 @@ pub(crate) struct Inner {
     /// `None`: [`MonotonicClock`], read without a virtual call.
     pub(crate) clock: Option<Arc<dyn Clock>>,
     listeners: Box<[Arc<dyn Listener>]>,
-    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`] and
-    /// [`TIME_WINDOW`], derived
-    /// from the settings in force and rewritten by a reconfigure.
-    mode: AtomicU8,
+    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
+    /// [`TIME_WINDOW`], [`SHADOW`] and [`OFF`], derived from the settings
+    /// in force and rewritten by a reconfigure.
+    path: AtomicU8,
     /// A listener set at runtime (a fleet's), told of transitions only.
     hook: Swap<Option<Arc<dyn Listener>>>,
     /// Added to every clock reading: the sum of every backward jump seen, so
@@ -1129,29 +1162,29 @@ impl Inner {
             core,
             clock,
             listeners,
-            mode: AtomicU8::new(0),
+            path: AtomicU8::new(0),
             hook: Swap::new(None),
             offset: AtomicU64::new(0),
             seen: AtomicU64::new(start),
             name,
         };
-        inner.set_mode();
+        inner.set_path();
         inner
     }
 
-    /// Derives the mode from the settings in force, under the lock that
+    /// Derives the hot-path bits from the settings in force, under the lock that
     /// puts settings in force: racing reconfigures (and a fleet's
-    /// `enable_tally`) store their modes in the order their settings were
-    /// installed, so the last mode stored is the one of the settings left
+    /// `enable_tally`) store their bits in the order their settings were
+    /// installed, so the last bits stored is the one of the settings left
     /// in force, whichever thread stores last.
-    fn set_mode(&self) {
+    fn set_path(&self) {
         self.core.with_settings_locked(|settings| {
-            self.mode.store(self.mode_for(settings), Ordering::Relaxed)
+            self.path.store(self.path_for(settings), Ordering::Relaxed)
         });
     }
 
-    /// The mode bits `settings` call for.
-    fn mode_for(&self, settings: &Settings) -> u8 {
+    /// The hot-path bits `settings` call for.
+    fn path_for(&self, settings: &Settings) -> u8 {
         let time_calls = settings.policy.slow.is_some() || !self.listeners.is_empty();
         let settled = settings.policy.slow.is_none()
             && settings.policy.window.is_none()
@@ -1159,26 +1192,42 @@ impl Inner {
         let quiet = settled && !time_calls;
         let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
         let full = matches!(settings.policy.window, Some(WindowSpec::Count(_))) && !time_calls;
-        // Stored Relaxed (see `set_mode`): a hint for the hot path. A call
-        // that reads the old mode is timed (or settled) by the old
+        // Stored Relaxed (see `set_path`): a hint for the hot path. A call
+        // that reads the old bits is timed (or settled) by the old
         // settings, as if it had finished just before the reconfigure.
         (if time_calls { TIME_CALLS } else { 0 })
             | if quiet { QUIET } else { 0 }
             | if full { FULL_QUIET } else { 0 }
             | if settled { SETTLED } else { 0 }
             | if time_window { TIME_WINDOW } else { 0 }
+            | match settings.mode {
+                Mode::Enforce => 0,
+                Mode::Shadow => SHADOW,
+                Mode::Off => OFF,
+            }
     }
 
     #[inline(always)]
-    fn mode(&self) -> u8 {
-        // Relaxed: see `set_mode`.
-        self.mode.load(Ordering::Relaxed)
+    fn path(&self) -> u8 {
+        // Relaxed: see `set_path`.
+        self.path.load(Ordering::Relaxed)
+    }
+
+    /// Puts the settings in force with `mode` in force instead of theirs.
+    /// A reconfigure racing it wins whole or loses whole (it carries a
+    /// mode of its own).
+    pub(crate) fn set_policy_mode(&self, mode: Mode) {
+        let mut settings = self.core.live().settings;
+        if settings.mode != mode {
+            settings.mode = mode;
+            self.reconfigure(settings);
+        }
     }
 
     /// Puts `settings` in force (see [`Core::reconfigure`]).
     pub(crate) fn reconfigure(&self, settings: Settings) {
         let t = self.core.reconfigure(settings, self.now());
-        self.set_mode();
+        self.set_path();
         self.emit(t);
     }
 
@@ -1187,7 +1236,7 @@ impl Inner {
     #[allow(dead_code)] // used by the fleet
     pub(crate) fn enable_tally(&self) {
         self.core.enable_tally();
-        self.set_mode();
+        self.set_path();
     }
 
     /// Sets (or clears) the one listener slot that can change at runtime;
@@ -1244,7 +1293,7 @@ impl Inner {
     /// here if something needs the call's duration.
     #[inline(always)]
     pub(crate) fn fast_ticket(&self) -> Option<Ticket> {
-        if self.mode() & TIME_CALLS != 0 {
+        if self.path() & (TIME_CALLS | OFF) != 0 {
             return None;
         }
         self.core.admit_fast()
@@ -1255,7 +1304,11 @@ impl Inner {
     /// the open period), then the rest.
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
-        if self.mode() & TIME_CALLS != 0 {
+        let path = self.path();
+        if path & (TIME_CALLS | OFF) != 0 {
+            if path & OFF != 0 {
+                return Ok(Ticket::BYPASS);
+            }
             if let Some(mut ticket) = self.core.admit_fast() {
                 ticket.start = self.start_time();
                 return Ok(ticket);
@@ -1263,7 +1316,7 @@ impl Inner {
         }
         let now = self.now();
         if let Some(rejected) = self.core.reject_fast(now) {
-            return Err(self.rejected(rejected));
+            return self.refuse(rejected);
         }
         self.admit_at(now)
     }
@@ -1314,21 +1367,37 @@ impl Inner {
         self.emit(transition);
         match result {
             Ok(mut ticket) => {
-                if self.mode() & TIME_CALLS != 0 {
+                if self.path() & TIME_CALLS != 0 {
                     ticket.start = self.stamp(now);
                 }
                 Ok(ticket)
             }
-            Err(rejected) => Err(self.rejected(rejected)),
+            Err(rejected) => self.refuse(rejected),
         }
     }
 
+    /// A refusal: told to the listeners, and returned; in shadow mode told
+    /// as shadowed, and the call admitted with a permit that counts for
+    /// nothing.
     #[inline(always)]
-    fn rejected(&self, rejected: Rejected) -> Rejected {
+    fn refuse(&self, rejected: Rejected) -> Result<Ticket, Rejected> {
+        if self.path() & SHADOW != 0 {
+            return Ok(self.shadow(&rejected));
+        }
         if !self.listeners.is_empty() {
             self.tell_rejected(&rejected);
         }
-        rejected
+        Err(rejected)
+    }
+
+    #[inline(never)]
+    fn shadow(&self, rejected: &Rejected) -> Ticket {
+        // Relaxed: a statistic.
+        self.core.shadowed.fetch_add(1, Ordering::Relaxed);
+        for l in self.listeners.iter() {
+            l.on_shadowed(rejected);
+        }
+        Ticket::BYPASS
     }
 
     #[inline(never)]
@@ -1343,11 +1412,11 @@ impl Inner {
     /// changes nothing and tells no one.
     #[inline(always)]
     pub(crate) fn settles_silently(&self, ticket: &Ticket, outcome: Outcome) -> bool {
-        let mode = self.mode();
-        (mode & QUIET != 0 || (mode & FULL_QUIET != 0 && self.core.window_full(ticket)))
+        let path = self.path();
+        (path & QUIET != 0 || (path & FULL_QUIET != 0 && self.core.window_full(ticket)))
             && outcome == Outcome::Success
             && self.core.success_is_noop(ticket)
-            && (mode & QUIET != 0 || self.core.tally_settled())
+            && (path & QUIET != 0 || self.core.tally_settled())
     }
 
     #[inline]
@@ -1364,7 +1433,7 @@ impl Inner {
     #[inline(never)]
     fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
         if outcome == Outcome::Success
-            && self.mode() & SETTLED != 0
+            && self.path() & SETTLED != 0
             && self.core.success_is_noop(&ticket)
         {
             return self.tell_settled(ticket.start);
@@ -1383,14 +1452,14 @@ impl Inner {
 
     #[inline(never)]
     fn finish_full(&self, ticket: Ticket, outcome: Outcome) {
-        let mode = self.mode();
+        let path = self.path();
         if outcome == Outcome::Success
-            && mode & SETTLED == 0
+            && path & SETTLED == 0
             && ticket.start == NO_START
-            && mode & TIME_WINDOW == 0
+            && path & TIME_WINDOW == 0
             && self.listeners.is_empty()
             && self.core.with_live(|live| {
-                let noop = self.success_is_noop(live, mode, &ticket, outcome);
+                let noop = self.changes_nothing(live, path, &ticket, outcome);
                 if noop && live.window.is_some() {
                     self.core.mark_full(live, ticket.generation);
                 }
@@ -1409,7 +1478,7 @@ impl Inner {
         self.core.with_live(|live| {
             let slow = live.settings.policy.is_slow(elapsed);
             self.core.count(&ticket, outcome, slow);
-            let transition = if !slow && self.success_is_noop(live, mode, &ticket, outcome) {
+            let transition = if !slow && self.changes_nothing(live, path, &ticket, outcome) {
                 None
             } else {
                 self.core.record(live, ticket, outcome, slow, &now)
@@ -1437,12 +1506,12 @@ impl Inner {
     /// that [`Core::record`] (which would find the same) can be skipped: no
     /// consecutive failure to reset, and no window or a count
     /// window full of plain successes. A time window counts every call.
-    /// `mode` is the [`Inner::mode`] the verdict read.
+    /// `path` is the [`Inner::path`] the verdict read.
     #[inline(always)]
-    fn success_is_noop(&self, live: &Live, mode: u8, ticket: &Ticket, outcome: Outcome) -> bool {
+    fn changes_nothing(&self, live: &Live, path: u8, ticket: &Ticket, outcome: Outcome) -> bool {
         outcome == Outcome::Success
             && ticket.kind == Kind::Normal
-            && mode & TIME_WINDOW == 0
+            && path & TIME_WINDOW == 0
             && (live.settings.policy.consecutive.is_none() || self.core.success_is_noop(ticket))
             && live
                 .window

@@ -47,6 +47,11 @@ pub trait Listener: Send + Sync + 'static {
     fn on_rejected(&self, rejected: &Rejected) {
         let _ = rejected;
     }
+    /// A breaker in [`Mode::Shadow`](crate::Mode::Shadow) would have
+    /// rejected a call, and let it run.
+    fn on_shadowed(&self, rejected: &Rejected) {
+        let _ = rejected;
+    }
     /// A call admitted by the breaker finished with a verdict.
     fn on_call(&self, call: &CallEvent) {
         let _ = call;
@@ -60,6 +65,9 @@ impl<L: Listener + ?Sized> Listener for std::sync::Arc<L> {
     }
     fn on_rejected(&self, rejected: &Rejected) {
         (**self).on_rejected(rejected)
+    }
+    fn on_shadowed(&self, rejected: &Rejected) {
+        (**self).on_shadowed(rejected)
     }
     fn on_call(&self, call: &CallEvent) {
         (**self).on_call(call)

@@ -14,6 +14,7 @@ mod tally;
 mod types;
 mod window;
 
+use crate::policy::Mode;
 pub use config::{Backoff, BreakerConfig, Builder, ConfigError};
 pub use listener::Listener;
 pub use permit::Permit;
@@ -142,6 +143,42 @@ impl CircuitBreaker {
         let settings = settings.into().config.settings()?;
         self.inner.reconfigure(settings);
         Ok(())
+    }
+
+    /// Switches the breaker to `mode` in place, keeping its state, counts
+    /// and every other setting (see [`Builder::mode`]). Every handle, and
+    /// every pipeline, tower layer and registry holding it, sees the change
+    /// from the next call on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, Mode};
+    ///
+    /// let breaker = CircuitBreaker::builder().consecutive_failures(1).build()?;
+    /// breaker.set_mode(Mode::Shadow);
+    /// let _ = breaker.call(|| Err::<(), _>("down"));
+    /// assert!(breaker.call(|| Ok::<_, &str>(())).is_ok()); // shadow: let through
+    /// breaker.set_mode(Mode::Enforce);
+    /// assert!(breaker.call(|| Ok::<_, &str>(())).is_err()); // enforced
+    /// assert_eq!(breaker.mode(), Mode::Enforce);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn set_mode(&self, mode: Mode) {
+        self.inner.set_policy_mode(mode);
+    }
+
+    /// The mode in force (see [`Builder::mode`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let breaker = fusebox::CircuitBreaker::builder().build()?;
+    /// assert_eq!(breaker.mode(), fusebox::Mode::Enforce);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn mode(&self) -> Mode {
+        self.inner.core.live().settings.mode
     }
 
     /// The settings in force, every default written out (so that
@@ -417,6 +454,7 @@ impl CircuitBreaker {
             slow_call_rate: f.totals.slow_rate(),
             consecutive_failures: f.consecutive,
             rejected: f.rejected,
+            shadowed: f.shadowed,
             since_transition: Duration::from_nanos(f.since_transition),
             generation: f.generation,
         }
@@ -563,6 +601,10 @@ pub struct Snapshot {
     /// Calls rejected since the breaker was built or last
     /// [`reset`](CircuitBreaker::reset).
     pub rejected: u64,
+    /// Calls the breaker would have rejected but let through, in
+    /// [`Mode::Shadow`](crate::Mode::Shadow), since it was built or last
+    /// reset.
+    pub shadowed: u64,
     /// Time since the last transition (or since the breaker was built).
     pub since_transition: Duration,
     /// Transitions since the breaker was built.

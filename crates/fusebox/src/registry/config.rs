@@ -105,6 +105,8 @@ pub struct BulkheadConfig {
     /// zero: never waits).
     #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str::option"))]
     pub max_wait: Option<Duration>,
+    /// Enforce (unset: the default), shadow or off: see [`Mode`](crate::Mode).
+    pub mode: Option<crate::Mode>,
     /// Tags, as for breakers.
     pub tags: Tags,
 }
@@ -128,6 +130,7 @@ impl BulkheadConfig {
         BulkheadConfig {
             max_concurrent: self.max_concurrent.or(defaults.max_concurrent),
             max_wait: self.max_wait.or(defaults.max_wait),
+            mode: self.mode.or(defaults.mode),
             tags: overlay(&defaults.tags, &self.tags),
         }
     }
@@ -146,6 +149,7 @@ impl BulkheadConfig {
         Bulkhead::builder(self.limit())
             .name(name)
             .max_wait(self.max_wait.unwrap_or_default())
+            .mode(self.mode.unwrap_or_default())
             .build()
     }
 
@@ -153,10 +157,29 @@ impl BulkheadConfig {
         self.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT)
     }
 
-    /// Applies this config to a running bulkhead, in place.
-    pub(crate) fn apply(&self, bulkhead: &Bulkhead) {
-        bulkhead.resize(self.limit());
-        bulkhead.set_max_wait(self.max_wait.unwrap_or_default());
+    /// Applies this config to a running bulkhead, in place; whether any
+    /// setting in force changed. Each setting is compared where it is set,
+    /// so a new setting cannot be applied without being compared.
+    pub(crate) fn apply(&self, bulkhead: &Bulkhead) -> bool {
+        let mut changed = false;
+        let (limit, max_wait, mode) = (
+            self.limit(),
+            self.max_wait.unwrap_or_default(),
+            self.mode.unwrap_or_default(),
+        );
+        if bulkhead.limit() != limit {
+            bulkhead.resize(limit);
+            changed = true;
+        }
+        if bulkhead.max_wait() != max_wait {
+            bulkhead.set_max_wait(max_wait);
+            changed = true;
+        }
+        if bulkhead.mode() != mode {
+            bulkhead.set_mode(mode);
+            changed = true;
+        }
+        changed
     }
 }
 

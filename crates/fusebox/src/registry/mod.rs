@@ -944,11 +944,8 @@ impl Fusebox {
                 continue;
             }
             let c = config.bulkhead_config(&name);
-            let changed = bulkhead.limit() != c.limit()
-                || bulkhead.max_wait() != c.max_wait.unwrap_or_default()
-                || tags != c.tags;
-            if changed {
-                c.apply(&bulkhead);
+            let retagged = tags != c.tags;
+            if c.apply(&bulkhead) || retagged {
                 if let Some(slot) = write(&self.inner.bulkheads).get_mut(&name) {
                     slot.1 = c.tags.clone();
                 }

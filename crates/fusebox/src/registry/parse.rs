@@ -343,14 +343,14 @@ fn line_has_key(line: &str, seg: &str) -> bool {
 }
 
 /// Every key a breaker table takes: the settings' keys, and `tags`.
-const ENTRY_KEYS: [&str; 13] = {
-    let mut keys = [""; 13];
+const ENTRY_KEYS: [&str; BreakerConfig::KEYS.len() + 1] = {
+    let mut keys = [""; BreakerConfig::KEYS.len() + 1];
     let mut i = 0;
     while i < BreakerConfig::KEYS.len() {
         keys[i] = BreakerConfig::KEYS[i];
         i += 1;
     }
-    keys[12] = "tags";
+    keys[i] = "tags";
     keys
 };
 
@@ -442,8 +442,9 @@ mod tests {
 
     #[test]
     fn entry_keys_are_the_settings_keys_and_tags() {
-        assert_eq!(ENTRY_KEYS[..12], BreakerConfig::KEYS);
-        assert_eq!(ENTRY_KEYS[12], "tags");
+        let n = BreakerConfig::KEYS.len();
+        assert_eq!(ENTRY_KEYS[..n], BreakerConfig::KEYS);
+        assert_eq!(ENTRY_KEYS[n], "tags");
     }
 
     #[test]
