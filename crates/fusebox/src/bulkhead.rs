@@ -67,14 +67,14 @@ struct Inner {
     /// Nanoseconds; changed in place by [`Bulkhead::set_max_wait`].
     max_wait: AtomicU64,
     name: Option<String>,
-    /// Slots in use; never above `limit`.
+    /// Slots in use; never above `limit` but in shadow and off mode.
     in_use: AtomicUsize,
     /// Calls refused (immediately or after waiting `max_wait`).
     rejected: AtomicU64,
     /// The [`Mode`], as [`mode_tag`]; changed in place by
     /// [`Bulkhead::set_mode`].
     mode: AtomicU8,
-    /// Calls admitted without a slot in shadow mode (the bulkhead was full).
+    /// Calls admitted over the limit in shadow mode (the bulkhead was full).
     shadowed: AtomicU64,
     /// Threads inside `acquire` that may be parked on `cond`.
     sync_waiters: AtomicUsize,
@@ -121,9 +121,11 @@ pub struct Builder {
 impl Builder {
     /// Runs the bulkhead in `mode` (default [`Mode::Enforce`]): in
     /// [`Mode::Shadow`] a call that finds every slot taken runs at once
-    /// without a slot (never waiting) and is counted in
-    /// [`BulkheadSnapshot::shadowed`]; in [`Mode::Off`] every call runs
-    /// without a slot and nothing is counted. Change it live with
+    /// (never waiting), over the limit, and is counted in
+    /// [`BulkheadSnapshot::shadowed`]; in [`Mode::Off`] a call that finds
+    /// every slot taken runs at once and nothing is counted. Either way
+    /// [`BulkheadSnapshot::in_use`] stays the number of calls in flight, so
+    /// it may then exceed the limit. Change the mode live with
     /// [`Bulkhead::set_mode`].
     ///
     /// # Examples
@@ -134,7 +136,7 @@ impl Builder {
     /// let _a = b.try_acquire().unwrap();
     /// let _b = b.try_acquire().unwrap(); // full, but shadow lets it run
     /// let s = b.snapshot();
-    /// assert_eq!((s.in_use, s.rejected, s.shadowed), (1, 0, 1));
+    /// assert_eq!((s.in_use, s.rejected, s.shadowed), (2, 0, 1));
     /// ```
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
@@ -255,7 +257,7 @@ impl Bulkhead {
     /// drop(permit);
     /// ```
     pub fn try_acquire(&self) -> Result<BulkheadPermit, BulkheadFull> {
-        self.take_now().map(|held| self.permit(held))
+        self.take_now().map(|()| self.permit())
     }
 
     /// Runs `f` if a slot is free, holding the slot until `f` returns or
@@ -303,54 +305,32 @@ impl Bulkhead {
     /// assert_eq!(waiter.join().unwrap(), Ok("got it"));
     /// ```
     pub fn acquire(&self) -> Result<BulkheadPermit, BulkheadFull> {
-        self.take_blocking().map(|held| self.permit(held))
+        self.take_blocking().map(|()| self.permit())
     }
 
     /// A slot borrowed from this handle (no reference count to bump): what
     /// the `*call*` methods and the pipeline hold.
     pub(crate) fn slot(&self) -> Result<Slot<'_>, BulkheadFull> {
-        self.take_blocking()
-            .map(|held| Slot(held.then_some(&*self.inner)))
+        self.take_blocking().map(|()| Slot(&self.inner))
     }
 
     fn try_slot(&self) -> Result<Slot<'_>, BulkheadFull> {
-        self.take_now()
-            .map(|held| Slot(held.then_some(&*self.inner)))
+        self.take_now().map(|()| Slot(&self.inner))
     }
 
-    /// Takes a slot if one is free, never waiting. `Ok(true)`: a slot is
-    /// held; `Ok(false)`: admitted without one (shadow or off).
-    fn take_now(&self) -> Result<bool, BulkheadFull> {
-        if let Some(admitted) = self.take_or_bypass() {
-            return Ok(admitted);
+    /// Takes a slot if one is free, never waiting.
+    fn take_now(&self) -> Result<(), BulkheadFull> {
+        if self.inner.try_take() || self.inner.full_but_admitted() {
+            Ok(())
+        } else {
+            Err(self.reject(Duration::ZERO))
         }
-        Err(self.reject(Duration::ZERO))
-    }
-
-    /// The decisions every way of taking a slot starts with: `Some(false)`
-    /// to admit without a slot (off; shadow when full), `Some(true)` when a
-    /// slot was taken, `None` to wait or refuse.
-    #[inline]
-    fn take_or_bypass(&self) -> Option<bool> {
-        let mode = self.inner.mode();
-        if mode == Mode::Off {
-            return Some(false);
-        }
-        if self.inner.try_take() {
-            return Some(true);
-        }
-        if mode == Mode::Shadow {
-            // Relaxed: a counter read only by snapshots.
-            self.inner.shadowed.fetch_add(1, Ordering::Relaxed);
-            return Some(false);
-        }
-        None
     }
 
     /// Takes a slot, waiting up to `max_wait` (blocking).
-    fn take_blocking(&self) -> Result<bool, BulkheadFull> {
-        if let Some(admitted) = self.take_or_bypass() {
-            return Ok(admitted);
+    fn take_blocking(&self) -> Result<(), BulkheadFull> {
+        if self.inner.try_take() || self.inner.full_but_admitted() {
+            return Ok(());
         }
         let max_wait = self.inner.max_wait();
         if max_wait.is_zero() {
@@ -382,7 +362,7 @@ impl Bulkhead {
         inner.sync_waiters.fetch_sub(1, Ordering::Relaxed);
         drop(guard);
         if got {
-            Ok(true)
+            Ok(())
         } else {
             Err(self.reject(max_wait))
         }
@@ -572,10 +552,9 @@ impl Bulkhead {
         }
     }
 
-    fn permit(&self, held: bool) -> BulkheadPermit {
+    fn permit(&self) -> BulkheadPermit {
         BulkheadPermit {
             inner: Arc::clone(&self.inner),
-            held,
         }
     }
 
@@ -623,20 +602,18 @@ impl Bulkhead {
     /// # }
     /// ```
     pub async fn acquire_async(&self) -> Result<BulkheadPermit, BulkheadFull> {
-        self.take_async().await.map(|held| self.permit(held))
+        self.take_async().await.map(|()| self.permit())
     }
 
     /// As [`slot`](Self::slot), waiting asynchronously.
     pub(crate) async fn slot_async(&self) -> Result<Slot<'_>, BulkheadFull> {
-        self.take_async()
-            .await
-            .map(|held| Slot(held.then_some(&*self.inner)))
+        self.take_async().await.map(|()| Slot(&self.inner))
     }
 
-    async fn take_async(&self) -> Result<bool, BulkheadFull> {
+    async fn take_async(&self) -> Result<(), BulkheadFull> {
         let inner = &*self.inner;
-        if let Some(admitted) = self.take_or_bypass() {
-            return Ok(admitted);
+        if inner.try_take() || inner.full_but_admitted() {
+            return Ok(());
         }
         let max_wait = inner.max_wait();
         if max_wait.is_zero() {
@@ -668,7 +645,7 @@ impl Bulkhead {
             }
         };
         match tokio::time::timeout(max_wait, wait).await {
-            Ok(()) => Ok(true),
+            Ok(()) => Ok(()),
             Err(_) => Err(self.reject(max_wait)),
         }
     }
@@ -722,6 +699,25 @@ impl Inner {
             1 => Mode::Shadow,
             _ => Mode::Off,
         }
+    }
+
+    /// A call that found every slot taken: in shadow mode (counted) and in
+    /// off mode it takes a slot over the limit and runs; `false` when
+    /// enforcing. Only ever on the full path, so the mode costs the free
+    /// path nothing.
+    #[cold]
+    fn full_but_admitted(&self) -> bool {
+        match self.mode() {
+            Mode::Enforce => return false,
+            // Relaxed: a counter read only by snapshots.
+            Mode::Shadow => self.shadowed.fetch_add(1, Ordering::Relaxed),
+            Mode::Off => 0,
+        };
+        // Relaxed: over the limit nothing is handed over between holders
+        // (the Acquire of `try_take` is for calls within it); `release`
+        // gives it back like any slot.
+        self.in_use.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     fn limit(&self) -> usize {
@@ -794,15 +790,12 @@ impl Inner {
     }
 }
 
-/// A slot borrowed from a bulkhead handle, given back when dropped (`None`:
-/// admitted without a slot, in shadow or off mode).
-pub(crate) struct Slot<'a>(Option<&'a Inner>);
+/// A slot borrowed from a bulkhead handle, given back when dropped.
+pub(crate) struct Slot<'a>(&'a Inner);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        if let Some(inner) = self.0 {
-            inner.release();
-        }
+        self.0.release();
     }
 }
 
@@ -825,15 +818,11 @@ impl Drop for Slot<'_> {
 #[must_use = "the slot is freed as soon as the permit is dropped"]
 pub struct BulkheadPermit {
     inner: Arc<Inner>,
-    /// Whether it holds a slot (not when admitted in shadow or off mode).
-    held: bool,
 }
 
 impl Drop for BulkheadPermit {
     fn drop(&mut self) {
-        if self.held {
-            self.inner.release();
-        }
+        self.inner.release();
     }
 }
 
@@ -841,7 +830,6 @@ impl fmt::Debug for BulkheadPermit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BulkheadPermit")
             .field("limit", &self.inner.limit())
-            .field("held", &self.held)
             .finish()
     }
 }

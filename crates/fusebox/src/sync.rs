@@ -28,13 +28,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Read-locks `l`, ignoring poison (see [`lock`]). For maps that are not
 /// modelled under loom, so always std's `RwLock`.
-#[allow(dead_code)] // not every feature set has a registry user
+
 pub(crate) fn read<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Write-locks `l`, ignoring poison (see [`lock`]).
-#[allow(dead_code)]
 pub(crate) fn write<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|p| p.into_inner())
 }

@@ -2,9 +2,9 @@
 //! feature `config`), its defaults and the only validation. [`Builder`] is a
 //! front for it that also carries the name, clock and listeners.
 
-use super::core::Settings;
 use super::listener::{Listener, OnTransition};
 use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
+use super::protocol::Settings;
 use super::types::Transition;
 use super::CircuitBreaker;
 use crate::clock::{nanos, Clock, MonotonicClock};

@@ -4,12 +4,15 @@
 //! the crate docs for a walk through a breaker's life.
 
 mod config;
-mod core;
+mod fast;
 mod listener;
 mod permit;
 mod policy;
+mod protocol;
 #[cfg(feature = "fleet")]
 mod remote;
+mod rules;
+#[cfg(feature = "fleet")]
 mod tally;
 mod types;
 mod window;
@@ -20,12 +23,12 @@ pub use listener::Listener;
 pub use permit::Permit;
 pub use types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 #[cfg(feature = "fleet")]
-#[allow(unused_imports)] // for the fleet
-pub(crate) use {core::ProbeGate, tally::Tally};
+pub(crate) use {protocol::ProbeGate, tally::Tally};
 
 use crate::clock::{Clock, MonotonicClock};
-use core::{Inner, Settings};
+use fast::Inner;
 use permit::CallGuard;
+use protocol::Settings;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -543,8 +546,8 @@ impl CircuitBreaker {
         self.inner.clock.as_deref().unwrap_or(&MonotonicClock)
     }
 
-    /// The breaker's state machine, for the rest of the crate.
-    #[allow(dead_code)] // used by some feature combinations only
+    /// The breaker's state machine, for the protocol's tests.
+    #[cfg(test)]
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
     }

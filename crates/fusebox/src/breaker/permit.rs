@@ -1,6 +1,7 @@
 //! Admission tickets and the verdicts they carry back.
 
-use super::core::{Inner, Kind, Nanos, Ticket};
+use super::fast::Inner;
+use super::protocol::{Kind, Nanos, Ticket};
 use super::types::Outcome;
 use std::fmt;
 use std::sync::Arc;

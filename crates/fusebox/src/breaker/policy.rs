@@ -27,6 +27,7 @@ pub(crate) struct TripPolicy {
 
 impl TripPolicy {
     /// Whether the window's totals call for a trip, and why.
+    #[inline]
     pub(crate) fn rate_trip(&self, t: &Totals) -> Option<Reason> {
         // min_calls is at least 1 (the builder checks), so no rate is ever
         // judged on an empty window.
@@ -48,7 +49,32 @@ impl TripPolicy {
         None
     }
 
+    /// Whether a rule needs every call's duration (the slow-call rule).
+    pub(crate) fn times_calls(&self) -> bool {
+        self.slow.is_some()
+    }
+
+    /// Whether a rule counts plain successes (every rule but the
+    /// consecutive one): a success then cannot settle on the consecutive
+    /// count alone.
+    pub(crate) fn counts_successes(&self) -> bool {
+        self.slow.is_some() || self.window.is_some()
+    }
+
+    /// Whether a rule's window records every call, successes over
+    /// successes included (a time window: its buckets move with time).
+    pub(crate) fn records_every_call(&self) -> bool {
+        matches!(self.window, Some(WindowSpec::Time { .. }))
+    }
+
+    /// Whether a rule looks at the last N calls (a count window, where a
+    /// success over a success changes nothing but the ring position).
+    pub(crate) fn counts_last_calls(&self) -> bool {
+        matches!(self.window, Some(WindowSpec::Count(_)))
+    }
+
     /// Whether a call that took `elapsed` ns is slow.
+    #[inline]
     pub(crate) fn is_slow(&self, elapsed: Option<u64>) -> bool {
         match (self.slow, elapsed) {
             (Some((limit, _)), Some(e)) => e >= limit,

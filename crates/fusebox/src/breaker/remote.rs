@@ -3,7 +3,7 @@
 //! half-open probes to the replica holding the fleet's lease, and read its
 //! verdict counts for the fleet's window. Every call still decides locally.
 
-use super::core::ProbeGate;
+use super::protocol::ProbeGate;
 use super::tally::Tally;
 use super::types::{Reason, State};
 use super::window::Totals;
@@ -12,7 +12,6 @@ use crate::clock::nanos;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[allow(dead_code)] // the fleet uses what its rules need
 impl CircuitBreaker {
     /// Sets (or clears) the runtime listener slot; it hears transitions only.
     pub(crate) fn set_hook(&self, hook: Option<Arc<dyn Listener>>) {

@@ -13,14 +13,17 @@ pub(crate) struct Totals {
 }
 
 impl Totals {
+    #[inline]
     pub(crate) fn failure_rate(&self) -> f64 {
         rate(self.failures, self.calls)
     }
+    #[inline]
     pub(crate) fn slow_rate(&self) -> f64 {
         rate(self.slow, self.calls)
     }
 }
 
+#[inline]
 fn rate(part: u64, calls: u64) -> f64 {
     if calls == 0 {
         0.0
@@ -339,6 +342,7 @@ impl Window {
     /// Claims what a record needs before the generation check: the ring
     /// position of a count window. `None` when the record would change
     /// nothing (and may be skipped without the check).
+    #[inline]
     pub(crate) fn claim(&self, failed: bool, slow: bool) -> Option<usize> {
         match self {
             Window::Count(w) => {
@@ -386,6 +390,7 @@ impl Window {
         matches!(self, Window::Count(w) if w.all_plain_successes())
     }
 
+    #[inline]
     pub(crate) fn needs_time(&self) -> bool {
         matches!(self, Window::Time(_))
     }

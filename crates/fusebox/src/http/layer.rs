@@ -149,7 +149,7 @@ where
     }
 }
 
-#[allow(dead_code)]
+/// A compile-time check: the stack's error boxes into a [`BoxError`].
 fn _assert_error<RB: Send + Sync + 'static>(e: HttpError<Response<RB>>) -> BoxError {
     Box::new(e)
 }

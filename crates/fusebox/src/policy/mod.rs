@@ -27,7 +27,7 @@ pub use mode::{Mode, ParseModeError};
 
 use crate::breaker::Rejected;
 use crate::bulkhead::BulkheadFull;
-use std::any::Any;
+
 use std::error::Error;
 use std::time::Duration;
 
@@ -106,7 +106,8 @@ impl dyn Refusal {
 macro_rules! known_refusals {
     ($($t:ty),+ $(,)?) => {
         /// The refusal in `value`, if it is one of fusebox's refusal types.
-        pub(crate) fn refusal_of_any(value: &dyn Any) -> Option<&dyn Refusal> {
+        #[cfg(feature = "tower")]
+        pub(crate) fn refusal_of_any(value: &dyn std::any::Any) -> Option<&dyn Refusal> {
             $(if let Some(r) = value.downcast_ref::<$t>() {
                 return Some(r);
             })+

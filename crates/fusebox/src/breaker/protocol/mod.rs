@@ -1,23 +1,32 @@
-//! The state machine: the only place where a breaker changes state.
+//! The protocol: the only place where a breaker changes state. It owns the
+//! state word and its generations, admission, probe slots and the
+//! publication of transitions; the trip rules (`super::rules`,
+//! `super::policy`) decide on numbers, and the handle (`super::fast`)
+//! reads the clock and tells the listeners.
 //!
 //! The state and its generation live in one atomic word, read without a lock
 //! on every admission. Transitions happen under a mutex that is never taken
 //! on the closed-state success path; they write everything the new state needs
 //! and then publish the word with a release store.
 
-use super::listener::Listener;
 use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
-use super::tally::{Tally, TallyCells};
-use super::types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
+use super::rules::consecutive::{Consecutive, Counted};
+#[cfg(feature = "fleet")]
+use super::tally::TallyCells;
+use super::types::{Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, TimeWindow, Totals, Window};
-use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
 use crate::policy::Mode;
 use crate::sync::{
     lock, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Striped, Swap, SwapGuard,
 };
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+#[cfg(feature = "fleet")]
+use std::sync::OnceLock;
 use std::time::Duration;
+
+#[cfg(feature = "fleet")]
+mod fleet;
 
 /// `Live`s a thread keeps for [`Core::with_live`].
 #[cfg(not(loom))]
@@ -37,31 +46,12 @@ pub(crate) const NO_START: Nanos = Nanos::MAX;
 /// Bit of `Core::recorders` set while a close empties the window.
 const SEAL: u64 = 1 << 63;
 
-/// The breaker's time ([`Inner::now`]), read at most once per operation and
-/// only if needed.
-pub(crate) struct LazyNow<'a> {
-    inner: &'a Inner,
-    at: std::cell::Cell<Option<Nanos>>,
-}
-
-impl<'a> LazyNow<'a> {
-    pub(crate) fn new(inner: &'a Inner) -> Self {
-        LazyNow {
-            inner,
-            at: std::cell::Cell::new(None),
-        }
-    }
-    #[inline]
-    pub(crate) fn get(&self) -> Nanos {
-        match self.at.get() {
-            Some(t) => t,
-            None => {
-                let t = self.inner.now();
-                self.at.set(Some(t));
-                t
-            }
-        }
-    }
+/// The breaker's time, read at most once per operation and only if
+/// needed (the handle's `LazyNow`): what a verdict passes in so that the
+/// protocol never reads a clock itself.
+pub(crate) trait Now {
+    /// The breaker's time now (read on the first call, then kept).
+    fn get(&self) -> Nanos;
 }
 
 /// State word: generation in the high 56 bits, state tag in the low 8. At a
@@ -87,7 +77,7 @@ impl Word {
 pub(crate) struct Ticket {
     pub(crate) generation: u64,
     pub(crate) kind: Kind,
-    /// Admission time (see [`Inner::stamp`]: for the default clock a raw
+    /// Admission time (see `Inner::stamp`: for the default clock a raw
     /// counter reading, not the breaker's time), when something needs the
     /// call's duration; `NO_START` otherwise (a sentinel rather than an `Option` keeps the ticket in two
     /// registers on the hot path).
@@ -152,7 +142,7 @@ pub(crate) struct Settings {
 #[derive(Debug)]
 pub(crate) struct Live {
     pub(crate) settings: Settings,
-    window: Option<Arc<Window>>,
+    pub(crate) window: Option<Arc<Window>>,
 }
 
 fn new_window(spec: WindowSpec) -> Window {
@@ -182,7 +172,7 @@ pub(crate) struct Core {
     open_until: AtomicU64,
     /// Consecutive failures, tagged with the generation they belong to: the
     /// generation's low 40 bits above a 24-bit count (see [`tagged`]).
-    consecutive: AtomicU64,
+    consecutive: Consecutive,
     /// Refusals decided, shadowed ones included (a fleet's demand).
     rejected: Striped,
     /// Refusals let through in [`Mode::Shadow`].
@@ -209,6 +199,7 @@ pub(crate) struct Core {
     /// Probe permits dropped without a verdict.
     probes_dropped: AtomicU64,
     /// Cumulative closed-state verdicts, once something asked for them.
+    #[cfg(feature = "fleet")]
     tally: OnceLock<Box<TallyCells>>,
     /// `generation + 1` of a closed period whose count window was found full
     /// of plain successes, or 0: lets such a success settle without the
@@ -222,7 +213,10 @@ pub(crate) struct Core {
 /// Who may admit half-open probes. A fleet hands the decision to the one
 /// replica holding its probe lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)] // set only by the fleet
+#[cfg_attr(
+    not(feature = "fleet"),
+    expect(dead_code, reason = "only a fleet hands the probes elsewhere")
+)]
 pub(crate) enum ProbeGate {
     /// This breaker decides alone (the default, and a disconnected fleet).
     Local,
@@ -242,31 +236,6 @@ impl fmt::Debug for Core {
     }
 }
 
-/// Bits of the consecutive-failure count in [`Core::consecutive`]; the count
-/// saturates there, far above any threshold the config accepts (10 000 000).
-const COUNT_BITS: u32 = 24;
-const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
-
-/// A consecutive-failure count tagged with (the low 40 bits of) its
-/// generation. A verdict checks its full generation against the state word
-/// before it touches the count, so the tag only has to tell apart the
-/// generations that can pass between those two loads.
-#[inline(always)]
-fn tagged(generation: u64, count: u64) -> u64 {
-    (generation << COUNT_BITS) | count.min(COUNT_MASK)
-}
-
-#[inline(always)]
-fn tag_of(word: u64) -> u64 {
-    word >> COUNT_BITS
-}
-
-/// `generation` as [`tagged`] keeps it.
-#[inline(always)]
-fn tag(generation: u64) -> u64 {
-    tag_of(tagged(generation, 0))
-}
-
 impl Core {
     pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
         let window = settings
@@ -278,7 +247,7 @@ impl Core {
         Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
             open_until: AtomicU64::new(0),
-            consecutive: AtomicU64::new(tagged(0, 0)),
+            consecutive: Consecutive::new(),
             rejected: Striped::new(),
             shadowed: AtomicU64::new(0),
             last_transition: AtomicU64::new(now),
@@ -290,6 +259,7 @@ impl Core {
             deny_retry: AtomicU64::new(0),
             half_open_asks: AtomicU64::new(0),
             probes_dropped: AtomicU64::new(0),
+            #[cfg(feature = "fleet")]
             tally: OnceLock::new(),
             full: AtomicU64::new(0),
         }
@@ -333,18 +303,13 @@ impl Core {
         }
         let live = self.live.load();
         let policy = &live.settings.policy;
-        // Relaxed: we hold the lock; the count is tagged with its generation.
-        let c = self.consecutive.load(Ordering::Relaxed);
-        let count = if tag_of(c) == tag(w.generation()) {
-            c & COUNT_MASK
-        } else {
-            0
-        };
-        let reason = match policy.consecutive {
-            Some(n) if count >= u64::from(n) => Some(Reason::ConsecutiveFailures {
-                count: count as u32,
-            }),
-            _ => live
+        // We hold the lock; the count is tagged with its generation.
+        let reason = match policy
+            .consecutive
+            .and_then(|n| self.consecutive.reached(w.generation(), n))
+        {
+            Some(reason) => Some(reason),
+            None => live
                 .window
                 .as_ref()
                 .and_then(|win| policy.rate_trip(&win.totals(now))),
@@ -353,7 +318,7 @@ impl Core {
     }
 
     /// Runs `f` on the settings in force while holding the lock under which
-    /// settings are replaced (see [`Inner::set_path`]).
+    /// settings are replaced (see `Inner::set_path`).
     pub(crate) fn with_settings_locked<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
         let _slow = lock(&self.slow);
         f(&self.live.load().settings)
@@ -435,10 +400,8 @@ impl Core {
     /// permit of the current closed period with no failure counted. One load.
     #[inline]
     pub(crate) fn success_is_noop(&self, ticket: &Ticket) -> bool {
-        // Relaxed: see `record_closed`; a stale answer only sends the verdict
-        // down the full path.
-        ticket.kind == Kind::Normal
-            && self.consecutive.load(Ordering::Relaxed) == tagged(ticket.generation, 0)
+        // A stale answer only sends the verdict down the full path.
+        ticket.kind == Kind::Normal && self.consecutive.is_zero(ticket.generation)
     }
 
     /// Whether the count window of `ticket`'s closed period was found full
@@ -507,6 +470,7 @@ impl Core {
         }
     }
 
+    #[inline]
     fn reject(&self, state: State, retry_after: Option<Nanos>) -> Rejected {
         // Relaxed: a statistic.
         self.rejected.mine().fetch_add(1, Ordering::Relaxed);
@@ -583,9 +547,9 @@ impl Core {
         now: Nanos,
         reason: Reason,
     ) -> Transition {
-        // Relaxed: published by the Release store of the word just below.
-        self.consecutive
-            .store(tagged(generation, 0), Ordering::Relaxed);
+        // Published by the Release store of the word just below.
+        self.consecutive.reset(generation);
+        // Relaxed: published likewise.
         self.last_transition.store(now, Ordering::Relaxed);
         // Release: makes the writes above visible to every Acquire load that
         // sees the new word.
@@ -654,13 +618,14 @@ impl Core {
 
     /// Records a verdict; the clock is read only if the verdict needs it (a
     /// time window, a transition).
+    #[inline]
     pub(crate) fn record(
         &self,
         live: &Live,
         ticket: Ticket,
         outcome: Outcome,
         slow_call: bool,
-        now: &LazyNow<'_>,
+        now: &impl Now,
     ) -> Option<Transition> {
         match ticket.kind {
             Kind::Bypass => None,
@@ -669,13 +634,14 @@ impl Core {
         }
     }
 
+    #[inline]
     fn record_closed(
         &self,
         live: &Live,
         generation: u64,
         outcome: Outcome,
         slow_call: bool,
-        now: &LazyNow<'_>,
+        now: &impl Now,
     ) -> Option<Transition> {
         let failed = match outcome {
             Outcome::Ignore => return None,
@@ -688,37 +654,10 @@ impl Core {
             if failed && self.load().generation() != generation {
                 return None; // stale: this permit's closed period is over
             }
-            // Relaxed throughout: the counter is tagged with its generation, so
-            // a stale verdict cannot touch a newer count; a trip it suggests
-            // is re-validated under the lock.
-            let mut cur = self.consecutive.load(Ordering::Relaxed);
-            loop {
-                if tag_of(cur) != tag(generation) {
-                    return None; // stale: this permit's closed period is over
-                }
-                let count = cur & COUNT_MASK;
-                let next = if failed {
-                    (count + 1).min(COUNT_MASK)
-                } else {
-                    0
-                };
-                if next == count {
-                    break; // a success with nothing to reset: no write at all
-                }
-                match self.consecutive.compare_exchange_weak(
-                    cur,
-                    tagged(generation, next),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => {
-                        if next >= u64::from(n) {
-                            trip = Some(Reason::ConsecutiveFailures { count: next as u32 });
-                        }
-                        break;
-                    }
-                    Err(actual) => cur = actual,
-                }
+            match self.consecutive.record(generation, failed, n) {
+                // Stale: this permit's closed period is over.
+                Counted::Stale => return None,
+                Counted::Fresh(reason) => trip = reason,
             }
         }
         if let Some(window) = &live.window {
@@ -741,7 +680,7 @@ impl Core {
         generation: u64,
         failed: bool,
         slow_call: bool,
-        now: &LazyNow<'_>,
+        now: &impl Now,
     ) -> Recorded {
         // A stale verdict must not even take a ring position: it would
         // push a call of the current period out of the last n. (One that
@@ -793,7 +732,7 @@ impl Core {
         &self,
         generation: u64,
         trip: Option<Reason>,
-        now: &LazyNow<'_>,
+        now: &impl Now,
     ) -> Option<Transition> {
         self.trip_locked(generation, trip?, now)
     }
@@ -803,7 +742,7 @@ impl Core {
         &self,
         generation: u64,
         mut reason: Reason,
-        now: &LazyNow<'_>,
+        now: &impl Now,
     ) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let w = self.load();
@@ -837,7 +776,7 @@ impl Core {
         generation: u64,
         outcome: Outcome,
         slow_call: bool,
-        now: &LazyNow<'_>,
+        now: &impl Now,
     ) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let w = self.load();
@@ -908,128 +847,31 @@ impl Core {
         (t.from != t.to).then_some(t)
     }
 
-    /// Opens from Closed or HalfOpen until `now + remaining` (a trip decided
-    /// elsewhere); extends an open period that would end sooner; leaves
-    /// ForcedOpen and Disabled alone.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn trip_remote(&self, now: Nanos, remaining: Nanos) -> Option<Transition> {
-        let mut slow = lock(&self.slow);
-        let w = self.load();
-        let until = now.saturating_add(remaining);
-        match w.state() {
-            State::Closed | State::HalfOpen => {
-                slow.probes_in_flight = 0;
-                // Relaxed: published by the Release store of the word.
-                self.open_until.store(until, Ordering::Relaxed);
-                Some(self.publish(w, State::Open, now, Reason::Remote))
-            }
-            State::Open => {
-                // Relaxed: written only under the lock we hold.
-                if until > self.open_until.load(Ordering::Relaxed) {
-                    self.open_until.store(until, Ordering::Relaxed);
-                }
-                None
-            }
-            State::ForcedOpen | State::Disabled => None,
-        }
-    }
-
-    /// Open or HalfOpen -> Closed: a probe elsewhere closed the fleet's breaker.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn close_remote(&self, now: Nanos) -> Option<Transition> {
-        let mut slow = lock(&self.slow);
-        let w = self.load();
-        matches!(w.state(), State::Open | State::HalfOpen)
-            .then(|| self.close(&mut slow, w, now, Reason::Remote))
-    }
-
-    /// Time left in the open period, if Open.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn open_remaining(&self, now: Nanos) -> Option<Nanos> {
-        let w = self.load();
-        // Relaxed: ordered after the Acquire load of the word.
-        (w.state() == State::Open)
-            .then(|| self.open_until.load(Ordering::Relaxed).saturating_sub(now))
-    }
-
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn set_probe_gate(&self, gate: ProbeGate) {
-        // Relaxed: see `admit`.
-        self.gate.store(gate as u8, Ordering::Relaxed);
-    }
-
-    /// The `retry_after` of a half-open call [`ProbeGate::Deny`] rejects.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn set_deny_retry(&self, retry: Nanos) {
-        // Relaxed: see `admit`.
-        self.deny_retry.store(retry, Ordering::Relaxed);
-    }
-
-    /// Calls that found the breaker open or half-open so far (rejected, or
-    /// admitted as probes), and probe permits dropped without a verdict.
-    /// Both only grow, until a reset zeroes the rejections.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn demand(&self) -> (u64, u64) {
-        // Relaxed: counters; see `admit`.
-        (
-            self.half_open_asks.load(Ordering::Relaxed) + self.rejected.sum(Ordering::Relaxed),
-            self.probes_dropped.load(Ordering::Relaxed),
-        )
-    }
-
-    /// The state and generation now, without the lazy Open -> HalfOpen step.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn peek(&self) -> (State, u64) {
-        let w = self.load();
-        (w.state(), w.generation())
-    }
-
-    /// Starts counting closed-state verdicts (idempotent).
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn enable_tally(&self) {
-        self.tally.get_or_init(|| Box::new(TallyCells::new()));
-    }
-
-    /// Closed-state verdicts counted since [`Core::enable_tally`].
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn tally(&self) -> Tally {
-        self.tally.get().map(|t| t.read()).unwrap_or_default()
-    }
-
-    /// Counts a success [`Inner::settles_silently`] settles, if the tally is
+    /// Counts a success `Inner::settles_silently` settles, if the tally is
     /// on: `true` once counted (or with no tally), `false` if this thread
     /// has no cell of its own yet (the verdict then takes the full path,
     /// which counts it). No call, so the hot path keeps its registers.
     #[inline(always)]
-    fn tally_settled(&self) -> bool {
-        match self.tally.get() {
-            None => true,
-            Some(t) => t.add_owned_success(),
+    pub(crate) fn tally_settled(&self) -> bool {
+        #[cfg(feature = "fleet")]
+        if let Some(t) = self.tally.get() {
+            return t.add_owned_success();
         }
+        true
     }
 
     /// The fleet's hook on every verdict: counts a closed-state one if the
     /// tally is on (a plain store to this thread's own cell).
     #[inline(always)]
-    fn count(&self, ticket: &Ticket, outcome: Outcome, slow: bool) {
+    pub(crate) fn count(&self, ticket: &Ticket, outcome: Outcome, slow: bool) {
+        #[cfg(not(feature = "fleet"))]
+        let _ = (ticket, outcome, slow);
+        #[cfg(feature = "fleet")]
         if let Some(t) = self.tally.get() {
             if ticket.kind == Kind::Normal && outcome != Outcome::Ignore {
                 t.add(outcome == Outcome::Failure, slow);
             }
         }
-    }
-
-    /// Trips a closed breaker if totals counted elsewhere (a fleet's window)
-    /// call for it by this breaker's own rate policy.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn judge_totals(&self, totals: Totals, now: Nanos) -> Option<Transition> {
-        let mut slow = lock(&self.slow);
-        let w = self.load();
-        if w.state() != State::Closed {
-            return None;
-        }
-        let reason = self.live.load().settings.policy.rate_trip(&totals)?;
-        Some(self.open(&mut slow, w, now, reason))
     }
 
     /// The figures at `now`, without moving the state (call [`Core::state`]
@@ -1044,13 +886,12 @@ impl Core {
             .as_ref()
             .map(|win| win.totals(now))
             .unwrap_or_default();
-        // Relaxed here and below: statistics for a snapshot.
-        let c = self.consecutive.load(Ordering::Relaxed);
-        let consecutive = if tag_of(c) == tag(w.generation()) && state == State::Closed {
-            (c & COUNT_MASK) as u32
+        let consecutive = if state == State::Closed {
+            self.consecutive.count(w.generation())
         } else {
             0
         };
+        // Relaxed here and below: statistics for a snapshot.
         let shadowed = self.shadowed.load(Ordering::Relaxed);
         Figures {
             state,
@@ -1066,476 +907,17 @@ impl Core {
         }
     }
 
+    /// Whether closed-state verdicts are tallied (a fleet asked for them).
+    pub(crate) fn tallied(&self) -> bool {
+        #[cfg(feature = "fleet")]
+        return self.tally.get().is_some();
+        #[cfg(not(feature = "fleet"))]
+        false
+    }
+
     /// Probes admitted and not yet finished (for tests and models).
     pub(crate) fn probes_in_flight(&self) -> u32 {
         lock(&self.slow).probes_in_flight
-    }
-}
-
-/// The clock's reading: the default clock's directly, any other through its
-/// `dyn Clock`.
-#[inline(always)]
-fn read_clock(clock: &Option<Arc<dyn Clock>>) -> Nanos {
-    match clock {
-        None => MonotonicClock.now_nanos(),
-        Some(clock) => clock.now_nanos(),
-    }
-}
-
-/// How far the breaker's time may run ahead of [`Inner::seen`] before it is
-/// written again (1 ms).
-const SEEN_STEP: Nanos = 1_000_000;
-
-/// Bit of [`Inner::path`]: admission must read the clock (slow calls or
-/// listeners need each call's duration).
-const TIME_CALLS: u8 = 1;
-/// Bit of [`Inner::path`]: a closed-state success may be settled by
-/// [`Core::success_is_noop`] alone (consecutive policy only, no window, no
-/// listener).
-const QUIET: u8 = 2;
-
-/// Bit of [`Inner::path`]: the settings use a time window, which counts
-/// every call (so [`Inner::changes_nothing`] need not look).
-const TIME_WINDOW: u8 = 4;
-
-/// Bit of [`Inner::path`]: as [`QUIET`], listeners aside: a closed-state
-/// success that [`Core::success_is_noop`] approves changes nothing (no slow
-/// rule, no window, no tally), so only the listeners hear of it.
-const SETTLED: u8 = 8;
-
-/// Bit of [`Inner::path`]: as [`QUIET`] for a count window (no slow rule,
-/// no listener): a closed-state success that [`Core::success_is_noop`]
-/// approves while [`Core::window_full`] holds changes nothing and tells no
-/// one (it is counted, if the tally is on: see [`Core::tally_settled`]).
-const FULL_QUIET: u8 = 16;
-
-/// Bit of [`Inner::path`]: the breaker runs in [`Mode::Shadow`]: a call
-/// it refuses is told to the listeners as shadowed and runs anyway, with a
-/// permit that counts for nothing.
-const SHADOW: u8 = 32;
-
-/// Bit of [`Inner::path`]: the breaker runs in [`Mode::Off`]: every call
-/// is admitted with a permit that counts for nothing.
-const OFF: u8 = 64;
-
-/// What every handle of one breaker shares: the state machine, the clock,
-/// the listeners and the name.
-pub(crate) struct Inner {
-    pub(crate) core: Core,
-    /// `None`: [`MonotonicClock`], read without a virtual call.
-    pub(crate) clock: Option<Arc<dyn Clock>>,
-    listeners: Box<[Arc<dyn Listener>]>,
-    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
-    /// [`TIME_WINDOW`], [`SHADOW`] and [`OFF`], derived from the settings
-    /// in force and rewritten by a reconfigure.
-    path: AtomicU8,
-    /// A listener set at runtime (a fleet's), told of transitions only.
-    hook: Swap<Option<Arc<dyn Listener>>>,
-    /// Added to every clock reading: the sum of every backward jump seen, so
-    /// the breaker's time never runs backwards (see [`Inner::now`]).
-    offset: AtomicU64,
-    /// A recent reading of the breaker's time (at most [`SEEN_STEP`] behind
-    /// the newest), against which backward jumps are detected.
-    seen: AtomicU64,
-    pub(crate) name: Option<String>,
-}
-
-impl fmt::Debug for Inner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Inner")
-            .field("name", &self.name)
-            .field("core", &self.core)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Inner {
-    pub(crate) fn new(
-        settings: Settings,
-        clock: Option<Arc<dyn Clock>>,
-        listeners: Box<[Arc<dyn Listener>]>,
-        name: Option<String>,
-    ) -> Inner {
-        let start = read_clock(&clock);
-        let core = Core::new(settings, start);
-        let inner = Inner {
-            core,
-            clock,
-            listeners,
-            path: AtomicU8::new(0),
-            hook: Swap::new(None),
-            offset: AtomicU64::new(0),
-            seen: AtomicU64::new(start),
-            name,
-        };
-        inner.set_path();
-        inner
-    }
-
-    /// Derives the hot-path bits from the settings in force, under the lock that
-    /// puts settings in force: racing reconfigures (and a fleet's
-    /// `enable_tally`) store their bits in the order their settings were
-    /// installed, so the last bits stored is the one of the settings left
-    /// in force, whichever thread stores last.
-    fn set_path(&self) {
-        self.core.with_settings_locked(|settings| {
-            self.path.store(self.path_for(settings), Ordering::Relaxed)
-        });
-    }
-
-    /// The hot-path bits `settings` call for.
-    fn path_for(&self, settings: &Settings) -> u8 {
-        let time_calls = settings.policy.slow.is_some() || !self.listeners.is_empty();
-        let settled = settings.policy.slow.is_none()
-            && settings.policy.window.is_none()
-            && self.core.tally.get().is_none();
-        let quiet = settled && !time_calls;
-        let time_window = matches!(settings.policy.window, Some(WindowSpec::Time { .. }));
-        let full = matches!(settings.policy.window, Some(WindowSpec::Count(_))) && !time_calls;
-        // Stored Relaxed (see `set_path`): a hint for the hot path. A call
-        // that reads the old bits is timed (or settled) by the old
-        // settings, as if it had finished just before the reconfigure.
-        (if time_calls { TIME_CALLS } else { 0 })
-            | if quiet { QUIET } else { 0 }
-            | if full { FULL_QUIET } else { 0 }
-            | if settled { SETTLED } else { 0 }
-            | if time_window { TIME_WINDOW } else { 0 }
-            | match settings.mode {
-                Mode::Enforce => 0,
-                Mode::Shadow => SHADOW,
-                Mode::Off => OFF,
-            }
-    }
-
-    #[inline(always)]
-    fn path(&self) -> u8 {
-        // Relaxed: see `set_path`.
-        self.path.load(Ordering::Relaxed)
-    }
-
-    /// Puts the settings in force with `mode` in force instead of theirs.
-    /// A reconfigure racing it wins whole or loses whole (it carries a
-    /// mode of its own).
-    pub(crate) fn set_policy_mode(&self, mode: Mode) {
-        let mut settings = self.core.live().settings;
-        if settings.mode != mode {
-            settings.mode = mode;
-            self.reconfigure(settings);
-        }
-    }
-
-    /// Puts `settings` in force (see [`Core::reconfigure`]).
-    pub(crate) fn reconfigure(&self, settings: Settings) {
-        let t = self.core.reconfigure(settings, self.now());
-        self.set_path();
-        self.emit(t);
-    }
-
-    /// Starts the tally (see [`Core::enable_tally`]); every verdict then
-    /// takes the counted path.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn enable_tally(&self) {
-        self.core.enable_tally();
-        self.set_path();
-    }
-
-    /// Sets (or clears) the one listener slot that can change at runtime;
-    /// it hears transitions only.
-    #[allow(dead_code)] // used by the fleet
-    pub(crate) fn set_hook(&self, hook: Option<Arc<dyn Listener>>) {
-        self.hook.store(Arc::new(hook));
-    }
-
-    /// The breaker's time: the clock's reading, except that it never runs
-    /// backwards. A reading earlier than one already seen (a clock set back,
-    /// a broken `Clock`) is shifted forward to carry on from where the
-    /// breaker's time was, and so is every later reading: open periods,
-    /// windows and `retry_after` keep their lengths instead of stretching by
-    /// the size of the jump. Backward steps smaller than [`SEEN_STEP`] are
-    /// absorbed by the saturating arithmetic instead.
-    #[inline(always)]
-    pub(crate) fn now(&self) -> Nanos {
-        let raw = read_clock(&self.clock);
-        // Relaxed throughout: `offset` and `seen` order nothing else; a stale
-        // value only delays a step forward or retries the shift below.
-        let mut offset = self.offset.load(Ordering::Relaxed);
-        loop {
-            let t = raw.saturating_add(offset);
-            let seen = self.seen.load(Ordering::Relaxed);
-            if t >= seen {
-                if t - seen >= SEEN_STEP {
-                    // At most one shared write per step of time.
-                    self.seen.fetch_max(t, Ordering::Relaxed);
-                }
-                return t;
-            }
-            match self.offset.compare_exchange(
-                offset,
-                offset + (seen - t),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return seen,
-                Err(actual) => offset = actual,
-            }
-        }
-    }
-
-    #[inline]
-    pub(crate) fn acquire(&self) -> Result<Ticket, Rejected> {
-        match self.fast_ticket() {
-            Some(ticket) => Ok(ticket),
-            None => self.acquire_slow(),
-        }
-    }
-
-    /// The hot path's admission: a closed (or disabled) breaker, timed from
-    /// here if something needs the call's duration.
-    #[inline(always)]
-    pub(crate) fn fast_ticket(&self) -> Option<Ticket> {
-        if self.path() & (TIME_CALLS | OFF) != 0 {
-            return None;
-        }
-        self.core.admit_fast()
-    }
-
-    /// Admission when [`Inner::fast_ticket`] could not decide: a closed
-    /// breaker timing its calls, then the open path (the clock, the word,
-    /// the open period), then the rest.
-    #[inline(never)]
-    pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
-        let path = self.path();
-        if path & (TIME_CALLS | OFF) != 0 {
-            if path & OFF != 0 {
-                return Ok(Ticket::BYPASS);
-            }
-            if let Some(mut ticket) = self.core.admit_fast() {
-                ticket.start = self.start_time();
-                return Ok(ticket);
-            }
-        }
-        let now = self.now();
-        if let Some(rejected) = self.core.reject_fast(now) {
-            return self.refuse(rejected);
-        }
-        self.admit_at(now)
-    }
-
-    /// A timed admission's start (see [`Inner::stamp`]), out of line so
-    /// that the open path does not pay for its registers.
-    #[inline(never)]
-    fn start_time(&self) -> Nanos {
-        match &self.clock {
-            None => raw_now(),
-            Some(_) => self.now(),
-        }
-    }
-
-    /// A timed admission's start when the breaker's time `now` was read
-    /// for the admission anyway: the default clock's raw counter (see
-    /// [`raw_now`]), any other clock's `now`.
-    #[inline]
-    fn stamp(&self, now: Nanos) -> Nanos {
-        match &self.clock {
-            None => raw_now(),
-            Some(_) => now,
-        }
-    }
-
-    /// A call's duration from its ticket's `start` ([`NO_START`]: not
-    /// timed) to now, saturating at zero. The default clock measures it on
-    /// its raw counter; any other clock on the breaker's time, `now`.
-    #[inline(always)]
-    fn elapsed(&self, start: Nanos, now: &LazyNow<'_>) -> Option<Nanos> {
-        if start == NO_START {
-            return None;
-        }
-        Some(match &self.clock {
-            None => raw_since(start),
-            Some(_) => now.get().saturating_sub(start),
-        })
-    }
-
-    /// Kept out of [`Inner::acquire_slow`] so that the open path does not
-    /// pay for this one's registers.
-    #[inline(never)]
-    fn admit_at(&self, now: Nanos) -> Result<Ticket, Rejected> {
-        let (result, transition) = match self.core.admit_fast() {
-            Some(ticket) => (Ok(ticket), None),
-            None => self.core.admit(now),
-        };
-        self.emit(transition);
-        match result {
-            Ok(mut ticket) => {
-                if self.path() & TIME_CALLS != 0 {
-                    ticket.start = self.stamp(now);
-                }
-                Ok(ticket)
-            }
-            Err(rejected) => self.refuse(rejected),
-        }
-    }
-
-    /// A refusal: told to the listeners, and returned; in shadow mode told
-    /// as shadowed, and the call admitted with a permit that counts for
-    /// nothing.
-    #[inline(always)]
-    fn refuse(&self, rejected: Rejected) -> Result<Ticket, Rejected> {
-        if self.path() & SHADOW != 0 {
-            return Ok(self.shadow(&rejected));
-        }
-        if !self.listeners.is_empty() {
-            self.tell_rejected(&rejected);
-        }
-        Err(rejected)
-    }
-
-    #[inline(never)]
-    fn shadow(&self, rejected: &Rejected) -> Ticket {
-        // Relaxed: a statistic.
-        self.core.shadowed.fetch_add(1, Ordering::Relaxed);
-        for l in self.listeners.iter() {
-            l.on_shadowed(rejected);
-        }
-        Ticket::BYPASS
-    }
-
-    #[inline(never)]
-    fn tell_rejected(&self, rejected: &Rejected) {
-        for l in self.listeners.iter() {
-            l.on_rejected(rejected);
-        }
-    }
-
-    /// The hot path: a success in a closed period with no failure pending
-    /// (and, with a count window, the window full of plain successes)
-    /// changes nothing and tells no one.
-    #[inline(always)]
-    pub(crate) fn settles_silently(&self, ticket: &Ticket, outcome: Outcome) -> bool {
-        let path = self.path();
-        (path & QUIET != 0 || (path & FULL_QUIET != 0 && self.core.window_full(ticket)))
-            && outcome == Outcome::Success
-            && self.core.success_is_noop(ticket)
-            && (path & QUIET != 0 || self.core.tally_settled())
-    }
-
-    #[inline]
-    pub(crate) fn finish(&self, ticket: Ticket, outcome: Outcome) {
-        if !self.settles_silently(&ticket, outcome) {
-            self.finish_slow(ticket, outcome)
-        }
-    }
-
-    /// What [`Inner::settles_silently`] did not settle. A small frame that
-    /// only sorts: a success that changes nothing, heard only by the
-    /// listeners, goes to [`Inner::tell_settled`]; the rest to
-    /// [`Inner::finish_full`].
-    #[inline(never)]
-    fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
-        if outcome == Outcome::Success
-            && self.path() & SETTLED != 0
-            && self.core.success_is_noop(&ticket)
-        {
-            return self.tell_settled(ticket.start);
-        }
-        self.finish_full(ticket, outcome)
-    }
-
-    /// A success that changes nothing, told to the listeners.
-    #[inline(never)]
-    fn tell_settled(&self, start: Nanos) {
-        if !self.listeners.is_empty() {
-            let elapsed = self.elapsed(start, &LazyNow::new(self));
-            self.tell_call(Outcome::Success, false, elapsed);
-        }
-    }
-
-    #[inline(never)]
-    fn finish_full(&self, ticket: Ticket, outcome: Outcome) {
-        let path = self.path();
-        if outcome == Outcome::Success
-            && path & SETTLED == 0
-            && ticket.start == NO_START
-            && path & TIME_WINDOW == 0
-            && self.listeners.is_empty()
-            && self.core.with_live(|live| {
-                let noop = self.changes_nothing(live, path, &ticket, outcome);
-                if noop && live.window.is_some() {
-                    self.core.mark_full(live, ticket.generation);
-                }
-                noop
-            })
-        {
-            // Untimed and told to no one (a count window full of plain
-            // successes): settled before any set-up.
-            self.core.count(&ticket, outcome, false);
-            return;
-        }
-        let now = LazyNow::new(self);
-        let elapsed = self.elapsed(ticket.start, &now);
-        // Everyone is told inside, so that no transition is carried out of
-        // the closure (a wide copy on every call, though rarely `Some`).
-        self.core.with_live(|live| {
-            let slow = live.settings.policy.is_slow(elapsed);
-            self.core.count(&ticket, outcome, slow);
-            let transition = if !slow && self.changes_nothing(live, path, &ticket, outcome) {
-                None
-            } else {
-                self.core.record(live, ticket, outcome, slow, &now)
-            };
-            if !self.listeners.is_empty() {
-                self.tell_call(outcome, slow, elapsed);
-            }
-            self.emit(transition);
-        })
-    }
-
-    #[inline(never)]
-    fn tell_call(&self, outcome: Outcome, slow: bool, elapsed: Option<Nanos>) {
-        let call = CallEvent {
-            outcome,
-            slow,
-            duration: Duration::from_nanos(elapsed.unwrap_or(0)),
-        };
-        for l in self.listeners.iter() {
-            l.on_call(&call);
-        }
-    }
-
-    /// Whether a closed-state success that was not slow changes nothing, so
-    /// that [`Core::record`] (which would find the same) can be skipped: no
-    /// consecutive failure to reset, and no window or a count
-    /// window full of plain successes. A time window counts every call.
-    /// `path` is the [`Inner::path`] the verdict read.
-    #[inline(always)]
-    fn changes_nothing(&self, live: &Live, path: u8, ticket: &Ticket, outcome: Outcome) -> bool {
-        outcome == Outcome::Success
-            && ticket.kind == Kind::Normal
-            && path & TIME_WINDOW == 0
-            && (live.settings.policy.consecutive.is_none() || self.core.success_is_noop(ticket))
-            && live
-                .window
-                .as_ref()
-                .is_none_or(|w| w.plain_success_is_noop())
-    }
-
-    #[inline(always)]
-    pub(crate) fn emit(&self, transition: Option<Transition>) {
-        if let Some(t) = transition {
-            self.tell(&t);
-        }
-    }
-
-    #[inline(never)]
-    fn tell(&self, t: &Transition) {
-        for l in self.listeners.iter() {
-            l.on_transition(t);
-        }
-        let hook = self.hook.load();
-        let hook: &Option<Arc<dyn Listener>> = &hook; // one or two derefs (loom)
-        if let Some(hook) = hook {
-            hook.on_transition(t);
-        }
     }
 }
 

@@ -1,0 +1,519 @@
+//! The hot path of the live handle: admission and verdicts as every handle
+//! of one breaker shares them ([`Inner`]), the clock read once per call,
+//! and the hot-path bits ([`Inner::path`]) derived from what the trip rules
+//! in force declare, so that a closed-state success settles with as little
+//! as one load. Every state change is the protocol's (`super::protocol`).
+
+use super::listener::Listener;
+use super::protocol::{Core, Kind, Live, Nanos, Now, Settings, Ticket, NO_START};
+use super::types::{CallEvent, Outcome, Rejected, Transition};
+use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
+use crate::policy::Mode;
+use crate::sync::{AtomicU64, AtomicU8, Ordering, Swap};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The breaker's time ([`Inner::now`]), read at most once per operation and
+/// only if needed.
+pub(crate) struct LazyNow<'a> {
+    inner: &'a Inner,
+    at: std::cell::Cell<Option<Nanos>>,
+}
+
+impl<'a> LazyNow<'a> {
+    pub(crate) fn new(inner: &'a Inner) -> Self {
+        LazyNow {
+            inner,
+            at: std::cell::Cell::new(None),
+        }
+    }
+}
+
+impl Now for LazyNow<'_> {
+    #[inline]
+    fn get(&self) -> Nanos {
+        match self.at.get() {
+            Some(t) => t,
+            None => {
+                let t = self.inner.now();
+                self.at.set(Some(t));
+                t
+            }
+        }
+    }
+}
+
+/// The clock's reading: the default clock's directly, any other through its
+/// `dyn Clock`.
+#[inline(always)]
+fn read_clock(clock: &Option<Arc<dyn Clock>>) -> Nanos {
+    match clock {
+        None => MonotonicClock.now_nanos(),
+        Some(clock) => clock.now_nanos(),
+    }
+}
+
+/// How far the breaker's time may run ahead of [`Inner::seen`] before it is
+/// written again (1 ms).
+const SEEN_STEP: Nanos = 1_000_000;
+
+/// Bit of [`Inner::path`]: admission must read the clock (slow calls or
+/// listeners need each call's duration).
+const TIME_CALLS: u8 = 1;
+/// Bit of [`Inner::path`]: a closed-state success may be settled by
+/// [`Core::success_is_noop`] alone (consecutive policy only, no window, no
+/// listener).
+const QUIET: u8 = 2;
+
+/// Bit of [`Inner::path`]: the settings use a time window, which counts
+/// every call (so [`Inner::changes_nothing`] need not look).
+const TIME_WINDOW: u8 = 4;
+
+/// Bit of [`Inner::path`]: as [`QUIET`], listeners aside: a closed-state
+/// success that [`Core::success_is_noop`] approves changes nothing (no slow
+/// rule, no window, no tally), so only the listeners hear of it.
+const SETTLED: u8 = 8;
+
+/// Bit of [`Inner::path`]: as [`QUIET`] for a count window (no slow rule,
+/// no listener): a closed-state success that [`Core::success_is_noop`]
+/// approves while [`Core::window_full`] holds changes nothing and tells no
+/// one (it is counted, if the tally is on: see [`Core::tally_settled`]).
+const FULL_QUIET: u8 = 16;
+
+/// Bit of [`Inner::path`]: the breaker runs in [`Mode::Shadow`]: a call
+/// it refuses is told to the listeners as shadowed and runs anyway, with a
+/// permit that counts for nothing.
+const SHADOW: u8 = 32;
+
+/// Bit of [`Inner::path`]: the breaker runs in [`Mode::Off`]: every call
+/// is admitted with a permit that counts for nothing.
+const OFF: u8 = 64;
+
+/// Bit of [`Inner::path`]: a refusal is heard (listeners, or [`SHADOW`]),
+/// so the open path takes [`Inner::tell_refusal`].
+const TELL_REFUSALS: u8 = 128;
+
+/// What every handle of one breaker shares: the state machine, the clock,
+/// the listeners and the name.
+pub(crate) struct Inner {
+    pub(crate) core: Core,
+    /// `None`: [`MonotonicClock`], read without a virtual call.
+    pub(crate) clock: Option<Arc<dyn Clock>>,
+    listeners: Box<[Arc<dyn Listener>]>,
+    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
+    /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`] and [`TELL_REFUSALS`], derived
+    /// from the settings in force (and the listeners) and rewritten by a
+    /// reconfigure.
+    path: AtomicU8,
+    /// A listener set at runtime (a fleet's), told of transitions only.
+    hook: Swap<Option<Arc<dyn Listener>>>,
+    /// Added to every clock reading: the sum of every backward jump seen, so
+    /// the breaker's time never runs backwards (see [`Inner::now`]).
+    offset: AtomicU64,
+    /// A recent reading of the breaker's time (at most [`SEEN_STEP`] behind
+    /// the newest), against which backward jumps are detected.
+    seen: AtomicU64,
+    pub(crate) name: Option<String>,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inner")
+            .field("name", &self.name)
+            .field("core", &self.core)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    pub(crate) fn new(
+        settings: Settings,
+        clock: Option<Arc<dyn Clock>>,
+        listeners: Box<[Arc<dyn Listener>]>,
+        name: Option<String>,
+    ) -> Inner {
+        let start = read_clock(&clock);
+        let core = Core::new(settings, start);
+        let inner = Inner {
+            core,
+            clock,
+            listeners,
+            path: AtomicU8::new(0),
+            hook: Swap::new(None),
+            offset: AtomicU64::new(0),
+            seen: AtomicU64::new(start),
+            name,
+        };
+        inner.set_path();
+        inner
+    }
+
+    /// Derives the hot-path bits from the settings in force, under the lock that
+    /// puts settings in force: racing reconfigures (and a fleet's
+    /// `enable_tally`) store their bits in the order their settings were
+    /// installed, so the last bits stored is the one of the settings left
+    /// in force, whichever thread stores last.
+    fn set_path(&self) {
+        self.core.with_settings_locked(|settings| {
+            self.path.store(self.path_for(settings), Ordering::Relaxed)
+        });
+    }
+
+    /// The hot-path bits `settings` call for.
+    fn path_for(&self, settings: &Settings) -> u8 {
+        let rules = &settings.policy;
+        let time_calls = rules.times_calls() || !self.listeners.is_empty();
+        let settled = !rules.counts_successes() && !self.core.tallied();
+        let quiet = settled && !time_calls;
+        let time_window = rules.records_every_call();
+        let full = rules.counts_last_calls() && !time_calls;
+        // Stored Relaxed (see `set_path`): a hint for the hot path. A call
+        // that reads the old bits is timed (or settled) by the old
+        // settings, as if it had finished just before the reconfigure.
+        (if time_calls { TIME_CALLS } else { 0 })
+            | if quiet { QUIET } else { 0 }
+            | if full { FULL_QUIET } else { 0 }
+            | if settled { SETTLED } else { 0 }
+            | if time_window { TIME_WINDOW } else { 0 }
+            | match settings.mode {
+                Mode::Enforce => 0,
+                Mode::Shadow => SHADOW | TELL_REFUSALS,
+                Mode::Off => OFF,
+            }
+            | if self.listeners.is_empty() {
+                0
+            } else {
+                TELL_REFUSALS
+            }
+    }
+
+    #[inline(always)]
+    fn path(&self) -> u8 {
+        // Relaxed: see `set_path`.
+        self.path.load(Ordering::Relaxed)
+    }
+
+    /// Puts the settings in force with `mode` in force instead of theirs.
+    /// A reconfigure racing it wins whole or loses whole (it carries a
+    /// mode of its own).
+    pub(crate) fn set_policy_mode(&self, mode: Mode) {
+        let mut settings = self.core.live().settings;
+        if settings.mode != mode {
+            settings.mode = mode;
+            self.reconfigure(settings);
+        }
+    }
+
+    /// Puts `settings` in force (see [`Core::reconfigure`]).
+    pub(crate) fn reconfigure(&self, settings: Settings) {
+        let t = self.core.reconfigure(settings, self.now());
+        self.set_path();
+        self.emit(t);
+    }
+
+    /// Starts the tally (see [`Core::enable_tally`]); every verdict then
+    /// takes the counted path.
+    #[cfg(feature = "fleet")]
+    pub(crate) fn enable_tally(&self) {
+        self.core.enable_tally();
+        self.set_path();
+    }
+
+    /// Sets (or clears) the one listener slot that can change at runtime;
+    /// it hears transitions only.
+    #[cfg(feature = "fleet")]
+    pub(crate) fn set_hook(&self, hook: Option<Arc<dyn Listener>>) {
+        self.hook.store(Arc::new(hook));
+    }
+
+    /// The breaker's time: the clock's reading, except that it never runs
+    /// backwards. A reading earlier than one already seen (a clock set back,
+    /// a broken `Clock`) is shifted forward to carry on from where the
+    /// breaker's time was, and so is every later reading: open periods,
+    /// windows and `retry_after` keep their lengths instead of stretching by
+    /// the size of the jump. Backward steps smaller than [`SEEN_STEP`] are
+    /// absorbed by the saturating arithmetic instead.
+    #[inline(always)]
+    pub(crate) fn now(&self) -> Nanos {
+        let raw = read_clock(&self.clock);
+        // Relaxed throughout: `offset` and `seen` order nothing else; a stale
+        // value only delays a step forward or retries the shift below.
+        let mut offset = self.offset.load(Ordering::Relaxed);
+        loop {
+            let t = raw.saturating_add(offset);
+            let seen = self.seen.load(Ordering::Relaxed);
+            if t >= seen {
+                if t - seen >= SEEN_STEP {
+                    // At most one shared write per step of time.
+                    self.seen.fetch_max(t, Ordering::Relaxed);
+                }
+                return t;
+            }
+            match self.offset.compare_exchange(
+                offset,
+                offset + (seen - t),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return seen,
+                Err(actual) => offset = actual,
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn acquire(&self) -> Result<Ticket, Rejected> {
+        match self.fast_ticket() {
+            Some(ticket) => Ok(ticket),
+            None => self.acquire_slow(),
+        }
+    }
+
+    /// The hot path's admission: a closed (or disabled) breaker, timed from
+    /// here if something needs the call's duration.
+    #[inline(always)]
+    pub(crate) fn fast_ticket(&self) -> Option<Ticket> {
+        if self.path() & (TIME_CALLS | OFF) != 0 {
+            return None;
+        }
+        self.core.admit_fast()
+    }
+
+    /// Admission when [`Inner::fast_ticket`] could not decide: a closed
+    /// breaker timing its calls, then the open path (the clock, the word,
+    /// the open period), then the rest.
+    #[inline(never)]
+    pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
+        let path = self.path();
+        if path & (TIME_CALLS | OFF) != 0 {
+            if path & OFF != 0 {
+                return Ok(Ticket::BYPASS);
+            }
+            if let Some(mut ticket) = self.core.admit_fast() {
+                ticket.start = self.start_time();
+                return Ok(ticket);
+            }
+        }
+        let now = self.now();
+        if let Some(rejected) = self.core.reject_fast(now) {
+            return self.refuse(rejected, path);
+        }
+        self.admit_at(now)
+    }
+
+    /// A timed admission's start (see [`Inner::stamp`]), out of line so
+    /// that the open path does not pay for its registers.
+    #[inline(never)]
+    fn start_time(&self) -> Nanos {
+        match &self.clock {
+            None => raw_now(),
+            Some(_) => self.now(),
+        }
+    }
+
+    /// A timed admission's start when the breaker's time `now` was read
+    /// for the admission anyway: the default clock's raw counter (see
+    /// [`raw_now`]), any other clock's `now`.
+    #[inline]
+    fn stamp(&self, now: Nanos) -> Nanos {
+        match &self.clock {
+            None => raw_now(),
+            Some(_) => now,
+        }
+    }
+
+    /// A call's duration from its ticket's `start` ([`NO_START`]: not
+    /// timed) to now, saturating at zero. The default clock measures it on
+    /// its raw counter; any other clock on the breaker's time, `now`.
+    #[inline(always)]
+    fn elapsed(&self, start: Nanos, now: &LazyNow<'_>) -> Option<Nanos> {
+        if start == NO_START {
+            return None;
+        }
+        Some(match &self.clock {
+            None => raw_since(start),
+            Some(_) => now.get().saturating_sub(start),
+        })
+    }
+
+    /// Kept out of [`Inner::acquire_slow`] so that the open path does not
+    /// pay for this one's registers.
+    #[inline(never)]
+    fn admit_at(&self, now: Nanos) -> Result<Ticket, Rejected> {
+        let (result, transition) = match self.core.admit_fast() {
+            Some(ticket) => (Ok(ticket), None),
+            None => self.core.admit(now),
+        };
+        self.emit(transition);
+        match result {
+            Ok(mut ticket) => {
+                if self.path() & TIME_CALLS != 0 {
+                    ticket.start = self.stamp(now);
+                }
+                Ok(ticket)
+            }
+            Err(rejected) => self.refuse(rejected, self.path()),
+        }
+    }
+
+    /// A refusal: told to the listeners, and returned; in shadow mode told
+    /// as shadowed, and the call admitted with a permit that counts for
+    /// nothing. `path` is the [`Inner::path`] the admission read.
+    #[inline(always)]
+    fn refuse(&self, rejected: Rejected, path: u8) -> Result<Ticket, Rejected> {
+        if path & TELL_REFUSALS != 0 {
+            return self.tell_refusal(rejected, path);
+        }
+        Err(rejected)
+    }
+
+    /// A refusal someone hears of: the listeners, and in shadow mode the
+    /// call, which runs with a permit that counts for nothing.
+    #[inline(never)]
+    fn tell_refusal(&self, rejected: Rejected, path: u8) -> Result<Ticket, Rejected> {
+        if path & SHADOW != 0 {
+            // Relaxed: a statistic.
+            self.core.shadowed.fetch_add(1, Ordering::Relaxed);
+            for l in self.listeners.iter() {
+                l.on_shadowed(&rejected);
+            }
+            return Ok(Ticket::BYPASS);
+        }
+        for l in self.listeners.iter() {
+            l.on_rejected(&rejected);
+        }
+        Err(rejected)
+    }
+
+    /// The hot path: a success in a closed period with no failure pending
+    /// (and, with a count window, the window full of plain successes)
+    /// changes nothing and tells no one.
+    #[inline(always)]
+    pub(crate) fn settles_silently(&self, ticket: &Ticket, outcome: Outcome) -> bool {
+        let path = self.path();
+        (path & QUIET != 0 || (path & FULL_QUIET != 0 && self.core.window_full(ticket)))
+            && outcome == Outcome::Success
+            && self.core.success_is_noop(ticket)
+            && (path & QUIET != 0 || self.core.tally_settled())
+    }
+
+    #[inline]
+    pub(crate) fn finish(&self, ticket: Ticket, outcome: Outcome) {
+        if !self.settles_silently(&ticket, outcome) {
+            self.finish_slow(ticket, outcome)
+        }
+    }
+
+    /// What [`Inner::settles_silently`] did not settle. A small frame that
+    /// only sorts: a success that changes nothing, heard only by the
+    /// listeners, goes to [`Inner::tell_settled`]; the rest to
+    /// [`Inner::finish_full`].
+    #[inline(never)]
+    fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+        if outcome == Outcome::Success
+            && self.path() & SETTLED != 0
+            && self.core.success_is_noop(&ticket)
+        {
+            return self.tell_settled(ticket.start);
+        }
+        self.finish_full(ticket, outcome)
+    }
+
+    /// A success that changes nothing, told to the listeners.
+    #[inline(never)]
+    fn tell_settled(&self, start: Nanos) {
+        if !self.listeners.is_empty() {
+            let elapsed = self.elapsed(start, &LazyNow::new(self));
+            self.tell_call(Outcome::Success, false, elapsed);
+        }
+    }
+
+    #[inline(never)]
+    fn finish_full(&self, ticket: Ticket, outcome: Outcome) {
+        let path = self.path();
+        if outcome == Outcome::Success
+            && path & SETTLED == 0
+            && ticket.start == NO_START
+            && path & TIME_WINDOW == 0
+            && self.listeners.is_empty()
+            && self.core.with_live(|live| {
+                let noop = self.changes_nothing(live, path, &ticket, outcome);
+                if noop && live.window.is_some() {
+                    self.core.mark_full(live, ticket.generation);
+                }
+                noop
+            })
+        {
+            // Untimed and told to no one (a count window full of plain
+            // successes): settled before any set-up.
+            self.core.count(&ticket, outcome, false);
+            return;
+        }
+        let now = LazyNow::new(self);
+        let elapsed = self.elapsed(ticket.start, &now);
+        // Everyone is told inside, so that no transition is carried out of
+        // the closure (a wide copy on every call, though rarely `Some`).
+        self.core.with_live(|live| {
+            let slow = live.settings.policy.is_slow(elapsed);
+            self.core.count(&ticket, outcome, slow);
+            let transition = if !slow && self.changes_nothing(live, path, &ticket, outcome) {
+                None
+            } else {
+                self.core.record(live, ticket, outcome, slow, &now)
+            };
+            if !self.listeners.is_empty() {
+                self.tell_call(outcome, slow, elapsed);
+            }
+            self.emit(transition);
+        })
+    }
+
+    #[inline(never)]
+    fn tell_call(&self, outcome: Outcome, slow: bool, elapsed: Option<Nanos>) {
+        let call = CallEvent {
+            outcome,
+            slow,
+            duration: Duration::from_nanos(elapsed.unwrap_or(0)),
+        };
+        for l in self.listeners.iter() {
+            l.on_call(&call);
+        }
+    }
+
+    /// Whether a closed-state success that was not slow changes nothing, so
+    /// that [`Core::record`] (which would find the same) can be skipped: no
+    /// consecutive failure to reset, and no window or a count
+    /// window full of plain successes. A time window counts every call.
+    /// `path` is the [`Inner::path`] the verdict read.
+    #[inline(always)]
+    fn changes_nothing(&self, live: &Live, path: u8, ticket: &Ticket, outcome: Outcome) -> bool {
+        outcome == Outcome::Success
+            && ticket.kind == Kind::Normal
+            && path & TIME_WINDOW == 0
+            && (live.settings.policy.consecutive.is_none() || self.core.success_is_noop(ticket))
+            && live
+                .window
+                .as_ref()
+                .is_none_or(|w| w.plain_success_is_noop())
+    }
+
+    #[inline(always)]
+    pub(crate) fn emit(&self, transition: Option<Transition>) {
+        if let Some(t) = transition {
+            self.tell(&t);
+        }
+    }
+
+    #[inline(never)]
+    fn tell(&self, t: &Transition) {
+        for l in self.listeners.iter() {
+            l.on_transition(t);
+        }
+        let hook = self.hook.load();
+        let hook: &Option<Arc<dyn Listener>> = &hook; // one or two derefs (loom)
+        if let Some(hook) = hook {
+            hook.on_transition(t);
+        }
+    }
+}

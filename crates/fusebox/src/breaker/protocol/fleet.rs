@@ -1,0 +1,100 @@
+//! What a fleet may do to the protocol (feature `fleet`): open or close it
+//! for a decision taken elsewhere, hand its half-open probes to the lease
+//! holder, and read its demand and verdict counts.
+
+use super::{lock, Ordering, Reason, State, TallyCells};
+use super::{Core, Nanos, ProbeGate, Totals, Transition};
+use crate::breaker::tally::Tally;
+
+impl Core {
+    /// Opens from Closed or HalfOpen until `now + remaining` (a trip decided
+    /// elsewhere); extends an open period that would end sooner; leaves
+    /// ForcedOpen and Disabled alone.
+    pub(crate) fn trip_remote(&self, now: Nanos, remaining: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        let until = now.saturating_add(remaining);
+        match w.state() {
+            State::Closed | State::HalfOpen => {
+                slow.probes_in_flight = 0;
+                // Relaxed: published by the Release store of the word.
+                self.open_until.store(until, Ordering::Relaxed);
+                Some(self.publish(w, State::Open, now, Reason::Remote))
+            }
+            State::Open => {
+                // Relaxed: written only under the lock we hold.
+                if until > self.open_until.load(Ordering::Relaxed) {
+                    self.open_until.store(until, Ordering::Relaxed);
+                }
+                None
+            }
+            State::ForcedOpen | State::Disabled => None,
+        }
+    }
+
+    /// Open or HalfOpen -> Closed: a probe elsewhere closed the fleet's breaker.
+    pub(crate) fn close_remote(&self, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        matches!(w.state(), State::Open | State::HalfOpen)
+            .then(|| self.close(&mut slow, w, now, Reason::Remote))
+    }
+
+    /// Time left in the open period, if Open.
+    pub(crate) fn open_remaining(&self, now: Nanos) -> Option<Nanos> {
+        let w = self.load();
+        // Relaxed: ordered after the Acquire load of the word.
+        (w.state() == State::Open)
+            .then(|| self.open_until.load(Ordering::Relaxed).saturating_sub(now))
+    }
+
+    pub(crate) fn set_probe_gate(&self, gate: ProbeGate) {
+        // Relaxed: see `admit`.
+        self.gate.store(gate as u8, Ordering::Relaxed);
+    }
+
+    /// The `retry_after` of a half-open call [`ProbeGate::Deny`] rejects.
+    pub(crate) fn set_deny_retry(&self, retry: Nanos) {
+        // Relaxed: see `admit`.
+        self.deny_retry.store(retry, Ordering::Relaxed);
+    }
+
+    /// Calls that found the breaker open or half-open so far (rejected, or
+    /// admitted as probes), and probe permits dropped without a verdict.
+    /// Both only grow, until a reset zeroes the rejections.
+    pub(crate) fn demand(&self) -> (u64, u64) {
+        // Relaxed: counters; see `admit`.
+        (
+            self.half_open_asks.load(Ordering::Relaxed) + self.rejected.sum(Ordering::Relaxed),
+            self.probes_dropped.load(Ordering::Relaxed),
+        )
+    }
+
+    /// The state and generation now, without the lazy Open -> HalfOpen step.
+    pub(crate) fn peek(&self) -> (State, u64) {
+        let w = self.load();
+        (w.state(), w.generation())
+    }
+
+    /// Starts counting closed-state verdicts (idempotent).
+    pub(crate) fn enable_tally(&self) {
+        self.tally.get_or_init(|| Box::new(TallyCells::new()));
+    }
+
+    /// Closed-state verdicts counted since [`Core::enable_tally`].
+    pub(crate) fn tally(&self) -> Tally {
+        self.tally.get().map(|t| t.read()).unwrap_or_default()
+    }
+
+    /// Trips a closed breaker if totals counted elsewhere (a fleet's window)
+    /// call for it by this breaker's own rate policy.
+    pub(crate) fn judge_totals(&self, totals: Totals, now: Nanos) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        if w.state() != State::Closed {
+            return None;
+        }
+        let reason = self.live.load().settings.policy.rate_trip(&totals)?;
+        Some(self.open(&mut slow, w, now, reason))
+    }
+}
