@@ -128,4 +128,4 @@ macro_rules! known_refusals {
     };
 }
 
-known_refusals!(Rejected, BulkheadFull);
+known_refusals! { Rejected, BulkheadFull, #[cfg(feature = "ratelimit")] crate::ratelimit::RateLimited }
