@@ -44,7 +44,8 @@
 //! [`KeyedRateLimiter`] holds the same rate for each key (per tenant, per
 //! host, per API key), with bounded memory (see its `# Memory`).
 //!
-//! Tower middleware (feature `tower`): [`tower::RateLimitLayer`].
+//! Tower middleware (feature `tower`): `fusebox::ratelimit::RateLimitLayer`
+//! (in `fusebox::ratelimit::tower`, with its service and future).
 //!
 //! # Examples
 //!
