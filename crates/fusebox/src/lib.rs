@@ -123,6 +123,9 @@ pub mod metrics;
 pub mod observe;
 pub mod pipeline;
 pub mod prelude;
+#[cfg(feature = "ratelimit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ratelimit")))]
+pub mod ratelimit;
 pub mod registry;
 pub mod retry;
 pub mod timeout;

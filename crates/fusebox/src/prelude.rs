@@ -24,6 +24,10 @@ pub use crate::{
     Fallback, Outcome, Pipeline, PipelineError, PolicyError, PolicyStats, Rejected, State,
 };
 
+#[cfg(feature = "ratelimit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ratelimit")))]
+pub use crate::ratelimit::{RateLimited, RateLimiter};
+
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use crate::http::{

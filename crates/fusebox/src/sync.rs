@@ -28,7 +28,6 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Read-locks `l`, ignoring poison (see [`lock`]). For maps that are not
 /// modelled under loom, so always std's `RwLock`.
-
 pub(crate) fn read<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(|p| p.into_inner())
 }

@@ -102,13 +102,14 @@ impl dyn Refusal {
 /// Every policy refusal fusebox knows by type, for the places that only
 /// have a `dyn Any` or a `dyn Error` (a boxed error on the tower path, an
 /// error type the classifier cannot name). A new policy adds its refusal
-/// type here, once.
+/// type here, once (an entry may carry a `#[cfg(...)]` for a policy behind
+/// a feature).
 macro_rules! known_refusals {
-    ($($t:ty),+ $(,)?) => {
+    ($($(#[$cfg:meta])* $t:ty),+ $(,)?) => {
         /// The refusal in `value`, if it is one of fusebox's refusal types.
         #[cfg(feature = "tower")]
         pub(crate) fn refusal_of_any(value: &dyn std::any::Any) -> Option<&dyn Refusal> {
-            $(if let Some(r) = value.downcast_ref::<$t>() {
+            $($(#[$cfg])* if let Some(r) = value.downcast_ref::<$t>() {
                 return Some(r);
             })+
             None
@@ -116,15 +117,16 @@ macro_rules! known_refusals {
 
         /// The refusal `err` is, if it is one of fusebox's refusal types.
         pub(crate) fn refusal_of_error<'a>(err: &'a (dyn Error + 'static)) -> Option<&'a dyn Refusal> {
-            $(if let Some(r) = err.downcast_ref::<$t>() {
+            $($(#[$cfg])* if let Some(r) = err.downcast_ref::<$t>() {
                 return Some(r);
             })+
             None
         }
 
         /// The metric labels of every known refusal, in list order.
-        pub(crate) const REFUSAL_LABELS: [&str; [$(stringify!($t)),+].len()] = [$(<$t>::LABEL),+];
+        pub(crate) const REFUSAL_LABELS: [&str; [$($(#[$cfg])* stringify!($t)),+].len()] =
+            [$($(#[$cfg])* <$t>::LABEL),+];
     };
 }
 
-known_refusals!(Rejected, BulkheadFull);
+known_refusals! { Rejected, BulkheadFull, #[cfg(feature = "ratelimit")] crate::ratelimit::RateLimited }
