@@ -847,6 +847,49 @@ impl fmt::Debug for Bulkhead {
     }
 }
 
+/// The bulkhead's figures: `in_use`, `limit` and `waiting` (gauges),
+/// `rejections` and `shadowed` (counters), as in
+/// `fusebox_bulkhead_in_use` and the other series of `fusebox::metrics`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::policy::Inspect;
+/// let b = fusebox::Bulkhead::new(3);
+/// let names: Vec<_> = b.figures().iter().map(|f| f.name).collect();
+/// assert_eq!(names, ["in_use", "limit", "waiting", "rejections", "shadowed"]);
+/// ```
+impl crate::policy::Inspect for Bulkhead {
+    fn kind(&self) -> &'static str {
+        "bulkhead"
+    }
+
+    fn mode(&self) -> Mode {
+        self.inner.mode()
+    }
+
+    fn figures(&self) -> Vec<crate::policy::Figure> {
+        use crate::policy::Figure;
+        let s = self.snapshot();
+        let n = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
+        vec![
+            Figure::gauge("in_use", "Bulkhead slots taken", n(s.in_use)),
+            Figure::gauge("limit", "Bulkhead limit", n(s.limit)),
+            Figure::gauge(
+                "waiting",
+                "Callers waiting for a bulkhead slot",
+                n(s.waiting),
+            ),
+            Figure::counter("rejections", "Calls refused by a bulkhead", s.rejected),
+            Figure::counter(
+                "shadowed",
+                "Calls that found a bulkhead in shadow mode full and ran anyway",
+                s.shadowed,
+            ),
+        ]
+    }
+}
+
 /// A call refused by a full [`Bulkhead`].
 ///
 /// # Examples

@@ -12,7 +12,15 @@
 //! - [`Bulkhead`]: a limit on calls in flight to one dependency;
 //! - [`timeout`](mod@timeout): an async deadline (feature `tokio`);
 //! - [`Retry`]: backoff, jitter and a retry budget that never hammers an open breaker;
-//! - [`Fallback`]: what to return instead, knowing why ([`Cause`]).
+//! - [`Fallback`]: what to return instead, knowing why ([`Cause`]);
+//! - `ratelimit::RateLimiter` (feature `ratelimit`): at most so many calls a
+//!   second, direct or per key, on governor's GCRA.
+//!
+//! Every policy has a [`Mode`]: `enforce` (the default), `shadow` (decide
+//! and report what it would have refused, but let every call run: how a new
+//! breaker or limit is rolled out safely) or `off`; set in code or in a
+//! registry file and changeable live. Observers read any policy through
+//! [`policy::Inspect`], and any refusal through [`policy::Refusal`].
 //!
 //! Integrations behind features: `tokio` (async waiting and timeouts),
 //! `tower` (the same policies as tower middleware, in `fusebox::tower`),
@@ -21,7 +29,8 @@
 //! presets and the standard stack, `fusebox::http`; `reqwest` adds
 //! `Standard::send`), `dashboard` (a live page of every breaker, an axum
 //! `Router`), `fleet` (replicas sharing breaker state through Redis;
-//! `fleet-tls` adds `rediss://`), `quanta` (a TSC clock: cheaper readings, see [`MonotonicClock`]). With no
+//! `fleet-tls` adds `rediss://`), `ratelimit` (rate limiters, on `governor`),
+//! `quanta` (a TSC clock: cheaper readings, see [`MonotonicClock`]). With no
 //! feature, fusebox depends on `arc-swap` alone (the breaker's live settings).
 //!
 //! # A breaker's life

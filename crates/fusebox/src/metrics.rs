@@ -20,6 +20,9 @@
 //! | `fusebox_bulkhead_waiting` | gauge | `name` | callers waiting for a slot |
 //! | `fusebox_bulkhead_rejections_total` | counter | `name` | calls refused |
 //! | `fusebox_bulkhead_shadowed_total` | counter | `name` | calls that found the bulkhead full and ran anyway (shadow mode) |
+//! | `fusebox_rate_limiter_admitted_total`, `_refused_total`, `_shadowed_total` | counter | `name` | calls within the rate, refused, over the rate but let through (shadow mode) (feature `ratelimit`) |
+//! | `fusebox_rate_limiter_keys` | gauge | `name` | keys of a keyed rate limiter with a bucket of their own |
+//! | `fusebox_policy_mode` | gauge | `name`, `policy`, `mode` | always 1: the mode each policy runs in (`enforce`, `shadow`, `off`) |
 //! | `fusebox_policy_calls_total` | counter | `name` | guarded calls through a pipeline or HTTP stack |
 //! | `fusebox_retry_attempts_total` | counter | `name` | attempts, the first of each call included |
 //! | `fusebox_retries_total` | counter | `name` | attempts beyond the first |
@@ -64,6 +67,7 @@
 //! ```
 
 use crate::observe::{Observer, Tags};
+use crate::policy::{FigureKind, Inspect};
 use crate::retry::RetryBudget;
 use crate::sync::{lock, Mutex};
 use crate::{
@@ -222,9 +226,16 @@ struct Shared {
     durations: Mutex<BTreeMap<String, Arc<Durations>>>,
     transitions: Family<TransitionLabels, Counter>,
     tracked: Mutex<BTreeMap<String, Tracked>>,
-    bulkheads: Mutex<BTreeMap<String, Bulkhead>>,
+    /// Every other policy, read through [`Inspect`], by kind and name.
+    inspected: Mutex<BTreeMap<PolicyKey, Arc<dyn Inspect>>>,
     policies: Mutex<BTreeMap<String, TrackedPolicy>>,
 }
+
+/// A policy's kind and name.
+type PolicyKey = (&'static str, String);
+
+/// One exported family: help, type, and a value per policy name.
+type FigureFamily<'a> = (&'static str, FigureKind, Vec<(&'a str, u64)>);
 
 struct TrackedPolicy {
     stats: PolicyStats,
@@ -265,7 +276,7 @@ impl Metrics {
             durations: Mutex::new(BTreeMap::new()),
             transitions: Family::default(),
             tracked: Mutex::new(BTreeMap::new()),
-            bulkheads: Mutex::new(BTreeMap::new()),
+            inspected: Mutex::new(BTreeMap::new()),
             policies: Mutex::new(BTreeMap::new()),
         });
         // One collector encodes everything, so that the snapshots (which
@@ -399,7 +410,37 @@ impl Metrics {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn track_bulkhead(&self, name: &str, bulkhead: &Bulkhead) {
-        lock(&self.shared.bulkheads).insert(name.to_owned(), bulkhead.clone());
+        self.track_policy(name, Arc::new(bulkhead.clone()));
+    }
+
+    /// Exports the figures of any policy under `name`, read at each scrape:
+    /// each [`Figure`](crate::policy::Figure) `f` of a policy of kind `k` as
+    /// `fusebox_{k}_{f}` (a counter with `_total`), and the policy's mode as
+    /// `fusebox_policy_mode{name, policy, mode} 1`. A second policy of the
+    /// same kind and name replaces the first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::Bulkhead;
+    /// use prometheus_client::registry::Registry;
+    /// use std::sync::Arc;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let reviews = Bulkhead::new(0);
+    /// metrics.track_policy("reviews", Arc::new(reviews.clone()));
+    /// let _ = reviews.try_acquire();
+    ///
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"fusebox_bulkhead_rejections_total{name="reviews"} 1"#));
+    /// assert!(text.contains(r#"fusebox_policy_mode{name="reviews",policy="bulkhead",mode="enforce"} 1"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_policy(&self, name: &str, policy: Arc<dyn Inspect>) {
+        lock(&self.shared.inspected).insert((policy.kind(), name.to_owned()), policy);
     }
 
     /// Calls of the breaker `name` counted so far, by outcome: success,
@@ -655,8 +696,8 @@ impl Observer for Metrics {
         self.track(name, tags, breaker);
     }
 
-    fn bulkhead_added(&self, name: &str, _tags: &Tags, bulkhead: &Bulkhead) {
-        self.track_bulkhead(name, bulkhead);
+    fn policy_added(&self, name: &str, _tags: &Tags, policy: Arc<dyn Inspect>) {
+        self.track_policy(name, policy);
     }
 }
 
@@ -872,48 +913,54 @@ impl Collector for SnapshotCollector {
             ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
         }
 
-        let bulkheads: Vec<(String, crate::BulkheadSnapshot)> = lock(&s.bulkheads)
+        // Every other policy's figures, one family per kind and figure
+        // (`fusebox_bulkhead_in_use`, ...), then every policy's mode.
+        let inspected: Vec<(PolicyKey, Arc<dyn Inspect>)> = lock(&s.inspected)
             .iter()
-            .map(|(n, b)| (n.clone(), b.snapshot()))
+            .map(|(k, p)| (k.clone(), Arc::clone(p)))
             .collect();
-        let as_i64 = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
-        for (metric, help, value) in [
-            (
-                "fusebox_bulkhead_in_use",
-                "Bulkhead slots taken",
-                (|s: &crate::BulkheadSnapshot| s.in_use) as fn(&crate::BulkheadSnapshot) -> usize,
-            ),
-            ("fusebox_bulkhead_limit", "Bulkhead limit", |s| s.limit),
-            (
-                "fusebox_bulkhead_waiting",
-                "Callers waiting for a bulkhead slot",
-                |s| s.waiting,
-            ),
-        ] {
-            let mut family = encoder.encode_descriptor(metric, help, None, gauge)?;
-            for (name, snap) in &bulkheads {
-                let labels = [("name", name.as_str())];
-                ConstGauge::new(as_i64(value(snap))).encode(family.encode_family(&labels)?)?;
+        let mut families: BTreeMap<String, FigureFamily<'_>> = BTreeMap::new();
+        let mut modes: Vec<(&str, &str, &str)> = tracked
+            .iter()
+            .map(|(n, b, _)| (n.as_str(), "breaker", b.mode().as_str()))
+            .collect();
+        for ((kind, name), policy) in &inspected {
+            modes.push((name.as_str(), kind, policy.mode().as_str()));
+            for f in policy.figures() {
+                families
+                    .entry(format!("fusebox_{kind}_{}", f.name))
+                    .or_insert((f.help, f.kind, Vec::new()))
+                    .2
+                    .push((name.as_str(), f.value));
             }
         }
         let counter = ConstCounter::new(0u64).metric_type();
-        for (metric, help, value) in [
-            (
-                "fusebox_bulkhead_rejections",
-                "Calls refused by a bulkhead",
-                (|s: &crate::BulkheadSnapshot| s.rejected) as fn(&crate::BulkheadSnapshot) -> u64,
-            ),
-            (
-                "fusebox_bulkhead_shadowed",
-                "Calls that found a bulkhead in shadow mode full and ran anyway",
-                |s| s.shadowed,
-            ),
-        ] {
-            let mut family = encoder.encode_descriptor(metric, help, None, counter)?;
-            for (name, snap) in &bulkheads {
-                let labels = [("name", name.as_str())];
-                ConstCounter::new(value(snap)).encode(family.encode_family(&labels)?)?;
+        for (metric, (help, kind, rows)) in &families {
+            let metric_type = match kind {
+                FigureKind::Gauge => gauge,
+                FigureKind::Counter => counter,
+            };
+            let mut family = encoder.encode_descriptor(metric, help, None, metric_type)?;
+            for (name, value) in rows {
+                let labels = [("name", *name)];
+                match kind {
+                    FigureKind::Gauge => ConstGauge::new(i64::try_from(*value).unwrap_or(i64::MAX))
+                        .encode(family.encode_family(&labels)?)?,
+                    FigureKind::Counter => {
+                        ConstCounter::new(*value).encode(family.encode_family(&labels)?)?
+                    }
+                }
             }
+        }
+        let mut family = encoder.encode_descriptor(
+            "fusebox_policy_mode",
+            "Always 1: the mode each policy runs in (enforce, shadow or off)",
+            None,
+            gauge,
+        )?;
+        for (name, policy, mode) in &modes {
+            let labels = [("name", *name), ("policy", *policy), ("mode", *mode)];
+            ConstGauge::new(1i64).encode(family.encode_family(&labels)?)?;
         }
         Ok(())
     }

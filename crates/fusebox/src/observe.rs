@@ -2,8 +2,10 @@
 //! builds: the [`Observer`] hook and the [`Tags`] it is told. Lives below
 //! the registry and the observers, so neither depends on the other.
 
+use crate::policy::Inspect;
 use crate::{Builder, Bulkhead, CircuitBreaker};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Labels attached to a breaker: `service = "payments"`, `team = "checkout"`.
 ///
@@ -72,8 +74,17 @@ pub trait Observer: Send + Sync + 'static {
         let _ = (name, tags, breaker);
     }
 
-    /// Called once the bulkhead `name` is built and installed.
+    /// Called once the bulkhead `name` is built and installed (before
+    /// [`Observer::policy_added`] is told of it).
     fn bulkhead_added(&self, name: &str, tags: &Tags, bulkhead: &Bulkhead) {
         let _ = (name, tags, bulkhead);
+    }
+
+    /// Called once any policy but a breaker (a bulkhead, a rate limiter) is
+    /// built and installed under `name`, with the policy to read through
+    /// [`Inspect`]: its kind, mode and figures. Keep the `Arc` to read it
+    /// later; it is the policy callers use.
+    fn policy_added(&self, name: &str, tags: &Tags, policy: Arc<dyn Inspect>) {
+        let _ = (name, tags, policy);
     }
 }

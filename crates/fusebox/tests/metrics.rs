@@ -528,3 +528,115 @@ fn bulkhead_tracked_by_hand_counts_rejections() {
         1.0
     );
 }
+
+#[test]
+fn shadow_modes_and_what_they_let_through_are_exported() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let clock = ManualClock::new();
+    let fusebox = Fusebox::builder()
+        .observer(metrics)
+        .config(
+            FuseboxConfig::from_toml(
+                "[breakers.db]\nconsecutive_failures = 1\nmode = \"shadow\"\n\
+                 [bulkheads.reviews]\nmax_concurrent = 1\nmode = \"shadow\"\n",
+            )
+            .unwrap(),
+        )
+        .clock(clock)
+        .build()
+        .unwrap();
+    let db = fusebox.breaker("db");
+    let _ = db.call(|| Err::<(), _>("down"));
+    assert!(db.call(|| Ok::<_, &str>(())).is_ok());
+    let reviews = fusebox.bulkhead("reviews");
+    let _a = reviews.try_acquire().unwrap();
+    let _b = reviews.try_acquire().unwrap();
+
+    let e = scrape(&registry);
+    assert_eq!(e.calls("db", "shadowed"), 1.0);
+    assert_eq!(e.calls("db", "rejected"), 0.0);
+    assert_eq!(
+        e.get("fusebox_bulkhead_shadowed_total", &[("name", "reviews")]),
+        1.0
+    );
+    assert_eq!(
+        e.get("fusebox_bulkhead_in_use", &[("name", "reviews")]),
+        2.0
+    );
+    let mode = |name, policy, mode| {
+        e.get(
+            "fusebox_policy_mode",
+            &[("name", name), ("policy", policy), ("mode", mode)],
+        )
+    };
+    assert_eq!(mode("db", "breaker", "shadow"), 1.0);
+    assert_eq!(mode("reviews", "bulkhead", "shadow"), 1.0);
+    assert_eq!(e.types["fusebox_policy_mode"], "gauge");
+
+    fusebox.bulkhead("reviews").set_mode(fusebox::Mode::Enforce);
+    let e = scrape(&registry);
+    assert!(e.has(
+        "fusebox_policy_mode",
+        &[
+            ("name", "reviews"),
+            ("policy", "bulkhead"),
+            ("mode", "enforce")
+        ]
+    ));
+    assert!(!e.has(
+        "fusebox_policy_mode",
+        &[
+            ("name", "reviews"),
+            ("policy", "bulkhead"),
+            ("mode", "shadow")
+        ]
+    ));
+}
+
+#[cfg(feature = "ratelimit")]
+#[test]
+fn a_rate_limiter_is_exported_through_inspect_alone() {
+    use fusebox::ratelimit::{KeyedRateLimiter, RateLimitConfig, RateLimiter};
+    use std::sync::Arc;
+
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let clock = ManualClock::new();
+    let partner = RateLimiter::builder()
+        .config(RateLimitConfig::per_second(10).burst(2))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let tenants = KeyedRateLimiter::<u32>::builder()
+        .config(RateLimitConfig::per_second(1))
+        .clock(clock)
+        .build()
+        .unwrap();
+    metrics.track_policy("partner", Arc::new(partner.clone()));
+    metrics.track_policy("tenants", Arc::new(tenants.clone()));
+    for _ in 0..5 {
+        let _ = partner.try_acquire();
+    }
+    for t in 0..3 {
+        let _ = tenants.try_acquire(&t);
+    }
+
+    let e = scrape(&registry);
+    let get = |metric, name| e.get(metric, &[("name", name)]);
+    assert_eq!(get("fusebox_rate_limiter_admitted_total", "partner"), 2.0);
+    assert_eq!(get("fusebox_rate_limiter_refused_total", "partner"), 3.0);
+    assert_eq!(get("fusebox_rate_limiter_shadowed_total", "partner"), 0.0);
+    assert_eq!(get("fusebox_rate_limiter_admitted_total", "tenants"), 3.0);
+    assert_eq!(get("fusebox_rate_limiter_keys", "tenants"), 3.0);
+    assert_eq!(e.types["fusebox_rate_limiter_refused"], "counter");
+    assert_eq!(e.types["fusebox_rate_limiter_keys"], "gauge");
+    assert!(e.has(
+        "fusebox_policy_mode",
+        &[
+            ("name", "partner"),
+            ("policy", "rate_limiter"),
+            ("mode", "enforce")
+        ]
+    ));
+}

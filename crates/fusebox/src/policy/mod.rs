@@ -1,7 +1,7 @@
 //! What every policy shares: the [`Refusal`] trait (which policy turned a
 //! call away, and when to come back), the [`Mode`] a policy runs in
-//! (enforce, shadow or off), and [`Cause`], why a guarded call produced no
-//! value.
+//! (enforce, shadow or off), [`Cause`], why a guarded call produced no
+//! value, and [`Inspect`], how observers read a policy's figures.
 //!
 //! A policy's refusal is any error type that implements [`Refusal`]; the
 //! breaker's classifier, [`Cause`], retries and the pipeline's counters read
@@ -20,9 +20,11 @@
 //! ```
 
 pub(crate) mod cause;
+mod inspect;
 mod mode;
 
 pub use cause::{Cause, PolicyError};
+pub use inspect::{Figure, FigureKind, Inspect};
 pub use mode::{Mode, ParseModeError};
 
 use crate::breaker::Rejected;

@@ -132,3 +132,19 @@ pub struct RateLimitSnapshot {
     /// what enforcing would have refused.
     pub shadowed: u64,
 }
+
+impl RateLimitSnapshot {
+    /// The snapshot as figures: `admitted`, `refused` and `shadowed`.
+    pub(super) fn figures(&self) -> Vec<crate::policy::Figure> {
+        use crate::policy::Figure;
+        vec![
+            Figure::counter("admitted", "Calls within the rate", self.admitted),
+            Figure::counter("refused", "Calls refused by a rate limiter", self.refused),
+            Figure::counter(
+                "shadowed",
+                "Calls over the rate that ran anyway (shadow mode)",
+                self.shadowed,
+            ),
+        ]
+    }
+}

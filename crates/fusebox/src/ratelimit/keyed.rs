@@ -619,6 +619,51 @@ impl<K: Hash + Eq + Clone> KeyedInner<K> {
     }
 }
 
+/// The keyed limiter's figures: those of a [`RateLimiter`](super::RateLimiter)
+/// over every key, then `keys` (a gauge), `overflowed` and `sweeps`
+/// (counters).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::policy::Inspect;
+/// use fusebox::ratelimit::{KeyedRateLimiter, RateLimitConfig};
+/// let per_tenant = KeyedRateLimiter::<u32>::new(RateLimitConfig::per_second(5))?;
+/// let _ = per_tenant.try_acquire(&7);
+/// let keys = per_tenant.figures().into_iter().find(|f| f.name == "keys").unwrap();
+/// assert_eq!(keys.value, 1);
+/// # Ok::<(), fusebox::ratelimit::RateLimitConfigError>(())
+/// ```
+impl<K: Hash + Eq + Clone + Send + Sync + 'static> crate::policy::Inspect for KeyedRateLimiter<K> {
+    fn kind(&self) -> &'static str {
+        "rate_limiter"
+    }
+
+    fn mode(&self) -> Mode {
+        KeyedRateLimiter::mode(self)
+    }
+
+    fn figures(&self) -> Vec<crate::policy::Figure> {
+        use crate::policy::Figure;
+        let s = self.snapshot();
+        let mut figures = s.limits.figures();
+        figures.extend([
+            Figure::gauge(
+                "keys",
+                "Keys with a bucket of their own",
+                u64::try_from(s.keys).unwrap_or(u64::MAX),
+            ),
+            Figure::counter(
+                "overflowed",
+                "Calls decided on the shared overflow bucket (their key found no room)",
+                s.overflowed,
+            ),
+            Figure::counter("sweeps", "Sweeps of a full key map", s.sweeps),
+        ]);
+        figures
+    }
+}
+
 impl<K: Hash + Eq + Clone> Clone for KeyedRateLimiter<K> {
     fn clone(&self) -> Self {
         KeyedRateLimiter {

@@ -618,6 +618,38 @@ impl Inner {
     }
 }
 
+/// The limiter's figures: `admitted`, `refused` and `shadowed` (counters),
+/// exported by `fusebox::metrics` as `fusebox_rate_limiter_admitted_total`
+/// and so on.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::policy::Inspect;
+/// use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+/// let limiter = RateLimiter::new(RateLimitConfig::per_second(1))?;
+/// let _ = limiter.try_acquire();
+/// let _ = limiter.try_acquire();
+/// let f = limiter.figures();
+/// assert_eq!(limiter.kind(), "rate_limiter");
+/// assert_eq!((f[0].name, f[0].value), ("admitted", 1));
+/// assert_eq!((f[1].name, f[1].value), ("refused", 1));
+/// # Ok::<(), fusebox::ratelimit::RateLimitConfigError>(())
+/// ```
+impl crate::policy::Inspect for RateLimiter {
+    fn kind(&self) -> &'static str {
+        "rate_limiter"
+    }
+
+    fn mode(&self) -> Mode {
+        RateLimiter::mode(self)
+    }
+
+    fn figures(&self) -> Vec<crate::policy::Figure> {
+        self.snapshot().figures()
+    }
+}
+
 impl fmt::Debug for RateLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let quota = self.inner.limiter.load().quota;

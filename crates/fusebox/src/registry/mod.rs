@@ -642,6 +642,7 @@ impl Fusebox {
         }
         for o in &self.inner.observers {
             o.bulkhead_added(name, &config.tags, &built);
+            o.policy_added(name, &config.tags, Arc::new(built.clone()));
         }
         built
     }

@@ -11,6 +11,7 @@
 //! | timeout (feature `tokio`) | `TimeoutLayer` | `timeout::Timeout` | [`Elapsed`](crate::Elapsed) |
 //! | retry (feature `tokio`) | `RetryLayer` | `retry::Retry` | none: sends the request again as a [`Retry`](crate::retry::Retry) policy says |
 //! | fallback | [`FallbackLayer`] | [`fallback::Fallback`] | none: replaces errors |
+//! | rate limiter (feature `ratelimit`) | `fusebox::ratelimit::RateLimitLayer` | `fusebox::ratelimit::tower::RateLimit` | `fusebox::ratelimit::RateLimited` |
 //!
 //! Only the layers are at this module's root; each service is in its
 //! policy's module, as in tower (`tower::timeout::Timeout`). So
