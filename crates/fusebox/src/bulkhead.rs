@@ -346,7 +346,7 @@ impl Bulkhead {
         inner.sync_waiters.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let got = loop {
-            if inner.try_take() {
+            if inner.try_take() || inner.full_but_admitted() {
                 break true;
             }
             let waited = start.elapsed();
@@ -498,8 +498,12 @@ impl Bulkhead {
     /// assert_eq!(b.mode(), Mode::Enforce);
     /// ```
     pub fn set_mode(&self, mode: Mode) {
-        // Relaxed: see `Inner::mode`.
+        // Relaxed: see `Inner::mode`; callers already waiting are woken to
+        // read it (a shadow or off bulkhead admits them at once).
         self.inner.mode.store(mode_tag(mode), Ordering::Relaxed);
+        if mode != Mode::Enforce {
+            self.inner.wake_all();
+        }
     }
 
     /// The mode in force.
@@ -638,7 +642,7 @@ impl Bulkhead {
                 // Registered before the check, so a release between the check
                 // and the await still wakes us.
                 notified.as_mut().enable();
-                if inner.try_take() {
+                if inner.try_take() || inner.full_but_admitted() {
                     return;
                 }
                 notified.await;

@@ -16,7 +16,7 @@
 //! - `ratelimit::RateLimiter` (feature `ratelimit`): at most so many calls a
 //!   second, direct or per key, on governor's GCRA.
 //!
-//! Every policy has a [`Mode`]: `enforce` (the default), `shadow` (decide
+//! The breaker, the bulkhead and the rate limiters have a [`Mode`]: `enforce` (the default), `shadow` (decide
 //! and report what it would have refused, but let every call run: how a new
 //! breaker or limit is rolled out safely) or `off`; set in code or in a
 //! registry file and changeable live. Observers read any policy through

@@ -7,7 +7,7 @@
 //! | series | type | labels | value |
 //! |---|---|---|---|
 //! | `fusebox_circuit_state` | gauge | `name`, `state` | 1 for the current state, 0 for the four others |
-//! | `fusebox_calls_total` | counter | `name`, `outcome` | calls by outcome: `success`, `failure`, `ignored`, `rejected`, `shadowed` (would have been rejected; let through in shadow mode) |
+//! | `fusebox_calls_total` | counter | `name`, `outcome` | calls by outcome: `success`, `failure`, `ignored`, `rejected`, `shadowed` (would have been rejected; let through in shadow mode, and counted again by its outcome when it finishes) |
 //! | `fusebox_call_duration_seconds` | histogram | `name` | admission to verdict, on the breaker's clock |
 //! | `fusebox_transitions_total` | counter | `name`, `from`, `to` | state changes |
 //! | `fusebox_failure_rate` | gauge | `name` | failure rate in the window, 0 to 1 |

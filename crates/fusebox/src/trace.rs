@@ -125,6 +125,15 @@ impl Listener for TracingListener {
             "call rejected"
         );
     }
+
+    fn on_shadowed(&self, r: &Rejected) {
+        tracing::debug!(
+            target: "fusebox",
+            breaker = &*self.name,
+            state = r.state().as_str(),
+            "call would have been rejected (shadow mode) and runs"
+        );
+    }
 }
 
 /// Registry [`Observer`] that gives every breaker a [`TracingListener`].

@@ -306,3 +306,48 @@ fn racing_reconfigures_leave_a_matching_mode() {
         }
     });
 }
+
+/// `set_mode` racing a reconfigure: the mode is changed under the lock that
+/// puts settings in force, so the reconfigure's settings are never undone
+/// (found by review: `set_mode` read the settings outside the lock and
+/// wrote them back with its mode), and the hot path's bits match the mode
+/// left in force: a shadow breaker lets a call through, an enforcing one
+/// refuses it.
+#[test]
+fn set_mode_racing_a_reconfigure_keeps_both() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let b = CircuitBreaker::builder()
+            .consecutive_failures(5)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let m = {
+            let b = b.clone();
+            thread::spawn(move || b.set_mode(fusebox::Mode::Shadow))
+        };
+        let r = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reconfigure(
+                    CircuitBreaker::builder()
+                        .consecutive_failures(1)
+                        .mode(fusebox::Mode::Enforce),
+                )
+                .unwrap()
+            })
+        };
+        m.join().unwrap();
+        r.join().unwrap();
+        assert_eq!(
+            b.config().consecutive_failures,
+            Some(1),
+            "the reconfigure stands"
+        );
+        let _ = b.call(|| Err::<(), ()>(()));
+        assert_eq!(b.state(), State::Open);
+        let shadow = b.mode() == fusebox::Mode::Shadow;
+        assert_eq!(b.call(|| Ok::<(), ()>(())).is_ok(), shadow);
+    });
+}

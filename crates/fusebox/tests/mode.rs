@@ -280,3 +280,84 @@ mode = "shadow"
         assert_eq!(err.key(), "bulkheads.r.mode", "{err}");
     }
 }
+
+#[derive(Default)]
+struct Durations(Mutex<Vec<Duration>>);
+
+impl Listener for Durations {
+    fn on_call(&self, c: &fusebox::CallEvent) {
+        self.0.lock().unwrap().push(c.duration);
+    }
+}
+
+#[test]
+fn calls_let_through_by_shadow_or_off_are_timed() {
+    let clock = ManualClock::new();
+    let heard = Arc::new(Durations::default());
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_for(Duration::from_secs(60))
+        .mode(Mode::Shadow)
+        .clock(clock.clone())
+        .listener(Arc::clone(&heard))
+        .build()
+        .unwrap();
+    let _ = b.call(|| Err::<(), _>("down"));
+    assert_eq!(b.state(), State::Open);
+    let slow_call = |ms| {
+        b.call(|| {
+            clock.advance(Duration::from_millis(ms));
+            Ok::<_, &str>(())
+        })
+    };
+    slow_call(250).unwrap(); // shadowed
+    b.set_mode(Mode::Off);
+    slow_call(400).unwrap(); // off
+    let heard = heard.0.lock().unwrap();
+    assert_eq!(
+        heard[1..],
+        [Duration::from_millis(250), Duration::from_millis(400)]
+    );
+}
+
+#[test]
+fn switching_a_full_bulkhead_to_shadow_releases_its_waiters() {
+    let b = Bulkhead::builder(1)
+        .max_wait(Duration::from_secs(60))
+        .build();
+    let _held = b.try_acquire().unwrap();
+    let waiter = {
+        let b = b.clone();
+        std::thread::spawn(move || b.call(|| "ran"))
+    };
+    while b.snapshot().waiting == 0 {
+        std::thread::yield_now();
+    }
+    b.set_mode(Mode::Shadow);
+    // Woken by the switch, not by the end of its minute.
+    assert_eq!(waiter.join().unwrap(), Ok("ran"));
+    let s = b.snapshot();
+    assert_eq!((s.rejected, s.shadowed), (0, 1));
+}
+
+#[cfg(feature = "config")]
+#[test]
+fn a_breakers_own_config_names_its_mode() {
+    use fusebox::registry::{Fusebox, FuseboxConfig};
+    let fusebox = Fusebox::from_config(
+        FuseboxConfig::from_toml(
+            "[defaults.breaker]\nmode = \"shadow\"\n[breakers.db]\nmode = \"enforce\"\n",
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let db = fusebox.breaker("db");
+    assert_eq!(db.mode(), Mode::Enforce);
+    assert_eq!(db.config().mode, Some(Mode::Enforce));
+    // Its own config, fed back, over the shadow default: still enforcing.
+    let mut config = db.config();
+    config.consecutive_failures = Some(2);
+    fusebox.reconfigure("db", config).unwrap();
+    assert_eq!(db.mode(), Mode::Enforce);
+    assert_eq!(db.config().consecutive_failures, Some(2));
+}

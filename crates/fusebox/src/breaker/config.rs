@@ -627,9 +627,7 @@ impl BreakerConfig {
             open_backoff,
             half_open_probes: Some(settings.probes),
             successes_to_close: Some(settings.successes),
-            // Written out only when it is not the default, so that a config
-            // that never named a mode compares equal to the one in force.
-            mode: (settings.mode != Mode::Enforce).then_some(settings.mode),
+            mode: Some(settings.mode),
         }
     }
 }

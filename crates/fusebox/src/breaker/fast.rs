@@ -194,15 +194,15 @@ impl Inner {
         self.path.load(Ordering::Relaxed)
     }
 
-    /// Puts the settings in force with `mode` in force instead of theirs.
-    /// A reconfigure racing it wins whole or loses whole (it carries a
-    /// mode of its own).
+    /// Puts `mode` in force, every other setting as it is (read and
+    /// replaced under one lock: a racing reconfigure is kept whole, with
+    /// this mode if it came first, with its own if it came after).
     pub(crate) fn set_policy_mode(&self, mode: Mode) {
-        let mut settings = self.core.live().settings;
-        if settings.mode != mode {
-            settings.mode = mode;
-            self.reconfigure(settings);
-        }
+        let t = self
+            .core
+            .update_settings(self.now(), |s| Settings { mode, ..*s });
+        self.set_path();
+        self.emit(t);
     }
 
     /// Puts `settings` in force (see [`Core::reconfigure`]).
@@ -288,7 +288,7 @@ impl Inner {
         let path = self.path();
         if path & (TIME_CALLS | OFF) != 0 {
             if path & OFF != 0 {
-                return Ok(Ticket::BYPASS);
+                return Ok(self.bypass(path));
             }
             if let Some(mut ticket) = self.core.admit_fast() {
                 ticket.start = self.start_time();
@@ -368,6 +368,17 @@ impl Inner {
         Err(rejected)
     }
 
+    /// A ticket that counts for nothing (off, or shadowed), timed when
+    /// something needs the call's duration.
+    #[inline(never)]
+    fn bypass(&self, path: u8) -> Ticket {
+        let mut ticket = Ticket::BYPASS;
+        if path & TIME_CALLS != 0 {
+            ticket.start = self.start_time();
+        }
+        ticket
+    }
+
     /// A refusal someone hears of: the listeners, and in shadow mode the
     /// call, which runs with a permit that counts for nothing.
     #[inline(never)]
@@ -378,7 +389,7 @@ impl Inner {
             for l in self.listeners.iter() {
                 l.on_shadowed(&rejected);
             }
-            return Ok(Ticket::BYPASS);
+            return Ok(self.bypass(path));
         }
         for l in self.listeners.iter() {
             l.on_rejected(&rejected);

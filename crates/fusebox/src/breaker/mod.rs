@@ -117,6 +117,9 @@ impl CircuitBreaker {
     /// - Half-open: the new probe limit and `successes_to_close` apply from
     ///   the next admission and verdict.
     /// - Forced open and disabled stay so.
+    /// - The settings replace those in force whole: one they leave unset
+    ///   takes its default, the [`Mode`] too (unset is `Enforce`; to change
+    ///   only the mode, use [`CircuitBreaker::set_mode`]).
     ///
     /// Takes the breaker's transition lock for a moment; calls in flight are
     /// never blocked, and one racing the change is decided by either the old
@@ -149,7 +152,8 @@ impl CircuitBreaker {
     }
 
     /// Switches the breaker to `mode` in place, keeping its state, counts
-    /// and every other setting (see [`Builder::mode`]). Every handle, and
+    /// and every other setting in force (see [`Builder::mode`]); a
+    /// reconfigure racing it is kept whole. Every handle, and
     /// every pipeline, tower layer and registry holding it, sees the change
     /// from the next call on.
     ///

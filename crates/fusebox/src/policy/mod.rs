@@ -37,8 +37,11 @@ use std::time::Duration;
 /// policy did, and when trying again may succeed.
 ///
 /// Every fusebox policy's refusal implements it ([`Rejected`],
-/// [`BulkheadFull`]); so can a policy of your own, whose refusals then count
-/// as refusals for [`Cause::refusal`] and [`Cause::is_refusal`].
+/// [`BulkheadFull`], the rate limiter's `RateLimited`); so can a policy of
+/// your own: its refusals then count as refusals for [`Cause::refusal`] and
+/// [`Cause::is_refusal`] where your error type's [`PolicyError`] returns
+/// [`Cause::Refused`]. (A boxed error, on the tower path, is recognised as a
+/// refusal only when it is one of fusebox's own.)
 ///
 /// # Examples
 ///
@@ -61,7 +64,8 @@ use std::time::Duration;
 /// }
 ///
 /// let r: &dyn Refusal = &QuotaSpent;
-/// assert_eq!(r.summary(), "refused by quota");
+/// assert_eq!(r.summary(), "refused by a policy"); // the default
+/// assert_eq!(r.retry_after(), Some(Duration::from_secs(3600)));
 /// assert!(r.downcast_ref::<QuotaSpent>().is_some());
 /// ```
 pub trait Refusal: Error + Send + Sync + 'static {

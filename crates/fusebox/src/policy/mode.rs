@@ -4,14 +4,18 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// How a policy acts on its own decisions. Every policy has one, set in code
-/// or in a registry file (`mode = "shadow"`) and changeable live.
+/// How a policy acts on its own decisions. The breaker, the bulkhead and the
+/// rate limiters have one, set in code or in a registry file
+/// (`mode = "shadow"`) and changeable live.
 ///
 /// - `Enforce` (the default): a call the policy refuses does not run.
-/// - `Shadow`: the policy decides exactly as it would when enforcing and
-///   reports every call it *would have* refused (to listeners and metrics),
-///   but lets the call run. How a new breaker or limit is rolled out safely:
-///   run it in shadow, read what it would have refused, then enforce.
+/// - `Shadow`: the policy decides as it would when enforcing and reports
+///   every call it *would have* refused (to listeners and metrics), but lets
+///   the call run. A policy in shadow never makes a call wait: a call that
+///   enforcing would have made wait for a slot (a bulkhead's `max_wait`, a
+///   rate limiter's `acquire_async`) runs at once and is counted as
+///   shadowed. How a new breaker or limit is rolled out safely: run it in
+///   shadow, read what it would have refused, then enforce.
 /// - `Off`: the policy admits everything and counts nothing.
 ///
 /// # Examples

@@ -538,12 +538,13 @@ impl RateLimiter {
     /// within `max_wait`; refuses at once, without waiting, when it is not.
     ///
     /// The wait is known up front (governor says when the next call would
-    /// conform), so a call is never put to sleep only to be refused at its
-    /// deadline. Waiters are not queued: a waiter that wakes to find its
-    /// cell taken by another call waits again, within the same deadline.
-    /// In shadow mode nothing waits: a call that would wait past
-    /// `max_wait` is counted as `shadowed`, and every call runs at
-    /// once.
+    /// conform), so a call is not put to sleep when its wait is already past
+    /// the deadline. Waiters are not queued: a waiter that wakes to find its
+    /// cell taken by another call waits again, within the same deadline, and
+    /// may then be refused after sleeping.
+    /// In shadow mode nothing waits: a call over the rate (one that
+    /// enforcing would have made wait, or refused) runs at once and is
+    /// counted as `shadowed`.
     ///
     /// Sleeps on tokio's timer, so it needs a tokio runtime with time
     /// enabled; the limiter's clock must move with tokio's time (the default
@@ -593,14 +594,12 @@ impl RateLimiter {
             // Decided before sleeping: the whole wait, earlier rounds
             // included, must fit in `max_wait`.
             let fits = start.elapsed().saturating_add(wait) <= max_wait;
+            // Shadow never waits: a call that enforcing would have made
+            // wait, or refused, runs now and counts as shadowed (it took no
+            // cell, so counting it admitted would hide every call over the
+            // rate).
             if !fits || mode == Mode::Shadow {
-                // Shadow never waits, and a wait that fits is no refusal.
-                let verdict = if fits {
-                    Verdict::Conforms
-                } else {
-                    Verdict::Exceeds(wait)
-                };
-                return inner.counters.decide(mode, || verdict);
+                return inner.counters.decide(mode, || Verdict::Exceeds(wait));
             }
             tokio::time::sleep(wait).await;
         }

@@ -274,10 +274,24 @@ impl Core {
     /// Puts `settings` in force for everything decided from now on. The
     /// window and its counts are kept if its shape is unchanged; otherwise
     /// the new shape starts empty. The state, the open period in progress and
-    /// the consecutive count are untouched. Returns the settings replaced.
+    /// the consecutive count are untouched. A closed breaker whose counts
+    /// reach a changed trip policy trips now.
     pub(crate) fn reconfigure(&self, settings: Settings, now: Nanos) -> Option<Transition> {
+        self.update_settings(now, |_| settings)
+    }
+
+    /// Puts in force the settings `change` makes of those in force, both
+    /// under the lock, so no reconfigure can come between the read and the
+    /// write (see [`Core::reconfigure`]).
+    pub(crate) fn update_settings(
+        &self,
+        now: Nanos,
+        change: impl FnOnce(&Settings) -> Settings,
+    ) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let old = self.live.load();
+        let settings = change(&old.settings);
+        let same_rules = old.settings.policy == settings.policy;
         let window = if old.settings.policy.window == settings.policy.window {
             old.window.clone()
         } else {
@@ -297,8 +311,10 @@ impl Core {
         self.full.swap(0, Ordering::Release);
         // A closed breaker whose kept counts already reach a tightened
         // threshold trips now, not at the next verdict that moves them.
+        // Unchanged rules (a new mode, open period or probe count) judge
+        // nothing anew.
         let w = self.load();
-        if w.state() != State::Closed {
+        if w.state() != State::Closed || same_rules {
             return None;
         }
         let live = self.live.load();
