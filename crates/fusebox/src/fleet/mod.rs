@@ -177,6 +177,7 @@ mod local;
 mod member;
 #[cfg(feature = "prometheus")]
 mod metrics;
+pub mod protocol;
 mod scripts;
 mod status;
 mod task;
@@ -192,7 +193,8 @@ use crate::observe::{Observer, Tags};
 use crate::sync::lock;
 use crate::CircuitBreaker;
 use link::{Connector, Settings, Shared, StatusHook};
-use member::{attach, Member, Pending};
+use member::{attach, Member};
+use protocol::Input;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -691,10 +693,7 @@ impl Fleet {
     }
 
     fn join_later(&self, member: &Member) {
-        member.add(Pending {
-            join: true,
-            ..Pending::default()
-        });
+        member.run(self.shared.now(), Input::JoinLater);
         self.shared.wake.notify_one();
     }
 
@@ -719,10 +718,13 @@ impl Fleet {
             name.to_owned(),
             breaker.clone(),
             &shared.settings.namespace,
+            shared.protocol_settings(),
+            shared.now(),
+            shared.connected(),
         ));
         members.insert(name.to_owned(), Arc::clone(&member));
         drop(members);
-        attach(shared, &member, shared.connected());
+        attach(shared, &member);
         Ok(member)
     }
 
