@@ -173,6 +173,7 @@
 mod codec;
 mod error;
 mod link;
+#[cfg(feature = "test-util")]
 mod local;
 mod member;
 #[cfg(feature = "prometheus")]
@@ -186,6 +187,8 @@ pub use codec::{
     decode, DecodeError, Kind, Message, MAX_ID_BYTES, MAX_MESSAGE_BYTES, MAX_NAME_BYTES,
 };
 pub use error::FleetError;
+#[cfg(feature = "test-util")]
+#[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
 pub use local::{LocalRedis, REQUIRE_REDIS};
 pub use status::{FleetStatus, SharedBreaker};
 
