@@ -1187,7 +1187,7 @@ impl Node {
             self.settings.quorum
         };
         vec![Action::Tell(Tell {
-            trip: p.trip.then(|| TripTell {
+            trip: p.trip.then_some(TripTell {
                 quorum,
                 probed: if p.probe_failed {
                     self.verdict_epoch
