@@ -459,7 +459,7 @@ pub enum LeaseOp {
 /// use fusebox::fleet::protocol::{Action, Input, Local, LeaseOp, Node, Settings};
 /// use std::time::Duration;
 /// let mut node = Node::new(Settings::new(Duration::from_secs(1)), Duration::ZERO, &Local::closed(), true);
-/// let [Action::Sync(request)] = node.handle(Duration::ZERO, Input::Sync(Local::closed()))[..] else { panic!() };
+/// let [Action::Sync(request)] = &node.handle(Duration::ZERO, Input::Sync(Local::closed()))[..] else { panic!() };
 /// assert_eq!(request.lease, LeaseOp::None);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
