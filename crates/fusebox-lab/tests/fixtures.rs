@@ -7,8 +7,12 @@
 //! shared ones again when the virtual fleet took up the library's probe
 //! leases and sync; all of them again when the JSON took up each replica's
 //! transitions with their `remote` flag and its `remote_transitions`: only
-//! keys were added, every value stayed); the others' JSON has no fleet key
-//! and no `remote` key, as before.
+//! keys were added, every value stayed; and again when the virtual fleet
+//! took up the library's own `fusebox::fleet::protocol` in place of the
+//! lab's copy of it: the article's breaker is no longer shared, and two
+//! replica logs lost a lazy `open -> half_open` step the copy took at a
+//! fleet close); the others' JSON has no fleet key and no `remote` key, as
+//! before.
 
 use fusebox_lab::cli::sweep;
 use fusebox_lab::engine::Mode;

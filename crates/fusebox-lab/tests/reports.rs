@@ -282,13 +282,14 @@ fn a_shared_fleet_probes_once_and_quorum_two_spares_the_healthy_replicas() {
         r.summaries[k].fleet.clone().unwrap()
     };
     let total = |name: &str, k: usize| fleet(name, k).total;
-    // The article's breaker (strategy 1) on 20 replicas.
-    let (local, shared) = (total("fleet20-local", 1), total("fleet20-shared", 1));
+    // fusebox (strategy 2) on 20 replicas: the fleet shares fusebox
+    // breakers (the article's runs on each replica alone).
+    let (local, shared) = (total("fleet20-local", 2), total("fleet20-shared", 2));
     assert_eq!((local.recovery_probes, shared.recovery_probes), (20, 1));
     assert!(shared.failing_calls < local.failing_calls);
     let (q1, q2) = (
-        total("fleet20-path-quorum1", 1),
-        total("fleet20-path-quorum2", 1),
+        total("fleet20-path-quorum1", 2),
+        total("fleet20-path-quorum2", 2),
     );
     // Quorum 1: replica 3's trip opens the fleet until a healthy replica
     // takes the probe lease and its probe closes it.
@@ -298,7 +299,7 @@ fn a_shared_fleet_probes_once_and_quorum_two_spares_the_healthy_replicas() {
         "{q1:?} {q2:?}"
     );
     // Quorum 2: only replica 3's own fast-fails after its path healed.
-    let q2 = fleet("fleet20-path-quorum2", 1);
+    let q2 = fleet("fleet20-path-quorum2", 2);
     for (i, r) in q2.replicas.iter().enumerate() {
         assert_eq!(r.healthy_fast_fails > 0, i == 2, "replica {}: {r:?}", i + 1);
     }

@@ -29,8 +29,10 @@
 //! presets and the standard stack, `fusebox::http`; `reqwest` adds
 //! `Standard::send`), `dashboard` (a live page of every breaker, an axum
 //! `Router`), `fleet` (replicas sharing breaker state through Redis;
-//! `fleet-tls` adds `rediss://`), `ratelimit` (rate limiters, on `governor`),
-//! `quanta` (a TSC clock: cheaper readings, see [`MonotonicClock`]). With no
+//! `fleet-tls` adds `rediss://`; `test-util` adds `fleet::LocalRedis`, a
+//! throwaway `redis-server` for tests), `ratelimit` (rate limiters, on
+//! `governor`), `quanta` (a TSC clock: cheaper readings, see
+//! [`MonotonicClock`]). With no
 //! feature, fusebox depends on `arc-swap` alone (the breaker's live settings).
 //!
 //! # A breaker's life

@@ -1,13 +1,15 @@
-//! The request rules, written once (`rules`, with a fleet's rules in virtual
-//! time), and two drivers: a discrete-event simulation in virtual time
-//! (`virtual_time`) and real OS threads with real sleeps (`real`), which
-//! may call an HTTP downstream in a process of its own (`http`) and share a
-//! fleet's breakers through `fusebox::fleet` and Redis (`fleet`). Both
-//! produce a [`RunResult`].
+//! The request rules, written once (`rules`), and two drivers: a
+//! discrete-event simulation in virtual time (`virtual_time`, whose fleets
+//! drive the library's `fusebox::fleet::protocol` against its in-memory
+//! store: `fleet_virtual`) and real OS threads with real sleeps (`real`),
+//! which may call an HTTP downstream in a process of its own (`http`) and
+//! share a fleet's breakers through `fusebox::fleet` and Redis (`fleet`).
+//! Both produce a [`RunResult`].
 //!
 //! Imports `guard` and `scenario` (below it).
 
 mod fleet;
+mod fleet_virtual;
 mod http;
 mod real;
 mod rules;

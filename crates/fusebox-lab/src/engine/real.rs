@@ -11,7 +11,7 @@
 
 use super::fleet::RealFleet;
 use super::http::HttpDownstream;
-use super::rules::{end_attempt, queue_admits, start_attempt, Gate};
+use super::rules::{end_attempt, queue_admits, start_attempt};
 use super::{CallRecord, FleetRun, RequestRecord, RunResult, TransitionRecord};
 use crate::guard::{self, Breakers, Guard, LabClock};
 use crate::scenario::{FaultOutcome, Scenario, StrategyKind, StrategySpec, Transport};
@@ -239,13 +239,9 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
         let mut now = sh.clock.now();
         // Only this worker touches the request until it ends: work on a copy.
         let mut r = lock(&sh.requests)[request];
-        while let Some((ticket, _)) = start_attempt(
-            sh.scenario,
-            rep.guard.as_ref(),
-            &mut r,
-            now,
-            (replica, Gate::Ask { counted: false }),
-        ) {
+        while let Some((ticket, _)) =
+            start_attempt(sh.scenario, rep.guard.as_ref(), &mut r, now, replica)
+        {
             // The call starts once admitted: a breaker's transition at the
             // admission (open -> half-open) is not after its probe's start.
             now = sh.clock.now();

@@ -10,7 +10,8 @@
 //! Before every admission and verdict the run's [`fusebox::ManualClock`] is set
 //! to the event time, so fusebox sees exactly the simulated time.
 
-use super::rules::{end_attempt, queue_admits, start_attempt, FleetRules, Gate};
+use super::fleet_virtual::VirtualFleet;
+use super::rules::{end_attempt, queue_admits, start_attempt};
 use super::{CallRecord, FleetRun, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, LabClock, Ticket};
 use crate::scenario::{CallResult, Scenario, StrategySpec};
@@ -21,12 +22,9 @@ struct Busy {
     request: usize,
     /// Order of the call's start, to order completions at equal times.
     seq: u64,
-    start: Duration,
     end: Duration,
     result: CallResult,
     ticket: Box<dyn Ticket>,
-    /// What the fleet said when it started.
-    gate: Gate,
 }
 
 enum Worker {
@@ -47,7 +45,7 @@ struct Replica {
 ///
 /// A fleet runs its replicas on one timeline: request `i` goes to replica
 /// `i % replicas`; each phase below runs replica after replica, and trips
-/// and closes arrive ([`FleetRules::deliver`]) after the completions and
+/// and closes arrive ([`VirtualFleet::deliver`]) after the completions and
 /// before the arrivals at their time.
 pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunResult {
     let manual = fusebox::ManualClock::new();
@@ -65,7 +63,12 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             queue: VecDeque::new(),
         })
         .collect();
-    let mut fleet = FleetRules::new(scenario, spec);
+    let mut fleet = {
+        let guards: Vec<&dyn guard::Guard> =
+            replicas.iter().map(|rep| rep.guard.as_ref()).collect();
+        VirtualFleet::new(scenario, spec, &guards)
+    };
+    let mut last = Duration::ZERO;
     let n = scenario.request_count() as usize;
     let arrival = |i: usize| Duration::from_nanos(scenario.arrival_ns(i as u64));
 
@@ -86,7 +89,8 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             .min();
         let next_arr = (next_arrival < n).then(|| arrival(next_arrival));
         let active = next_completion.is_some() || next_arr.is_some();
-        let t = match [next_completion, next_arr, fleet.next_event(active)]
+        let fleet_next = fleet.as_ref().and_then(|f| f.next_event(active, last));
+        let t = match [next_completion, next_arr, fleet_next]
             .into_iter()
             .flatten()
             .min()
@@ -94,6 +98,7 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             Some(t) => t,
             None => break,
         };
+        last = t;
         manual.set(t);
 
         // 1. Completions at t, in the order their calls started.
@@ -119,15 +124,19 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             if end_attempt(scenario, b.ticket, &mut requests[b.request], t, b.result) {
                 rep.workers[w] = Worker::Retry(b.request);
             }
-            fleet.verdict(r, (b.start, t), b.result, b.gate, rep.guard.as_ref());
+            if let Some(f) = fleet.as_mut() {
+                f.observe(r, t, rep.guard.as_ref());
+            }
         }
 
         // 2. Trips and closes of other replicas arriving at t, then the
         //    replicas' syncs due at t.
-        fleet.deliver(t, |r| replicas[r].guard.as_ref());
-        if active && fleet.tick(t, |r| replicas[r].guard.as_ref()) {
-            // What the syncs sent with no propagation arrives before the arrivals.
-            fleet.deliver(t, |r| replicas[r].guard.as_ref());
+        if let Some(f) = fleet.as_mut() {
+            f.deliver(t, |r| replicas[r].guard.as_ref());
+            if active && f.tick(t, |r| replicas[r].guard.as_ref()) {
+                // What the syncs sent with no propagation arrives before the arrivals.
+                f.deliver(t, |r| replicas[r].guard.as_ref());
+            }
         }
 
         // 3. Arrivals at t.
@@ -152,15 +161,10 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                 queue,
             } = rep;
             let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| {
-                let gate = fleet.gate(r, t, guard.as_ref());
-                let started = start_attempt(
-                    scenario,
-                    guard.as_ref(),
-                    &mut requests[request],
-                    t,
-                    (r, gate),
-                );
-                fleet.admitted(r, t, guard.as_ref());
+                let started = start_attempt(scenario, guard.as_ref(), &mut requests[request], t, r);
+                if let Some(f) = fleet.as_mut() {
+                    f.observe(r, t, guard.as_ref());
+                }
                 match started {
                     None => workers[w] = Worker::Idle,
                     Some((ticket, plan)) => {
@@ -174,11 +178,9 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                         workers[w] = Worker::Busy(Busy {
                             request,
                             seq,
-                            start: t,
                             end: t + plan.duration,
                             result: plan.result,
                             ticket,
-                            gate,
                         });
                     }
                 }
@@ -207,17 +209,16 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
         }
     }
 
-    let guards: Vec<&dyn guard::Guard> = replicas.iter().map(|rep| rep.guard.as_ref()).collect();
-    let (per_replica, held) = fleet.finish(&guards);
+    let per_replica: Vec<_> = replicas.iter().map(|rep| rep.guard.transitions()).collect();
     RunResult {
         strategy: spec.name.clone(),
         kind: spec.kind.as_str(),
         requests,
         calls,
         transitions: per_replica[0].clone(),
-        fleet: scenario.fleet.is_some().then_some(FleetRun {
-            transitions: per_replica,
-            held,
-        }),
+        fleet: scenario
+            .fleet
+            .is_some()
+            .then(|| FleetRun::from_transitions(per_replica)),
     }
 }

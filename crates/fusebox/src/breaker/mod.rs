@@ -21,9 +21,9 @@ use crate::policy::Mode;
 pub use config::{Backoff, BreakerConfig, Builder, ConfigError};
 pub use listener::Listener;
 pub use permit::Permit;
-pub use types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 #[cfg(feature = "fleet")]
-pub(crate) use {protocol::ProbeGate, tally::Tally};
+pub(crate) use protocol::ProbeGate;
+pub use types::{CallEvent, Outcome, Reason, Rejected, State, Transition};
 
 use crate::clock::{Clock, MonotonicClock};
 use fast::Inner;

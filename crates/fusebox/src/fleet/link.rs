@@ -5,11 +5,11 @@
 //! never on a caller's path.
 
 use super::codec::{self, Kind, Message};
-use super::member::{has_rate_policy, Member};
+use super::member::Member;
+use super::protocol::{self, Action, Answer, Counts, Input, Local, Request, Tell};
 use super::scripts;
 use super::status::{Counters, FleetStatus, Link};
 use super::FleetError;
-use crate::breaker::Tally;
 use crate::sync::{lock, Mutex};
 use crate::State;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -152,6 +152,8 @@ pub(crate) struct Shared {
     /// manager renews it after every reconnect).
     pub(crate) subscribed: AtomicBool,
     scripts: Scripts,
+    /// The protocol's time zero (its `now` is the time since).
+    origin: Instant,
 }
 
 impl std::fmt::Debug for Shared {
@@ -160,56 +162,6 @@ impl std::fmt::Debug for Shared {
             .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
-}
-
-/// A lease operation, decided per breaker at each sync.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LeaseOp {
-    None = 0,
-    Acquire = 1,
-    Renew = 2,
-    Release = 3,
-}
-
-/// One breaker's part of a sync.
-struct Entry {
-    member: Arc<Member>,
-    /// The tally read now, the delta since the last one sent, and the
-    /// window shape (no window: `None`).
-    tally: Tally,
-    delta: Tally,
-    window: Option<(u64, u64)>,
-    lease: LeaseOp,
-    epoch: u64,
-    /// [`Member::settled_closed`] when this was read: a breaker closed then
-    /// and still closed in the same generation when the answer comes may be
-    /// put half-open if the fleet's breaker is.
-    closed: Option<u64>,
-}
-
-impl Entry {
-    /// Records the tally as sent to the fleet's window.
-    fn sent(&self) {
-        if self.window.is_some() {
-            let mut book = self.member.book();
-            book.sent = self.tally;
-            book.sent_at = Instant::now();
-        }
-    }
-}
-
-/// The fleet's state of one breaker, as a sync read it.
-#[derive(Debug)]
-struct View {
-    totals: Tally,
-    failing_nodes: u64,
-    /// The rest of the open period; 0 once over but not closed since
-    /// (half-open); negative if the fleet's breaker is closed.
-    open_ms: i64,
-    ctl: Option<State>,
-    holder: String,
-    /// The fleet's trip epoch, `""` if not tripped.
-    epoch: String,
 }
 
 /// Values per breaker in the sync script's answer.
@@ -234,9 +186,7 @@ fn text(v: &Value) -> String {
     }
 }
 
-fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
-}
+use protocol::ms;
 
 fn control_state(s: &str) -> Option<State> {
     match s {
@@ -279,6 +229,7 @@ impl Shared {
                 close: Script::new(scripts::CLOSE),
                 control: Script::new(scripts::CONTROL),
             },
+            origin: Instant::now(),
         });
         let _ = slot.set(Arc::downgrade(&shared));
         shared
@@ -304,15 +255,29 @@ impl Shared {
         lock(&self.members).values().cloned().collect()
     }
 
+    /// The protocol's `now`: monotonic time since this node was made.
+    pub(crate) fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
+
+    /// The protocol's settings for this node's breakers.
+    pub(crate) fn protocol_settings(&self) -> protocol::Settings {
+        let s = &self.settings;
+        protocol::Settings::new(s.sync_every)
+            .quorum(s.quorum)
+            .window(s.window)
+            .lease(s.lease)
+    }
+
     /// The earliest end of a fleet open period, among this node's shared
     /// breakers, still to come.
     pub(crate) fn next_open_end(&self) -> Option<Instant> {
-        let now = Instant::now();
+        let now = self.now();
         self.members()
             .iter()
-            .filter_map(|m| m.book().fleet_open_until)
-            .filter(|&end| end > now)
+            .filter_map(|m| m.node().wake_at(now))
             .min()
+            .map(|end| self.origin + end)
     }
 
     pub(crate) fn member(&self, name: &str) -> Option<Arc<Member>> {
@@ -366,11 +331,9 @@ impl Shared {
         if !changed {
             return;
         }
+        let now = self.now();
         for m in self.members() {
-            if !up {
-                m.book().lease_since = None;
-            }
-            m.set_gate(up);
+            m.run(now, Input::Connected(up));
         }
         let status = self.status();
         #[cfg(feature = "tracing")]
@@ -418,91 +381,24 @@ impl Shared {
         Ok(())
     }
 
-    /// This breaker's part of a sync: the verdicts since the last one sent
-    /// (merged, whatever time passed, unless older than the window) and what
-    /// to do with the probe lease.
-    fn entry(&self, member: &Arc<Member>) -> Entry {
-        let breaker = &member.breaker;
-        let window = has_rate_policy(breaker).then(|| {
-            breaker.enable_tally(); // a reconfigure may have added a rate
-            let span = breaker.config().time_window.unwrap_or(self.settings.window);
-            let span = ms(span);
-            (span, (span / 10).max(1))
-        });
-        // Not the lazy Open -> HalfOpen step: that is a call's (a node
-        // without calls neither goes half-open nor asks for the lease).
-        let (state, _) = breaker.peek();
-        let closed = member.settled_closed();
-        let (asks, drops) = breaker.demand();
-        // Open, and the period ends before the next sync: the lease may be
-        // taken ahead, so that the first half-open call here probes.
-        let wants = match state {
-            State::HalfOpen => true,
-            State::Open => breaker
-                .open_left()
-                .is_some_and(|left| left <= self.settings.sync_every),
-            _ => false,
-        };
-        let tally = breaker.tally();
-        let mut book = member.book();
-        if let Some((span, _)) = window {
-            if book.sent_at.elapsed() > Duration::from_millis(span) {
-                // Verdicts from before the fleet's window: judged locally
-                // already, too old for the fleet's.
-                book.sent = tally;
-                book.sent_at = Instant::now();
-            }
-        }
-        let delta = Tally {
-            calls: tally.calls.saturating_sub(book.sent.calls),
-            failures: tally.failures.saturating_sub(book.sent.failures),
-            slow: tally.slow.saturating_sub(book.sent.slow),
-        };
-        // Demand: calls on this node since the last sync that found the
-        // breaker open or half-open (rejected, or admitted as probes).
-        let now = Instant::now();
-        let asked = asks != book.asks_seen;
-        let dropped = drops != book.dropped_seen;
-        book.asks_seen = asks;
-        book.dropped_seen = drops;
-        if asked {
-            book.demand_at = Some(now);
-        }
-        let lease = match book.lease_since {
-            Some(_) if !matches!(state, State::Open | State::HalfOpen) => LeaseOp::Release,
-            // No probe running, and a permit dropped without a verdict, or
-            // no call here for a lease's life: let another node with calls
-            // probe.
-            Some(_)
-                if breaker.probes_in_flight() == 0
-                    && (dropped
-                        || book
-                            .demand_at
-                            .is_none_or(|at| now - at >= self.settings.lease)) =>
-            {
-                LeaseOp::Release
-            }
-            Some(_) => LeaseOp::Renew,
-            None if wants && asked => LeaseOp::Acquire,
-            None => LeaseOp::None,
-        };
-        drop(book);
-        Entry {
-            member: Arc::clone(member),
-            tally,
-            delta,
-            window,
-            lease,
-            // Acquire: see `apply_message`, which bumps it before applying.
-            epoch: member.epoch.load(Ordering::Acquire),
-            closed,
-        }
-    }
-
     /// One round trip for `members`: their window deltas in, the fleet's
     /// state of each out, applied. Marks the node connected or not.
     pub(crate) async fn sync(&self, members: &[Arc<Member>]) -> Result<(), FleetError> {
-        let entries: Vec<Entry> = members.iter().map(|m| self.entry(m)).collect();
+        let now = self.now();
+        let entries: Vec<(Arc<Member>, Request)> = members
+            .iter()
+            .filter_map(|m| {
+                let local = Local::read(&m.breaker);
+                let request = m
+                    .run(now, Input::Sync(local))
+                    .into_iter()
+                    .find_map(|a| match a {
+                        Action::Sync(r) => Some(r),
+                        _ => None,
+                    })?;
+                Some((Arc::clone(m), request))
+            })
+            .collect();
         let proposal = format!(
             "{}-{}",
             self.settings.node,
@@ -518,20 +414,20 @@ impl Shared {
             .arg(ms(self.settings.lease))
             .arg(self.settings.quorum)
             .arg(ms(self.settings.sync_every));
-        for e in &entries {
-            let k = &e.member.keys;
+        for (m, r) in &entries {
+            let k = &m.keys;
             call.key(&k.open)
                 .key(&k.ctl)
                 .key(&k.win)
                 .key(&k.probe)
                 .key(&k.tripped);
-            let (span, bucket) = e.window.unwrap_or((0, 1));
-            call.arg(e.delta.calls)
-                .arg(e.delta.failures)
-                .arg(e.delta.slow)
+            let (span, bucket) = r.window.map_or((0, 1), |(s, b)| (ms(s), ms(b)));
+            call.arg(r.delta.calls)
+                .arg(r.delta.failures)
+                .arg(r.delta.slow)
                 .arg(span)
                 .arg(bucket)
-                .arg(e.lease as u8);
+                .arg(r.lease as u8);
         }
         let mut conn = self.conn();
         let result: Result<Vec<Value>, _> = self.run(call.invoke_async(&mut conn)).await;
@@ -556,107 +452,66 @@ impl Shared {
             *known = Some(boot);
             lost
         };
+        let now = self.now();
         if lost_keys {
             // What this sync read is an empty namespace, not the fleet's
             // state (a missing control key is no reset): put back what this
             // node knows, and read again next time.
-            for e in &entries {
-                e.sent();
+            let mut put_back = Vec::new();
+            for (m, r) in entries {
+                let actions = m.run(now, Input::KeysLost(r));
+                put_back.push((m, actions));
             }
-            return self.republish(members).await;
+            return self.republish(put_back).await;
         }
-        for (e, v) in entries.iter().zip(out[1..].chunks(VIEW_LEN)) {
-            let view = View {
-                totals: Tally {
+        for ((m, request), v) in entries.into_iter().zip(out[1..].chunks(VIEW_LEN)) {
+            let open_ms = int(&v[4]);
+            let epoch = text(&v[7]);
+            let answer = Answer {
+                totals: Counts {
                     calls: int(&v[0]).max(0) as u64,
                     failures: int(&v[1]).max(0) as u64,
                     slow: int(&v[2]).max(0) as u64,
                 },
                 failing_nodes: int(&v[3]).max(0) as u64,
-                open_ms: int(&v[4]),
-                ctl: control_state(&text(&v[5])),
-                holder: text(&v[6]),
-                epoch: text(&v[7]),
+                open: (open_ms >= 0).then(|| Duration::from_millis(open_ms as u64)),
+                control: control_state(&text(&v[5])),
+                lease: text(&v[6]) == self.settings.node,
+                epoch: epoch.parse().ok(),
             };
-            self.apply_view(e, &view);
+            let local = Local::read(&m.breaker);
+            m.run(
+                now,
+                Input::Synced {
+                    request,
+                    answer,
+                    local,
+                },
+            );
         }
         Ok(())
     }
 
-    /// Applies what a sync read to one breaker.
-    fn apply_view(&self, e: &Entry, view: &View) {
-        let m = &e.member;
-        let b = &m.breaker;
-        e.sent();
-        // Acquire: pairs with the bump in `apply_message`.
-        if m.epoch.load(Ordering::Acquire) != e.epoch {
-            return; // a message arrived after this was read: it is newer
-        }
-        if let Some(ctl) = view.ctl {
-            {
-                let mut book = m.book();
-                book.remote_ctl = Some(ctl);
-                book.lease_since = None;
-            }
-            if b.state() != ctl {
-                b.set_remote(ctl);
-            }
-            m.set_gate(true);
-            return;
-        }
-        let missed_reset = m.book().remote_ctl.take();
-        if let Some(ctl) = missed_reset {
-            if b.state() == ctl {
-                b.set_remote(State::Closed);
-            }
-        }
-        m.epochs().known = (!view.epoch.is_empty()).then(|| view.epoch.clone());
-        if view.open_ms > 0 {
-            let remaining = Duration::from_millis(view.open_ms as u64);
-            m.fleet_open_for(remaining);
-            b.trip_remote(remaining);
-        } else if view.open_ms == 0 && e.closed.is_some() && m.settled_closed() == e.closed {
-            // The fleet's breaker is half-open (its open period is over, no
-            // probe closed it yet) and this one is closed without having
-            // closed it itself: it joined late, or missed the trip, or its
-            // close came too late. Half-open here too, so that it rejects
-            // until the prober's verdict travels (or takes the lease if the
-            // prober's expires): open with nothing left of the period.
-            m.fleet_open_for(Duration::ZERO);
-            b.trip_remote(Duration::ZERO);
-        }
-        {
-            let mut book = m.book();
-            book.lease_since = if view.holder == self.settings.node {
-                Some(book.lease_since.unwrap_or_else(Instant::now))
-            } else {
-                None
-            };
-        }
-        m.set_gate(true);
-        if e.window.is_some() && u64::from(self.settings.quorum) <= view.failing_nodes.max(1) {
-            // Relaxed (both): read back by the hook on this same thread,
-            // inside the judge call.
-            m.judging.store(true, Ordering::Relaxed);
-            b.judge_fleet(view.totals.calls, view.totals.failures, view.totals.slow);
-            m.judging.store(false, Ordering::Relaxed);
-        }
-    }
-
     /// Redis lost the namespace's keys: put back what this node knows, the
     /// fleet's open periods and control states.
-    async fn republish(&self, members: &[Arc<Member>]) -> Result<(), FleetError> {
-        for m in members {
-            let ctl = m.book().remote_ctl;
-            if let Some(ctl) = ctl {
-                let kind = if ctl == State::Disabled {
-                    Kind::Disable
-                } else {
-                    Kind::ForceOpen
-                };
-                self.control(&m.name, kind).await?;
-            } else if let Some(remaining) = m.fleet_open_remaining() {
-                self.trip(m, remaining, 1, "").await?;
+    async fn republish(&self, put_back: Vec<(Arc<Member>, Vec<Action>)>) -> Result<(), FleetError> {
+        for (m, actions) in put_back {
+            for a in actions {
+                match a {
+                    Action::Control(kind) => self.control(&m.name, kind).await?,
+                    Action::Republish(remaining) => {
+                        let opened = self.trip(&m, remaining, 1, None).await?;
+                        m.run(
+                            self.now(),
+                            Input::Tripped {
+                                remaining,
+                                opened,
+                                republished: true,
+                            },
+                        );
+                    }
+                    _ => {}
+                }
             }
         }
         Ok(())
@@ -671,7 +526,7 @@ impl Shared {
         m: &Member,
         remaining: Duration,
         quorum: u32,
-        probed: &str,
+        probed: Option<u64>,
     ) -> Result<bool, FleetError> {
         let k = &m.keys;
         let mut call = self.scripts.trip.prepare_invoke();
@@ -690,12 +545,9 @@ impl Shared {
                 &self.settings.node,
                 &m.name,
             ))
-            .arg(probed);
+            .arg(probed.map(|e| e.to_string()).unwrap_or_default());
         let mut conn = self.conn();
         let opened: i64 = self.run(call.invoke_async(&mut conn)).await?;
-        if opened > 0 {
-            m.fleet_open_for(remaining);
-        }
         Ok(opened > 0)
     }
 
@@ -703,10 +555,10 @@ impl Shared {
     /// epoch known when it closed. Returns false if the fleet refused it
     /// (it tripped again meanwhile, or is open or under control): the
     /// fleet's state then stands, and the caller syncs to take it.
-    pub(crate) async fn close(&self, m: &Member) -> Result<bool, FleetError> {
+    pub(crate) async fn close(&self, m: &Member, epoch: Option<u64>) -> Result<bool, FleetError> {
         let k = &m.keys;
         let message = self.message(&m.name, Kind::Close).encode();
-        let epoch = m.epochs().verdict.clone().unwrap_or_default();
+        let epoch = epoch.map(|e| e.to_string()).unwrap_or_default();
         let mut call = self.scripts.close.prepare_invoke();
         call.key(&k.open)
             .key(&k.probe)
@@ -719,9 +571,6 @@ impl Shared {
             .arg(epoch);
         let mut conn = self.conn();
         let closed: i64 = self.run(call.invoke_async(&mut conn)).await?;
-        if closed > 0 {
-            m.fleet_closed();
-        }
         Ok(closed > 0)
     }
 
@@ -775,39 +624,49 @@ impl Shared {
     /// Applies `kind` to the member `m` (from the channel, or from this
     /// node's own control call).
     pub(crate) fn apply_message(&self, m: &Member, kind: Kind) {
-        // AcqRel: a sync that read its epoch before this sees the change.
-        m.epoch.fetch_add(1, Ordering::AcqRel);
-        let b = &m.breaker;
-        match kind {
-            Kind::Trip { remaining } => {
-                m.fleet_open_for(remaining);
-                b.trip_remote(remaining);
-                // The sync task plans a sync for the end of the period.
-                self.wake.notify_one();
-            }
-            Kind::Close => {
-                m.fleet_closed();
-                b.close_remote();
-            }
-            Kind::ForceOpen | Kind::Disable => {
-                let state = if kind == Kind::Disable {
-                    State::Disabled
-                } else {
-                    State::ForcedOpen
-                };
-                {
-                    let mut book = m.book();
-                    book.remote_ctl = Some(state);
-                    book.lease_since = None;
+        let rest = m.run(self.now(), Input::Message(kind));
+        if rest.contains(&Action::Wake) {
+            // The sync task plans a sync for the end of the period.
+            self.wake.notify_one();
+        }
+    }
+
+    /// Tells the fleet what `tell` says, as the breaker is now: the trip if
+    /// it is still open with time left, then the close if it is still
+    /// closed. Returns whether to sync the breaker once told; on an error,
+    /// the tell is pending again.
+    pub(crate) async fn tell(&self, m: &Member, tell: Tell) -> Result<bool, FleetError> {
+        let mut join = tell.join;
+        let result = async {
+            if let Some(trip) = tell.trip {
+                if let Some(remaining) = m.breaker.open_remaining().filter(|d| !d.is_zero()) {
+                    let opened = self.trip(m, remaining, trip.quorum, trip.probed).await?;
+                    m.run(
+                        self.now(),
+                        Input::Tripped {
+                            remaining,
+                            opened,
+                            republished: false,
+                        },
+                    );
                 }
-                b.set_remote(state);
             }
-            Kind::Reset => {
-                m.book().remote_ctl = None;
-                m.fleet_closed();
-                b.set_remote(State::Closed);
+            if let Some(epoch) = tell.close {
+                if m.breaker.state() == State::Closed {
+                    let taken = self.close(m, epoch).await?;
+                    let rest = m.run(self.now(), Input::Closed { taken });
+                    join |= rest.contains(&Action::Join);
+                }
+            }
+            Ok::<_, FleetError>(())
+        }
+        .await;
+        match result {
+            Ok(()) => Ok(join),
+            Err(e) => {
+                m.run(self.now(), Input::Untold(tell));
+                Err(e)
             }
         }
-        m.set_gate(self.connected());
     }
 }

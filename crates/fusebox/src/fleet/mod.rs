@@ -173,10 +173,12 @@
 mod codec;
 mod error;
 mod link;
+#[cfg(feature = "test-util")]
 mod local;
 mod member;
 #[cfg(feature = "prometheus")]
 mod metrics;
+pub mod protocol;
 mod scripts;
 mod status;
 mod task;
@@ -185,6 +187,8 @@ pub use codec::{
     decode, DecodeError, Kind, Message, MAX_ID_BYTES, MAX_MESSAGE_BYTES, MAX_NAME_BYTES,
 };
 pub use error::FleetError;
+#[cfg(feature = "test-util")]
+#[cfg_attr(docsrs, doc(cfg(feature = "test-util")))]
 pub use local::{LocalRedis, REQUIRE_REDIS};
 pub use status::{FleetStatus, SharedBreaker};
 
@@ -192,7 +196,8 @@ use crate::observe::{Observer, Tags};
 use crate::sync::lock;
 use crate::CircuitBreaker;
 use link::{Connector, Settings, Shared, StatusHook};
-use member::{attach, Member, Pending};
+use member::{attach, Member};
+use protocol::Input;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -691,10 +696,7 @@ impl Fleet {
     }
 
     fn join_later(&self, member: &Member) {
-        member.add(Pending {
-            join: true,
-            ..Pending::default()
-        });
+        member.run(self.shared.now(), Input::JoinLater);
         self.shared.wake.notify_one();
     }
 
@@ -719,10 +721,13 @@ impl Fleet {
             name.to_owned(),
             breaker.clone(),
             &shared.settings.namespace,
+            shared.protocol_settings(),
+            shared.now(),
+            shared.connected(),
         ));
         members.insert(name.to_owned(), Arc::clone(&member));
         drop(members);
-        attach(shared, &member, shared.connected());
+        attach(shared, &member);
         Ok(member)
     }
 

@@ -108,24 +108,15 @@ impl Fleet {
     /// ```
     pub fn shared_breakers(&self) -> Vec<SharedBreaker> {
         let members: Vec<Arc<Member>> = lock(&self.shared.members).values().cloned().collect();
-        let now = Instant::now();
+        let now = self.shared.now();
         members
             .iter()
             .map(|m| {
-                let book = m.book();
-                let remaining = book
-                    .fleet_open_until
-                    .map(|until| until.saturating_duration_since(now));
-                let fleet_state = match (book.remote_ctl, remaining) {
-                    (Some(control), _) => control,
-                    (None, Some(left)) if !left.is_zero() => State::Open,
-                    (None, Some(_)) => State::HalfOpen,
-                    (None, None) => State::Closed,
-                };
+                let (fleet_state, open_remaining) = m.node().fleet_state(now);
                 SharedBreaker {
                     name: m.name.clone(),
                     fleet_state,
-                    open_remaining: remaining.filter(|_| fleet_state == State::Open),
+                    open_remaining,
                 }
             })
             .collect()

@@ -4,9 +4,8 @@
 //! a caller of a breaker.
 
 use super::link::Shared;
-use super::member::{Member, Pending};
+use super::protocol::{Action, Input};
 use super::FleetError;
-use crate::State;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -52,62 +51,24 @@ pub(crate) async fn sync_loop(shared: Arc<Shared>, mut stop: watch::Receiver<()>
 async fn flush(shared: &Shared) {
     let mut join = Vec::new();
     for m in shared.members() {
-        let p = m.take();
-        if p == Default::default() {
-            continue;
-        }
-        let refused = match tell(shared, &m, p).await {
-            Ok(told) => !told,
-            Err(e) => {
-                m.add(p);
-                shared.set_connected(false, Some(&e));
-                return;
+        let tells = m.run(shared.now(), Input::Flush);
+        for a in tells {
+            let Action::Tell(tell) = a else { continue };
+            match shared.tell(&m, tell).await {
+                Ok(true) => join.push(Arc::clone(&m)),
+                Ok(false) => {}
+                Err(e) => {
+                    shared.set_connected(false, Some(&e));
+                    return;
+                }
             }
-        };
-        if p.lease || p.join || refused {
-            join.push(m);
         }
     }
     if !join.is_empty() && shared.sync(&join).await.is_err() {
         for m in join {
-            m.add(Pending {
-                join: true,
-                ..Default::default()
-            });
+            m.run(shared.now(), Input::JoinLater);
         }
     }
-}
-
-/// Publishes this node's own trip or close of `m` (as `p` says), as the
-/// breaker is now. The fleet window's trip opens the fleet whatever the
-/// quorum; so does a failed probe if it probed for the fleet (its trip epoch
-/// is the fleet's current one), while a node that tripped alone (below the
-/// quorum) and probed alone, or whose probe belongs to a trip that is over,
-/// counts toward the quorum again. Returns false if the fleet refused the
-/// close (see `Shared::close`).
-async fn tell(shared: &Shared, m: &Member, p: Pending) -> Result<bool, FleetError> {
-    if p.trip {
-        if let Some(remaining) = m.breaker.open_remaining().filter(|d| !d.is_zero()) {
-            let quorum = if p.bypass_quorum {
-                1
-            } else {
-                shared.settings.quorum
-            };
-            let probed = if p.probe_failed {
-                m.epochs().verdict.clone().unwrap_or_default()
-            } else {
-                String::new()
-            };
-            shared.trip(m, remaining, quorum, &probed).await?;
-            m.set_gate(true);
-        }
-    }
-    if p.close && m.breaker.state() == State::Closed {
-        let closed = shared.close(m).await?;
-        m.set_gate(true);
-        return Ok(closed);
-    }
-    Ok(true)
 }
 
 /// Applies the channel's messages as they come.
