@@ -82,37 +82,37 @@ pub(super) fn parse(
 /// Sets the library key `name` of a fusebox strategy for a sweep, if the
 /// strategy has it: set in its file, or one every breaker has (`open_for`
 /// unless it backs off, `half_open_probes`, `successes_to_close`).
-/// `Ok(false)`: it has not.
+/// `Ok(false)`: it has not. The library reads the value, as it would read
+/// it in a file (any key it has, with its own types and checks), and the
+/// lab adds its limit on durations.
 pub(super) fn set_param(
     c: &mut BreakerConfig,
     name: &str,
     value: ParamValue,
 ) -> Result<bool, String> {
-    match name {
-        "consecutive_failures" if c.consecutive_failures.is_some() => {
-            c.consecutive_failures = Some(value.count(name, 1)?)
+    let every_breaker = match name {
+        "open_for" => c.open_backoff.is_none(),
+        "half_open_probes" | "successes_to_close" => true,
+        _ => false,
+    };
+    if !(c.is_set(name) || every_breaker) {
+        return Ok(false);
+    }
+    let one: BreakerConfig =
+        toml::Value::Table(toml::Table::from_iter([(name.to_owned(), value.to_toml())]))
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("{name} = {value}: {}", e.message().trim()))?;
+    let mut set = c.clone();
+    set.set_from(&one);
+    for (key, d) in durations(&set) {
+        if let Some(Err(e)) = d.map(duration::check) {
+            return Err(format!("{key} = {value} {e}"));
         }
-        "failure_rate" if c.failure_rate.is_some() => c.failure_rate = Some(value.number(name)?),
-        "count_window" if c.count_window.is_some() => {
-            c.count_window = Some(value.count(name, 1)? as usize)
-        }
-        "time_window" if c.time_window.is_some() => c.time_window = Some(value.duration(name)?),
-        "buckets" if c.buckets.is_some() => c.buckets = Some(value.count(name, 1)? as usize),
-        "min_calls" if c.min_calls.is_some() => c.min_calls = Some(value.count(name, 1)?),
-        "slow_call_duration" if c.slow_call_duration.is_some() => {
-            c.slow_call_duration = Some(value.duration(name)?)
-        }
-        "slow_call_rate" if c.slow_call_rate.is_some() => {
-            c.slow_call_rate = Some(value.number(name)?)
-        }
-        "open_for" if c.open_backoff.is_none() => c.open_for = Some(value.duration(name)?),
-        "half_open_probes" => c.half_open_probes = Some(value.count(name, 1)?),
-        "successes_to_close" => c.successes_to_close = Some(value.count(name, 1)?),
-        _ => return Ok(false),
     }
     // A value can contradict the strategy's other keys (`min_calls` above
     // `count_window`, say): the library rejects it here, as it would in a
     // file, rather than when the run builds the breaker.
-    c.validate().map_err(|e| e.to_string())?;
+    set.validate().map_err(|e| e.to_string())?;
+    *c = set;
     Ok(true)
 }

@@ -199,6 +199,78 @@ pub struct Backoff {
     pub max: Duration,
 }
 
+/// Declares [`BreakerConfig`] once: its fields (every one an `Option`, named
+/// by its config key), their docs and serde attributes; from the same list
+/// come [`BreakerConfig::KEYS`] and [`BreakerConfig::is_set`], so a key
+/// added to the struct is a key everywhere (the registry's files, the lab's
+/// strategies and sweeps) without a second list to keep.
+macro_rules! breaker_config {
+    (
+        $(#[$struct_attr:meta])*
+        pub struct BreakerConfig {
+            $( $(#[$attr:meta])* pub $key:ident : Option<$ty:ty>, )*
+        }
+    ) => {
+        $(#[$struct_attr])*
+        pub struct BreakerConfig {
+            $( $(#[$attr])* pub $key: Option<$ty>, )*
+        }
+
+        impl BreakerConfig {
+            /// Every key, in the order of the fields (and of config-file docs).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// assert!(fusebox::BreakerConfig::KEYS.contains(&"open_for"));
+            /// assert_eq!(fusebox::BreakerConfig::KEYS.last(), Some(&"mode"));
+            /// ```
+            pub const KEYS: [&'static str; [$(stringify!($key)),*].len()] =
+                [$(stringify!($key)),*];
+
+            /// Whether this config sets the key `key` (`false` for a string
+            /// that is no key).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// let c = fusebox::BreakerConfig { min_calls: Some(5), ..Default::default() };
+            /// assert!(c.is_set("min_calls"));
+            /// assert!(!c.is_set("open_for"));
+            /// assert!(!c.is_set("no_such_key"));
+            /// ```
+            pub fn is_set(&self, key: &str) -> bool {
+                match key {
+                    $( stringify!($key) => self.$key.is_some(), )*
+                    _ => false,
+                }
+            }
+
+            /// Copies every key `other` sets onto this config, one key at a
+            /// time (without [`merged_over`](BreakerConfig::merged_over)'s
+            /// pairs: setting `buckets` keeps this config's `time_window`).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use fusebox::BreakerConfig;
+            /// use std::time::Duration;
+            /// let mut c = BreakerConfig {
+            ///     time_window: Some(Duration::from_secs(10)),
+            ///     buckets: Some(10),
+            ///     ..Default::default()
+            /// };
+            /// c.set_from(&BreakerConfig { buckets: Some(5), ..Default::default() });
+            /// assert_eq!((c.time_window, c.buckets), (Some(Duration::from_secs(10)), Some(5)));
+            /// ```
+            pub fn set_from(&mut self, other: &BreakerConfig) {
+                $( if other.$key.is_some() { self.$key = other.$key.clone(); } )*
+            }
+        }
+    };
+}
+
+breaker_config! {
 /// A breaker's settings: every trip, open and half-open setting, each
 /// optional, under the names config files use.
 ///
@@ -306,31 +378,9 @@ pub struct BreakerConfig {
     #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
     pub mode: Option<Mode>,
 }
+}
 
 impl BreakerConfig {
-    /// Every key, in the order of the fields (and of config-file docs).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(fusebox::BreakerConfig::KEYS.contains(&"open_for"));
-    /// ```
-    pub const KEYS: [&'static str; 13] = [
-        "consecutive_failures",
-        "failure_rate",
-        "count_window",
-        "time_window",
-        "buckets",
-        "min_calls",
-        "slow_call_duration",
-        "slow_call_rate",
-        "open_for",
-        "open_backoff",
-        "half_open_probes",
-        "successes_to_close",
-        "mode",
-    ];
-
     /// This config laid over `base`, field by field: every field this config
     /// sets wins, every other field is `base`'s. Keys that exclude each
     /// other go as a pair: a config that sets either window (`count_window`
