@@ -26,13 +26,6 @@ impl ParamValue {
         }
     }
 
-    pub(super) fn number(self, name: &str) -> Result<f64, String> {
-        match self {
-            ParamValue::Num(x) => Ok(x),
-            ParamValue::Dur(_) => Err(format!("{name} is a number, not {self}")),
-        }
-    }
-
     /// The value as a scenario file would write it: a duration string, a
     /// whole number, or a number.
     pub(super) fn to_toml(self) -> toml::Value {
