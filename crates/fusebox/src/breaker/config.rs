@@ -38,6 +38,7 @@ const MAX_COUNT: u32 = 10_000_000;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
+    policy: &'static str,
     field: &'static str,
     value: String,
     problem: &'static str,
@@ -45,7 +46,19 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn new(field: &'static str, value: impl fmt::Debug, problem: &'static str) -> Self {
+        ConfigError::of("circuit breaker", field, value, problem)
+    }
+
+    /// A bad setting of the policy `policy` (as the message names it:
+    /// `"circuit breaker"`, `"rate limiter"`).
+    pub(crate) fn of(
+        policy: &'static str,
+        field: &'static str,
+        value: impl fmt::Debug,
+        problem: &'static str,
+    ) -> Self {
         ConfigError {
+            policy,
             field,
             value: format!("{value:?}"),
             problem,
@@ -97,8 +110,8 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "invalid circuit breaker setting `{}` = {}: {}",
-            self.field, self.value, self.problem
+            "invalid {} setting `{}` = {}: {}",
+            self.policy, self.field, self.value, self.problem
         )
     }
 }

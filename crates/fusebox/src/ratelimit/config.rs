@@ -214,29 +214,23 @@ impl RateLimitConfig {
     pub(crate) fn quota(&self) -> Result<Quota, RateLimitConfigError> {
         let base = match (self.per_second, self.period) {
             (Some(_), Some(p)) => {
-                return Err(RateLimitConfigError::new(
+                return Err(invalid(
                     "period",
                     p,
                     "excludes `per_second`: set one of them",
                 ))
             }
             (None, None) => {
-                return Err(RateLimitConfigError::new(
+                return Err(invalid(
                     "per_second",
                     None::<u32>,
                     "must be set (or `period`)",
                 ))
             }
             (Some(n), None) => match NonZeroU32::new(n) {
-                None => {
-                    return Err(RateLimitConfigError::new(
-                        "per_second",
-                        n,
-                        "must be at least 1",
-                    ))
-                }
+                None => return Err(invalid("per_second", n, "must be at least 1")),
                 Some(_) if n > MAX_PER_SECOND => {
-                    return Err(RateLimitConfigError::new(
+                    return Err(invalid(
                         "per_second",
                         n,
                         "must be at most 1000000000 (one call per nanosecond)",
@@ -245,14 +239,14 @@ impl RateLimitConfig {
                 Some(n) => Quota::per_second(n),
             },
             (None, Some(p)) => match Quota::with_period(p) {
-                None => return Err(RateLimitConfigError::new("period", p, "must be above zero")),
+                None => return Err(invalid("period", p, "must be above zero")),
                 Some(q) => q,
             },
         };
         let quota = match self.burst {
             None => base,
             Some(b) => match NonZeroU32::new(b) {
-                None => return Err(RateLimitConfigError::new("burst", b, "must be at least 1")),
+                None => return Err(invalid("burst", b, "must be at least 1")),
                 Some(b) => base.allow_burst(b),
             },
         };
@@ -262,16 +256,12 @@ impl RateLimitConfig {
             .checked_mul(quota.burst_size().get());
         if refill.is_none_or(|r| r > MAX_REFILL) {
             return Err(match (self.burst, self.period) {
-                (Some(b), _) => RateLimitConfigError::new(
+                (Some(b), _) => invalid(
                     "burst",
                     b,
                     "a full burst must refill within a year (burst x interval <= 365 days)",
                 ),
-                (None, p) => RateLimitConfigError::new(
-                    "period",
-                    p.unwrap_or_default(),
-                    "must be at most 365 days",
-                ),
+                (None, p) => invalid("period", p.unwrap_or_default(), "must be at most 365 days"),
             });
         }
         Ok(quota)
@@ -281,29 +271,21 @@ impl RateLimitConfig {
 /// The rules one value must follow on its own, for the settings that live
 /// beside a [`RateLimitConfig`] (the keyed limiter's `max_keys`).
 pub(crate) mod rule {
-    use super::RateLimitConfigError;
+    use super::{invalid, RateLimitConfigError};
 
     pub(crate) fn max_keys(n: usize) -> Result<usize, RateLimitConfigError> {
         match n {
-            0 => Err(RateLimitConfigError::new(
-                "max_keys",
-                n,
-                "must be at least 1",
-            )),
-            n if n > super::MAX_KEYS => Err(RateLimitConfigError::new(
-                "max_keys",
-                n,
-                "must be at most 100000000",
-            )),
+            0 => Err(invalid("max_keys", n, "must be at least 1")),
+            n if n > super::MAX_KEYS => Err(invalid("max_keys", n, "must be at most 100000000")),
             n => Ok(n),
         }
     }
 }
 
 /// A rate limiter setting that cannot work, found by
-/// [`RateLimitConfig::validate`] (and so by every constructor).
-///
-/// It names the setting by its config key and gives the value.
+/// [`RateLimitConfig::validate`] (and so by every constructor): the crate's
+/// [`ConfigError`](crate::ConfigError), naming the setting by its config key
+/// and giving the value.
 ///
 /// # Examples
 ///
@@ -311,75 +293,18 @@ pub(crate) mod rule {
 /// use fusebox::ratelimit::RateLimitConfig;
 /// let err = RateLimitConfig::per_second(10).burst(0).validate().unwrap_err();
 /// assert_eq!((err.field(), err.value(), err.problem()), ("burst", "0", "must be at least 1"));
+/// assert_eq!(err.to_string(), "invalid rate limiter setting `burst` = 0: must be at least 1");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RateLimitConfigError {
+pub type RateLimitConfigError = crate::ConfigError;
+
+/// A bad rate limiter setting.
+pub(crate) fn invalid(
     field: &'static str,
-    value: String,
+    value: impl fmt::Debug,
     problem: &'static str,
+) -> RateLimitConfigError {
+    crate::ConfigError::of("rate limiter", field, value, problem)
 }
-
-impl RateLimitConfigError {
-    pub(crate) fn new(field: &'static str, value: impl fmt::Debug, problem: &'static str) -> Self {
-        RateLimitConfigError {
-            field,
-            value: format!("{value:?}"),
-            problem,
-        }
-    }
-
-    /// The config key whose value is wrong (`"per_second"`, `"period"`,
-    /// `"burst"`, `"max_keys"`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use fusebox::ratelimit::RateLimitConfig;
-    /// let err = RateLimitConfig::every(std::time::Duration::ZERO).validate().unwrap_err();
-    /// assert_eq!(err.field(), "period");
-    /// ```
-    pub fn field(&self) -> &'static str {
-        self.field
-    }
-
-    /// The value given, as written by `Debug`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use fusebox::ratelimit::RateLimitConfig;
-    /// let err = RateLimitConfig::per_second(0).validate().unwrap_err();
-    /// assert_eq!(err.value(), "0");
-    /// ```
-    pub fn value(&self) -> &str {
-        &self.value
-    }
-
-    /// What is wrong, without the key and value.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use fusebox::ratelimit::RateLimitConfig;
-    /// let err = RateLimitConfig::per_second(0).validate().unwrap_err();
-    /// assert_eq!(err.problem(), "must be at least 1");
-    /// ```
-    pub fn problem(&self) -> &'static str {
-        self.problem
-    }
-}
-
-impl fmt::Display for RateLimitConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid rate limiter setting `{}` = {}: {}",
-            self.field, self.value, self.problem
-        )
-    }
-}
-
-impl std::error::Error for RateLimitConfigError {}
 
 #[cfg(test)]
 mod tests {
