@@ -320,7 +320,7 @@ impl Bulkhead {
 
     /// Takes a slot if one is free, never waiting.
     fn take_now(&self) -> Result<(), BulkheadFull> {
-        if self.inner.try_take() || self.inner.full_but_admitted() {
+        if self.inner.admit() {
             Ok(())
         } else {
             Err(self.reject(Duration::ZERO))
@@ -329,7 +329,7 @@ impl Bulkhead {
 
     /// Takes a slot, waiting up to `max_wait` (blocking).
     fn take_blocking(&self) -> Result<(), BulkheadFull> {
-        if self.inner.try_take() || self.inner.full_but_admitted() {
+        if self.inner.admit() {
             return Ok(());
         }
         let max_wait = self.inner.max_wait();
@@ -346,7 +346,7 @@ impl Bulkhead {
         inner.sync_waiters.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         let got = loop {
-            if inner.try_take() || inner.full_but_admitted() {
+            if inner.admit() {
                 break true;
             }
             let waited = start.elapsed();
@@ -616,7 +616,7 @@ impl Bulkhead {
 
     async fn take_async(&self) -> Result<(), BulkheadFull> {
         let inner = &*self.inner;
-        if inner.try_take() || inner.full_but_admitted() {
+        if inner.admit() {
             return Ok(());
         }
         let max_wait = inner.max_wait();
@@ -642,7 +642,7 @@ impl Bulkhead {
                 // Registered before the check, so a release between the check
                 // and the await still wakes us.
                 notified.as_mut().enable();
-                if inner.try_take() || inner.full_but_admitted() {
+                if inner.admit() {
                     return;
                 }
                 notified.await;
@@ -703,6 +703,12 @@ impl Inner {
             1 => Mode::Shadow,
             _ => Mode::Off,
         }
+    }
+
+    /// Admits a call: a free slot, or (shadow, off) one over the limit.
+    #[inline]
+    fn admit(&self) -> bool {
+        self.try_take() || self.full_but_admitted()
     }
 
     /// A call that found every slot taken: in shadow mode (counted) and in

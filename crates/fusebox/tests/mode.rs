@@ -330,7 +330,12 @@ fn switching_a_full_bulkhead_to_shadow_releases_its_waiters() {
         let b = b.clone();
         std::thread::spawn(move || b.call(|| "ran"))
     };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while b.snapshot().waiting == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the caller never waited"
+        );
         std::thread::yield_now();
     }
     b.set_mode(Mode::Shadow);

@@ -198,6 +198,9 @@ impl Inner {
     /// replaced under one lock: a racing reconfigure is kept whole, with
     /// this mode if it came first, with its own if it came after).
     pub(crate) fn set_policy_mode(&self, mode: Mode) {
+        if self.core.live().settings.mode == mode {
+            return; // nothing to put in force (and no window cache to drop)
+        }
         let t = self
             .core
             .update_settings(self.now(), |s| Settings { mode, ..*s });
