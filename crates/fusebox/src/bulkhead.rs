@@ -327,8 +327,9 @@ impl Bulkhead {
         }
     }
 
-    /// Takes a slot, waiting up to `max_wait` (blocking).
-    fn take_blocking(&self) -> Result<(), BulkheadFull> {
+    /// Takes a slot, waiting up to `max_wait` (blocking); a composition
+    /// holding it (the pipeline) gives it back with [`give_back`](Self::give_back).
+    pub(crate) fn take_blocking(&self) -> Result<(), BulkheadFull> {
         if self.inner.admit() {
             return Ok(());
         }
@@ -614,7 +615,8 @@ impl Bulkhead {
         self.take_async().await.map(|()| Slot(&self.inner))
     }
 
-    async fn take_async(&self) -> Result<(), BulkheadFull> {
+    /// As [`take_blocking`](Self::take_blocking), waiting asynchronously.
+    pub(crate) async fn take_async(&self) -> Result<(), BulkheadFull> {
         let inner = &*self.inner;
         if inner.admit() {
             return Ok(());
@@ -797,6 +799,28 @@ impl Inner {
         if self.async_waiters.load(Ordering::Relaxed) > 0 {
             self.notify.notify_one();
         }
+    }
+}
+
+impl Bulkhead {
+    /// Takes a free slot (`Ok(true)`), or says the caller may wait for one
+    /// (`Ok(false)`: `max_wait` is not zero), never waiting itself.
+    #[inline]
+    pub(crate) fn take_or_wait(&self) -> Result<bool, BulkheadFull> {
+        if self.inner.admit() {
+            Ok(true)
+        } else if self.inner.max_wait().is_zero() {
+            Err(self.reject(Duration::ZERO))
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// Gives back a slot taken with [`take_blocking`](Self::take_blocking)
+    /// or [`take_async`](Self::take_async).
+    #[inline]
+    pub(crate) fn give_back(&self) {
+        self.inner.release();
     }
 }
 

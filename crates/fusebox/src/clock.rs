@@ -205,6 +205,37 @@ mod source {
 /// running backwards (a duration saturates at zero instead).
 pub(crate) use source::{raw as raw_now, since as raw_since};
 
+/// Measures one duration on a clock: the default clock's raw counter
+/// (see [`raw_now`]) when `clock` is `None`, else that clock's time.
+#[derive(Clone, Copy)]
+pub(crate) enum Stopwatch<'a> {
+    /// Started at this raw reading of the default clock.
+    Raw(u64),
+    /// Started at this reading of a custom clock (nanoseconds).
+    On(&'a dyn Clock, u64),
+}
+
+impl<'a> Stopwatch<'a> {
+    /// Starts now on `clock` (`None`: the default clock).
+    #[inline]
+    pub(crate) fn start(clock: Option<&'a dyn Clock>) -> Self {
+        match clock {
+            None => Stopwatch::Raw(raw_now()),
+            Some(c) => Stopwatch::On(c, c.now_nanos()),
+        }
+    }
+
+    /// Whether more than `limit` has passed since the start.
+    #[inline]
+    pub(crate) fn exceeded(&self, limit: Duration) -> bool {
+        let elapsed = match *self {
+            Stopwatch::Raw(start) => raw_since(start),
+            Stopwatch::On(c, start) => c.now_nanos().saturating_sub(start),
+        };
+        elapsed > nanos(limit)
+    }
+}
+
 /// A clock that only moves when told to.
 ///
 /// Clones share one time: advance any of them and all see it, from any thread.

@@ -3,7 +3,7 @@
 //! Outermost first:
 //!
 //! ```text
-//! fallback( retry( breaker( bulkhead( timeout( call ) ) ) ) )
+//! fallback( retry( breaker( rate_limiter( bulkhead( timeout( call ) ) ) ) ) )
 //! ```
 //!
 //! - **fallback** outermost, so it answers for whatever stopped the call,
@@ -15,13 +15,20 @@
 //!   taking a slot; a full bulkhead releases the breaker's permit without a
 //!   verdict (a full bulkhead says nothing about the dependency's health; the
 //!   slow-call policy sees the slowness that fills it);
+//! - **rate limiter** (feature `ratelimit`) inside the breaker, so an open
+//!   breaker spends none of the rate, and outside the bulkhead, so a call
+//!   over the rate takes no slot;
 //! - **bulkhead** outside the timeout, so a slot is held until the call is
 //!   over or cancelled;
 //! - **timeout** innermost, so a timed-out attempt is a failure to the breaker
 //!   and a retryable error to the retry.
 //!
-//! Every layer is optional. One error type, [`PipelineError`], says which
-//! policy stopped the call. The sync path ([`Pipeline::call`]) allocates
+//! Every layer is optional. Between the retry and the timeout the policies
+//! are an ordered list of [`Stage`]s: the builder's `breaker`, `rate_limiter`
+//! and `bulkhead` put each at its place in this order, and
+//! [`PipelineBuilder::stage`] puts a stage where you want it (two rate
+//! limiters, a bulkhead outside the breaker). One error type,
+//! [`PipelineError`], says which policy stopped the call. The sync path ([`Pipeline::call`]) allocates
 //! nothing and boxes nothing per call. The async path
 //! (`Pipeline::call_async`) needs the `tokio` feature (for the timeout and
 //! the waits between retries).
@@ -51,14 +58,21 @@
 //! # Ok::<(), fusebox::retry::RetryConfigError>(())
 //! ```
 
-use crate::breaker::{CircuitBreaker, Error as BreakerError, Outcome, Rejected};
+mod stage;
+
+pub use stage::Stage;
+
+use crate::breaker::{CircuitBreaker, Outcome, Rejected};
 use crate::bulkhead::{Bulkhead, BulkheadFull};
-use crate::clock::{Clock, MonotonicClock};
+use crate::clock::Stopwatch;
 use crate::fallback::{FallbackFn, Value};
 use crate::policy::{Cause, PolicyError};
+#[cfg(feature = "ratelimit")]
+use crate::ratelimit::{RateLimited, RateLimiter};
 use crate::retry::{AnyError, BoxBackoff, DefaultBackoff, Retry, RetryIf};
 use crate::stats::PolicyStats;
 use crate::timeout::Elapsed;
+use stage::{Entered, HELD};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,6 +96,9 @@ pub enum PipelineError<E> {
     Rejected(Rejected),
     /// The bulkhead was full; the call never ran.
     BulkheadFull(BulkheadFull),
+    /// The rate limiter refused the call (feature `ratelimit`); it never ran.
+    #[cfg(feature = "ratelimit")]
+    RateLimited(RateLimited),
     /// The call did not answer within the timeout.
     TimedOut(Elapsed),
     /// The call ran and failed.
@@ -127,12 +144,38 @@ impl<E> PipelineError<E> {
     }
 }
 
+impl<E: std::error::Error + Send + Sync + 'static> PipelineError<E> {
+    /// The error inside, boxed as tower services' errors are: the
+    /// refusal, the [`Elapsed`], or the call's own error, not wrapped, so
+    /// it downcasts to its own type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, BulkheadFull, PipelineError};
+    /// let e = PipelineError::<std::io::Error>::from(Bulkhead::new(0).try_acquire().unwrap_err());
+    /// assert!(e.into_box_error().downcast_ref::<BulkheadFull>().is_some());
+    /// ```
+    pub fn into_box_error(self) -> Box<dyn std::error::Error + Send + Sync> {
+        match self {
+            PipelineError::Rejected(r) => Box::new(r),
+            PipelineError::BulkheadFull(b) => Box::new(b),
+            #[cfg(feature = "ratelimit")]
+            PipelineError::RateLimited(r) => Box::new(r),
+            PipelineError::TimedOut(t) => Box::new(t),
+            PipelineError::Failed(f) => Box::new(f),
+        }
+    }
+}
+
 impl<E> PolicyError for PipelineError<E> {
     type Inner = E;
     fn cause(&self) -> Cause<'_, E> {
         match self {
             PipelineError::Rejected(r) => Cause::Rejected(r),
             PipelineError::BulkheadFull(b) => Cause::BulkheadFull(b),
+            #[cfg(feature = "ratelimit")]
+            PipelineError::RateLimited(r) => Cause::Refused(r),
             PipelineError::TimedOut(t) => Cause::TimedOut(t),
             PipelineError::Failed(e) => Cause::Failed(e),
         }
@@ -144,6 +187,8 @@ impl<E: fmt::Display> fmt::Display for PipelineError<E> {
         match self {
             PipelineError::Rejected(r) => fmt::Display::fmt(r, f),
             PipelineError::BulkheadFull(b) => fmt::Display::fmt(b, f),
+            #[cfg(feature = "ratelimit")]
+            PipelineError::RateLimited(r) => fmt::Display::fmt(r, f),
             PipelineError::TimedOut(t) => fmt::Display::fmt(t, f),
             PipelineError::Failed(e) => fmt::Display::fmt(e, f),
         }
@@ -156,6 +201,25 @@ impl<E: std::error::Error + 'static> std::error::Error for PipelineError<E> {
             PipelineError::Failed(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl<E> From<Rejected> for PipelineError<E> {
+    fn from(r: Rejected) -> Self {
+        PipelineError::Rejected(r)
+    }
+}
+
+impl<E> From<BulkheadFull> for PipelineError<E> {
+    fn from(b: BulkheadFull) -> Self {
+        PipelineError::BulkheadFull(b)
+    }
+}
+
+#[cfg(feature = "ratelimit")]
+impl<E> From<RateLimited> for PipelineError<E> {
+    fn from(r: RateLimited) -> Self {
+        PipelineError::RateLimited(r)
     }
 }
 
@@ -262,16 +326,16 @@ impl<E, T> FallbackFn<E, T> for NoFallback {
 pub struct Pipeline<B = DefaultBackoff, P = AnyError, F = NoFallback, C = AllErrors> {
     fallback: F,
     retry: Option<Retry<B, P>>,
-    breaker: Option<CircuitBreaker>,
-    bulkhead: Option<Bulkhead>,
+    stages: Box<[Stage]>,
     timeout: Option<Duration>,
     classify: C,
     stats: Option<PolicyStats>,
 }
 
 /// Builds a [`Pipeline`]; from [`Pipeline::builder`]. Every layer is
-/// optional; the order of the calls does not matter (the composition order is
-/// fixed).
+/// optional; the order of the named calls does not matter (each policy goes
+/// to its place in the documented order); [`stage`](PipelineBuilder::stage)
+/// places a policy where you put it.
 ///
 /// # Default
 ///
@@ -313,8 +377,7 @@ impl Pipeline {
             inner: Pipeline {
                 fallback: NoFallback,
                 retry: None,
-                breaker: None,
-                bulkhead: None,
+                stages: Box::new([]),
                 timeout: None,
                 classify: AllErrors,
                 stats: None,
@@ -363,8 +426,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
             inner: Pipeline {
                 fallback,
                 retry: i.retry,
-                breaker: i.breaker,
-                bulkhead: i.bulkhead,
+                stages: i.stages,
                 timeout: i.timeout,
                 classify: i.classify,
                 stats: i.stats,
@@ -392,8 +454,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
             inner: Pipeline {
                 fallback: i.fallback,
                 retry: Some(retry),
-                breaker: i.breaker,
-                bulkhead: i.bulkhead,
+                stages: i.stages,
                 timeout: i.timeout,
                 classify: i.classify,
                 stats: i.stats,
@@ -411,8 +472,76 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
     /// assert!(p.breaker().is_some());
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
-    pub fn breaker(mut self, breaker: CircuitBreaker) -> Self {
-        self.inner.breaker = Some(breaker);
+    pub fn breaker(self, breaker: CircuitBreaker) -> Self {
+        self.place(Stage::Breaker(breaker))
+    }
+
+    /// The rate limiter (feature `ratelimit`; a shared handle), inside the
+    /// breaker and outside the bulkhead. In a pipeline it never waits: an
+    /// attempt over the rate is refused at once with
+    /// [`PipelineError::RateLimited`], whose `retry_after` a retry with
+    /// `retry_rejections` waits for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+    /// use fusebox::{Pipeline, PipelineError};
+    /// let limiter = RateLimiter::new(RateLimitConfig::per_second(1).burst(1))?;
+    /// let p = Pipeline::builder().rate_limiter(limiter).build();
+    /// assert!(p.call(|| Ok::<_, std::io::Error>(())).is_ok());
+    /// let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+    /// assert!(matches!(e, PipelineError::RateLimited(_)));
+    /// assert_eq!(e.stopped_by(), "rate_limiter");
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    #[cfg(feature = "ratelimit")]
+    pub fn rate_limiter(self, limiter: RateLimiter) -> Self {
+        self.place(Stage::RateLimiter(limiter))
+    }
+
+    /// Adds `stage` inside every stage added so far (outermost first): the
+    /// order of `stage` calls is the order of the policies. The named
+    /// setters ([`breaker`](Self::breaker), [`bulkhead`](Self::bulkhead),
+    /// ...) place theirs by the documented order instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, CircuitBreaker, Pipeline, PipelineError};
+    /// // A full bulkhead outside the breaker: the breaker is not asked.
+    /// let breaker = CircuitBreaker::builder().build()?;
+    /// let p = Pipeline::builder()
+    ///     .stage(Bulkhead::new(0))
+    ///     .stage(breaker.clone())
+    ///     .build();
+    /// let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+    /// assert!(matches!(e, PipelineError::BulkheadFull(_)));
+    /// assert_eq!(breaker.snapshot().calls, 0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn stage(mut self, stage: impl Into<Stage>) -> Self {
+        let mut stages = std::mem::take(&mut self.inner.stages).into_vec();
+        stages.push(stage.into());
+        self.inner.stages = stages.into_boxed_slice();
+        self
+    }
+
+    /// Puts `stage` at its place in the default order, replacing the first
+    /// stage of its kind.
+    fn place(mut self, stage: Stage) -> Self {
+        let mut stages = std::mem::take(&mut self.inner.stages).into_vec();
+        match stages.iter().position(|s| s.rank() == stage.rank()) {
+            Some(i) => stages[i] = stage,
+            None => {
+                let i = stages
+                    .iter()
+                    .position(|s| s.rank() > stage.rank())
+                    .unwrap_or(stages.len());
+                stages.insert(i, stage);
+            }
+        }
+        self.inner.stages = stages.into_boxed_slice();
         self
     }
 
@@ -440,8 +569,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
             inner: Pipeline {
                 fallback: i.fallback,
                 retry: i.retry,
-                breaker: i.breaker,
-                bulkhead: i.bulkhead,
+                stages: i.stages,
                 timeout: i.timeout,
                 classify,
                 stats: i.stats,
@@ -458,9 +586,8 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
     /// let p = fusebox::Pipeline::builder().bulkhead(fusebox::Bulkhead::new(2)).build();
     /// assert_eq!(p.bulkhead().unwrap().limit(), 2);
     /// ```
-    pub fn bulkhead(mut self, bulkhead: Bulkhead) -> Self {
-        self.inner.bulkhead = Some(bulkhead);
-        self
+    pub fn bulkhead(self, bulkhead: Bulkhead) -> Self {
+        self.place(Stage::Bulkhead(bulkhead))
     }
 
     /// The deadline for each attempt (innermost layer). Zero times out
@@ -548,39 +675,50 @@ where
         result.or_else(|e| self.answer(e))
     }
 
-    /// One attempt through breaker, bulkhead and (sync) timeout. The
-    /// breaker's own `call_with` settles the permit (a panic is a failure).
+    /// One attempt through the stages and the (sync) timeout.
+    #[inline]
     fn attempt<T, E, Op>(&self, op: &mut Op) -> Result<T, PipelineError<E>>
     where
         Op: FnMut() -> Result<T, E>,
         C: Classify<E>,
     {
         self.count(PolicyStats::attempt);
-        match &self.breaker {
-            None => self.inside_breaker(op),
-            Some(b) => flatten(b.call_with(|r| self.verdict(r), || self.inside_breaker(op))),
-        }
+        self.through(&self.stages, op)
     }
 
-    /// Bulkhead and timeout around the call.
-    fn inside_breaker<T, E, Op>(&self, op: &mut Op) -> Result<T, PipelineError<E>>
+    /// `stages` in order around the timeout and the call: each admits the
+    /// attempt or refuses it, then hears the verdict innermost first (the
+    /// breakers: a refusal from inside counts for nothing). Up to
+    /// [`HELD`] stages are held in one frame; more nest.
+    fn through<T, E, Op>(&self, stages: &[Stage], op: &mut Op) -> Result<T, PipelineError<E>>
+    where
+        Op: FnMut() -> Result<T, E>,
+        C: Classify<E>,
+    {
+        let (here, rest) = stages.split_at(stages.len().min(HELD));
+        let mut entered = Entered::new(here);
+        entered.enter()?;
+        let result = if rest.is_empty() {
+            self.timed(op)
+        } else {
+            self.through(rest, op)
+        };
+        entered.leave(self.verdict(&result));
+        result
+    }
+
+    /// The call, with the timeout as a deadline on its answer.
+    #[inline]
+    fn timed<T, E, Op>(&self, op: &mut Op) -> Result<T, PipelineError<E>>
     where
         Op: FnMut() -> Result<T, E>,
     {
-        let _slot = match &self.bulkhead {
-            Some(bh) => Some(bh.slot().map_err(PipelineError::BulkheadFull)?),
-            None => None,
-        };
         let Some(limit) = self.timeout else {
             return op().map_err(PipelineError::Failed);
         };
-        let clock: &dyn Clock = match &self.breaker {
-            Some(b) => b.clock(),
-            None => &MonotonicClock,
-        };
-        let start = clock.now();
+        let watch = Stopwatch::start(self.breaker().and_then(CircuitBreaker::custom_clock));
         let result = op();
-        if clock.now().saturating_sub(start) > limit {
+        if watch.exceeded(limit) {
             self.count(PolicyStats::timeout);
             return Err(PipelineError::TimedOut(Elapsed::new(limit)));
         }
@@ -599,21 +737,13 @@ where
     where
         F: FallbackFn<E, T>,
     {
-        let cause = e.cause();
-        match self.fallback.fallback(cause) {
-            Some(v) => {
-                if let Some(s) = &self.stats {
-                    s.fallback(&cause);
-                }
-                Ok(v)
-            }
-            None => Err(e),
-        }
+        answer(&self.fallback, self.stats.as_ref(), e)
     }
 
-    /// What an attempt means to the breaker: a full bulkhead says nothing
-    /// about the dependency (no verdict); a timeout is a failure; the call's
-    /// own error is what the classifier says.
+    /// What an attempt means to the breaker: a refusal (a full bulkhead,
+    /// a rate limit) says nothing about the dependency (no verdict); a
+    /// timeout is a failure; the call's own error is what the classifier
+    /// says.
     fn verdict<T, E>(&self, result: &Result<T, PipelineError<E>>) -> Outcome
     where
         C: Classify<E>,
@@ -622,7 +752,7 @@ where
             Ok(_) => Outcome::Success,
             Err(PipelineError::Failed(e)) => self.classify.classify(e),
             Err(PipelineError::TimedOut(_)) => Outcome::Failure,
-            Err(PipelineError::BulkheadFull(_) | PipelineError::Rejected(_)) => Outcome::Ignore,
+            Err(_) => Outcome::Ignore,
         }
     }
 
@@ -634,7 +764,10 @@ where
     /// assert!(fusebox::Pipeline::builder().build().breaker().is_none());
     /// ```
     pub fn breaker(&self) -> Option<&CircuitBreaker> {
-        self.breaker.as_ref()
+        self.stages.iter().find_map(|s| match s {
+            Stage::Breaker(b) => Some(b),
+            _ => None,
+        })
     }
 
     /// The bulkhead, if the pipeline has one.
@@ -645,7 +778,44 @@ where
     /// assert!(fusebox::Pipeline::builder().build().bulkhead().is_none());
     /// ```
     pub fn bulkhead(&self) -> Option<&Bulkhead> {
-        self.bulkhead.as_ref()
+        self.stages.iter().find_map(|s| match s {
+            Stage::Bulkhead(b) => Some(b),
+            _ => None,
+        })
+    }
+
+    /// The (first) rate limiter, if the pipeline has one (feature
+    /// `ratelimit`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Pipeline::builder().build().rate_limiter().is_none());
+    /// ```
+    #[cfg(feature = "ratelimit")]
+    pub fn rate_limiter(&self) -> Option<&RateLimiter> {
+        self.stages.iter().find_map(|s| match s {
+            Stage::RateLimiter(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// The stages between the retry and the timeout, outermost first.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Bulkhead, CircuitBreaker, Pipeline};
+    /// let p = Pipeline::builder()
+    ///     .bulkhead(Bulkhead::new(4))
+    ///     .breaker(CircuitBreaker::builder().build()?)
+    ///     .build();
+    /// let kinds: Vec<_> = p.stages().iter().map(|s| s.kind()).collect();
+    /// assert_eq!(kinds, ["breaker", "bulkhead"]); // the documented order
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn stages(&self) -> &[Stage] {
+        &self.stages
     }
 
     /// The retry policy, if the pipeline has one.
@@ -756,8 +926,7 @@ impl<B, P, F, C> Pipeline<B, P, F, C> {
                 r.boxed_backoff()
                     .map_retry_if(|p| Arc::new(p) as Arc<dyn RetryIf<E> + Send + Sync>)
             }),
-            breaker: self.breaker,
-            bulkhead: self.bulkhead,
+            stages: self.stages,
             timeout: self.timeout,
             classify: Arc::new(self.classify),
             stats: self.stats,
@@ -856,23 +1025,39 @@ where
         C: Classify<E>,
     {
         self.count(PolicyStats::attempt);
-        match &self.breaker {
-            None => self.inside_breaker_async(fut).await,
-            Some(b) => flatten(
-                b.call_async_with(|r| self.verdict(r), || self.inside_breaker_async(fut))
-                    .await,
-            ),
-        }
+        self.through_async(&self.stages, fut).await
     }
 
-    async fn inside_breaker_async<T, E, Fut>(&self, fut: Fut) -> Result<T, PipelineError<E>>
+    /// [`through`](Self::through), asynchronously: the bulkheads wait
+    /// asynchronously, the timeout cancels a late attempt.
+    async fn through_async<T, E, Fut>(
+        &self,
+        stages: &[Stage],
+        fut: Fut,
+    ) -> Result<T, PipelineError<E>>
+    where
+        Fut: std::future::Future<Output = Result<T, E>>,
+        C: Classify<E>,
+    {
+        let (here, rest) = stages.split_at(stages.len().min(HELD));
+        let mut entered = Entered::new(here);
+        while let Some(full) = entered.enter_until_wait()? {
+            let taken = full.take_async().await;
+            entered.admitted(taken.map_err(Into::into))?;
+        }
+        let result = if rest.is_empty() {
+            self.timed_async(fut).await
+        } else {
+            Box::pin(self.through_async(rest, fut)).await
+        };
+        entered.leave(self.verdict(&result));
+        result
+    }
+
+    async fn timed_async<T, E, Fut>(&self, fut: Fut) -> Result<T, PipelineError<E>>
     where
         Fut: std::future::Future<Output = Result<T, E>>,
     {
-        let _slot = match &self.bulkhead {
-            Some(bh) => Some(bh.slot_async().await.map_err(PipelineError::BulkheadFull)?),
-            None => None,
-        };
         match self.timeout {
             None => fut.await.map_err(PipelineError::Failed),
             Some(limit) => match crate::timeout::timeout(limit, fut).await {
@@ -886,12 +1071,25 @@ where
     }
 }
 
-/// The breaker's error around an attempt's error, as one [`PipelineError`].
-fn flatten<T, E>(r: Result<T, BreakerError<PipelineError<E>>>) -> Result<T, PipelineError<E>> {
-    match r {
-        Ok(v) => Ok(v),
-        Err(BreakerError::Rejected(r)) => Err(PipelineError::Rejected(r)),
-        Err(BreakerError::Inner(e)) => Err(e),
+/// `fallback`'s answer for `e`, or `e`; an answer is counted in `stats` by
+/// cause.
+pub(crate) fn answer<T, E, F>(
+    fallback: &F,
+    stats: Option<&PolicyStats>,
+    e: PipelineError<E>,
+) -> Result<T, PipelineError<E>>
+where
+    F: FallbackFn<E, T> + ?Sized,
+{
+    let cause = e.cause();
+    match fallback.fallback(cause) {
+        Some(v) => {
+            if let Some(s) = stats {
+                s.fallback(&cause);
+            }
+            Ok(v)
+        }
+        None => Err(e),
     }
 }
 
@@ -899,8 +1097,7 @@ impl<B: fmt::Debug, P, F, C> fmt::Debug for Pipeline<B, P, F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pipeline")
             .field("retry", &self.retry)
-            .field("breaker", &self.breaker)
-            .field("bulkhead", &self.bulkhead)
+            .field("stages", &self.stages)
             .field("timeout", &self.timeout)
             .field("stats", &self.stats)
             .finish_non_exhaustive()

@@ -619,3 +619,210 @@ mod guarded {
         }
     }
 }
+
+// ---- ordered stages ----
+
+fn in_use(bulkheads: &[Bulkhead]) -> Vec<usize> {
+    bulkheads.iter().map(|b| b.snapshot().in_use).collect()
+}
+
+#[test]
+fn named_setters_place_policies_in_the_documented_order() {
+    let clock = ManualClock::new();
+    let p = Pipeline::builder()
+        .bulkhead(Bulkhead::new(2))
+        .breaker(breaker(&clock, 3))
+        .bulkhead(Bulkhead::new(5)) // replaces the first bulkhead
+        .build();
+    let kinds: Vec<_> = p.stages().iter().map(|s| s.kind()).collect();
+    assert_eq!(kinds, ["breaker", "bulkhead"]);
+    assert_eq!(p.bulkhead().unwrap().limit(), 5);
+}
+
+#[test]
+fn stages_run_in_the_order_given_and_an_outer_full_bulkhead_spares_the_breaker() {
+    let clock = ManualClock::new();
+    let b = breaker(&clock, 1);
+    let full = Bulkhead::new(0);
+    let p = Pipeline::builder()
+        .stage(full.clone())
+        .stage(b.clone())
+        .build();
+    let e = p.call(|| Err::<(), _>(down())).unwrap_err();
+    assert!(matches!(e, PipelineError::BulkheadFull(_)));
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(full.snapshot().rejected, 1);
+}
+
+/// More stages than one frame holds: the rest nest, and every stage is
+/// settled whatever happens inside.
+#[test]
+fn a_long_list_of_stages_settles_every_one() {
+    let clock = ManualClock::new();
+    let b = breaker(&clock, 1);
+    let bulkheads: Vec<Bulkhead> = (0..6).map(|_| Bulkhead::new(1)).collect();
+    let mut builder = Pipeline::builder().stage(b.clone());
+    for bh in &bulkheads {
+        builder = builder.stage(bh.clone());
+    }
+    let p = builder.build();
+    assert_eq!(p.stages().len(), 7);
+
+    assert_eq!(p.call(|| Ok::<_, io::Error>(3)).unwrap(), 3);
+    assert_eq!(in_use(&bulkheads), [0; 6]);
+
+    // Every slot is held while the call runs.
+    let seen = p.call(|| Ok::<_, io::Error>(in_use(&bulkheads))).unwrap();
+    assert_eq!(seen, [1; 6]);
+
+    // A panic deep inside: the breaker counts a failure, every slot is back.
+    let p2 = p.clone();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _ = p2.call(|| -> Result<(), io::Error> { panic!("bug in the call") });
+    }));
+    assert!(r.is_err());
+    assert_eq!(in_use(&bulkheads), [0; 6]);
+    assert_eq!(b.state(), State::Open);
+}
+
+/// A refusal from a stage in the nested part of a long list is seen by the
+/// breaker outside as no verdict, and frees what the outer stages hold.
+#[test]
+fn a_refusal_deep_in_a_long_list_gives_the_breaker_no_verdict() {
+    let clock = ManualClock::new();
+    let b = breaker(&clock, 1);
+    let open: Vec<Bulkhead> = (0..5).map(|_| Bulkhead::new(1)).collect();
+    let mut builder = Pipeline::builder().stage(b.clone());
+    for bh in &open {
+        builder = builder.stage(bh.clone());
+    }
+    let p = builder.stage(Bulkhead::new(0)).build();
+    for _ in 0..3 {
+        let e = p.call(|| Err::<(), _>(down())).unwrap_err();
+        assert!(matches!(e, PipelineError::BulkheadFull(_)));
+    }
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(in_use(&open), [0; 5]);
+}
+
+#[cfg(feature = "ratelimit")]
+mod rate_limited {
+    use super::*;
+    use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+
+    fn limiter(clock: &ManualClock) -> RateLimiter {
+        RateLimiter::builder()
+            .config(RateLimitConfig::per_second(1).burst(1))
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_rate_limiter_sits_inside_the_breaker_and_outside_the_bulkhead() {
+        let clock = ManualClock::new();
+        let p = Pipeline::builder()
+            .bulkhead(Bulkhead::new(1))
+            .rate_limiter(limiter(&clock))
+            .breaker(breaker(&clock, 1))
+            .build();
+        let kinds: Vec<_> = p.stages().iter().map(|s| s.kind()).collect();
+        assert_eq!(kinds, ["breaker", "rate_limiter", "bulkhead"]);
+    }
+
+    #[test]
+    fn a_call_over_the_rate_is_refused_takes_no_slot_and_gives_the_breaker_no_verdict() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        let bh = Bulkhead::new(1);
+        let p = Pipeline::builder()
+            .breaker(b.clone())
+            .rate_limiter(limiter(&clock))
+            .bulkhead(bh.clone())
+            .build();
+        assert!(p.call(|| Ok::<_, io::Error>(())).is_ok());
+        let e = p.call(|| Err::<(), _>(down())).unwrap_err();
+        let PipelineError::RateLimited(r) = &e else {
+            panic!("expected RateLimited, got {e:?}");
+        };
+        assert_eq!(r.retry_after(), Duration::from_secs(1));
+        assert_eq!(e.stopped_by(), "rate_limiter");
+        assert!(e.is_refusal());
+        assert_eq!(b.state(), State::Closed); // a refusal is not a failure
+        assert_eq!(bh.snapshot().in_use, 0);
+        clock.advance(Duration::from_secs(1));
+        assert!(p.call(|| Ok::<_, io::Error>(())).is_ok());
+    }
+
+    #[test]
+    fn two_rate_limiters_in_the_order_given() {
+        let clock = ManualClock::new();
+        let (outer, inner) = (limiter(&clock), limiter(&clock));
+        let p = Pipeline::builder()
+            .stage(outer.clone())
+            .stage(inner.clone())
+            .build();
+        assert!(p.call(|| Ok::<_, io::Error>(())).is_ok());
+        assert!(p.call(|| Ok::<_, io::Error>(())).is_err());
+        // The outer one refused the second call: the inner one was not asked.
+        assert!(inner.try_acquire().is_err());
+        clock.advance(Duration::from_secs(1));
+        assert!(inner.try_acquire().is_ok());
+        assert!(outer.try_acquire().is_ok());
+    }
+}
+
+#[cfg(feature = "tokio")]
+mod long_async {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_long_list_of_stages_runs_async_and_settles_every_one() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        let bulkheads: Vec<Bulkhead> = (0..6).map(|_| Bulkhead::new(1)).collect();
+        let mut builder = Pipeline::builder().stage(b.clone());
+        for bh in &bulkheads {
+            builder = builder.stage(bh.clone());
+        }
+        let p = builder.timeout(Duration::from_secs(1)).build();
+        let seen = p
+            .call_async(|| async { Ok::<_, io::Error>(in_use(&bulkheads)) })
+            .await
+            .unwrap();
+        assert_eq!(seen, [1; 6]);
+        assert_eq!(in_use(&bulkheads), [0; 6]);
+
+        // A late attempt: the deepest timeout cancels it, the breaker trips.
+        let e = p
+            .call_async(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                Ok::<Vec<usize>, io::Error>(Vec::new())
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, PipelineError::TimedOut(_)));
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(in_use(&bulkheads), [0; 6]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_call_through_a_long_list_frees_every_slot_without_a_verdict() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        let bulkheads: Vec<Bulkhead> = (0..6).map(|_| Bulkhead::new(1)).collect();
+        let mut builder = Pipeline::builder().stage(b.clone());
+        for bh in &bulkheads {
+            builder = builder.stage(bh.clone());
+        }
+        let p = builder.build();
+        let call = p.call_async(|| async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Err::<(), _>(down())
+        });
+        let r = tokio::time::timeout(Duration::from_millis(10), call).await;
+        assert!(r.is_err()); // cancelled while running
+        assert_eq!(in_use(&bulkheads), [0; 6]);
+        assert_eq!(b.state(), State::Closed);
+    }
+}

@@ -29,6 +29,7 @@ use crate::clock::{Clock, MonotonicClock};
 use fast::Inner;
 use permit::CallGuard;
 use protocol::Settings;
+pub(crate) use protocol::Ticket;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -548,6 +549,39 @@ impl CircuitBreaker {
     /// ```
     pub fn clock(&self) -> &dyn Clock {
         self.inner.clock.as_deref().unwrap_or(&MonotonicClock)
+    }
+
+    /// The clock set with [`Builder::clock`], `None` for the default one
+    /// (which compositions read on its raw counter).
+    #[inline]
+    pub(crate) fn custom_clock(&self) -> Option<&dyn Clock> {
+        self.inner.clock.as_deref()
+    }
+
+    /// Admission for a composition that gives the verdict later (the
+    /// pipeline): the ticket goes back through [`settle`](Self::settle) or
+    /// [`release`](Self::release).
+    #[inline]
+    pub(crate) fn admit(&self) -> Result<Ticket, Rejected> {
+        match self.inner.fast_ticket() {
+            Some(ticket) => Ok(ticket),
+            None => self.inner.acquire_slow(),
+        }
+    }
+
+    /// The verdict on an [`admit`](Self::admit)ted call; on the hot path
+    /// when it changes nothing.
+    #[inline]
+    pub(crate) fn settle(&self, ticket: Ticket, outcome: Outcome) {
+        if !self.inner.settles_silently(&ticket, outcome) {
+            self.inner.finish(ticket, outcome);
+        }
+    }
+
+    /// An [`admit`](Self::admit)ted call that will have no verdict (a
+    /// cancelled future): frees its probe slot, counts nothing.
+    pub(crate) fn release(&self, ticket: Ticket) {
+        self.inner.core.release(ticket);
     }
 
     /// The breaker's state machine, for the protocol's tests.

@@ -1,6 +1,6 @@
 //! The standard stack as a tower layer (feature `tower`).
 
-use super::{HttpError, HttpResponse, Standard, StandardError};
+use super::{HttpError, Standard, StandardError};
 use crate::tower::BoxError;
 use ::http::{Request, Response};
 use std::future::Future;
@@ -97,18 +97,6 @@ impl<S> StandardService<S> {
     }
 }
 
-fn boxed<R>(e: StandardError<R>) -> BoxError
-where
-    R: HttpResponse + Send + Sync + 'static,
-{
-    match e {
-        StandardError::Rejected(r) => Box::new(r),
-        StandardError::BulkheadFull(b) => Box::new(b),
-        StandardError::TimedOut(t) => Box::new(t),
-        StandardError::Failed(f) => Box::new(f),
-    }
-}
-
 impl<S, B, RB> Service<Request<B>> for StandardService<S>
 where
     S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
@@ -144,7 +132,7 @@ where
                     }
                 })
                 .await
-                .map_err(boxed)
+                .map_err(StandardError::into_box_error)
         })
     }
 }

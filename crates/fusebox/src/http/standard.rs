@@ -3,7 +3,6 @@
 use super::{Classifier, HttpError, HttpResponse, RetryPolicy, TransportError};
 use crate::fallback::FallbackFn;
 use crate::pipeline::{Pipeline, PipelineError};
-use crate::policy::PolicyError;
 use crate::registry::Fusebox;
 use crate::retry::{DefaultBackoff, Retry, RetryBudget, RetryIf};
 use crate::stats::PolicyStats;
@@ -84,6 +83,11 @@ impl<R: HttpResponse> RetryIf<HttpError<R>> for ConnectOnly {
 
 struct StandardInner {
     name: Box<str>,
+    breaker: CircuitBreaker,
+    bulkhead: Bulkhead,
+    retry: Retry<DefaultBackoff, RetryPolicy>,
+    attempt: Duration,
+    /// The policies above, in the pipeline's order, for idempotent requests.
     pipeline: Pipeline<DefaultBackoff, RetryPolicy>,
     /// The same layers for non-idempotent requests: retried only when the
     /// connection was refused, never after a timeout.
@@ -121,6 +125,8 @@ pub struct StandardBuilder {
     retry: Option<Retry>,
     breaker: Option<CircuitBreaker>,
     bulkhead: Option<Bulkhead>,
+    #[cfg(feature = "ratelimit")]
+    rate_limiter: Option<crate::ratelimit::RateLimiter>,
     classifier: Classifier,
     retry_policy: RetryPolicy,
     stats: Option<PolicyStats>,
@@ -204,6 +210,8 @@ impl Standard {
             retry: None,
             breaker: None,
             bulkhead: None,
+            #[cfg(feature = "ratelimit")]
+            rate_limiter: None,
             classifier: Classifier::new(),
             retry_policy: RetryPolicy::new(),
             stats: None,
@@ -241,6 +249,10 @@ impl Standard {
             b.attempt = t;
         }
         b.retry = p.retry().cloned();
+        #[cfg(feature = "ratelimit")]
+        {
+            b.rate_limiter = p.rate_limiter().cloned();
+        }
         b
     }
 
@@ -265,10 +277,7 @@ impl Standard {
     /// assert_eq!(s.breaker().state(), fusebox::State::Closed);
     /// ```
     pub fn breaker(&self) -> &CircuitBreaker {
-        self.inner
-            .pipeline
-            .breaker()
-            .unwrap_or_else(|| unreachable!("a standard stack always has a breaker"))
+        &self.inner.breaker
     }
 
     /// The bulkhead.
@@ -280,10 +289,20 @@ impl Standard {
     /// assert_eq!(s.bulkhead().limit(), 64);
     /// ```
     pub fn bulkhead(&self) -> &Bulkhead {
-        self.inner
-            .pipeline
-            .bulkhead()
-            .unwrap_or_else(|| unreachable!("a standard stack always has a bulkhead"))
+        &self.inner.bulkhead
+    }
+
+    /// The rate limiter, if the stack has one (feature `ratelimit`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert!(s.rate_limiter().is_none());
+    /// ```
+    #[cfg(feature = "ratelimit")]
+    pub fn rate_limiter(&self) -> Option<&crate::ratelimit::RateLimiter> {
+        self.inner.pipeline.rate_limiter()
     }
 
     /// The retry policy (attempts, backoff, budget).
@@ -296,10 +315,7 @@ impl Standard {
     /// assert!(s.retry().budget().is_some());
     /// ```
     pub fn retry(&self) -> &Retry<DefaultBackoff, RetryPolicy> {
-        self.inner
-            .pipeline
-            .retry()
-            .unwrap_or_else(|| unreachable!("a standard stack always has a retry"))
+        &self.inner.retry
     }
 
     /// The deadline of one attempt.
@@ -311,10 +327,7 @@ impl Standard {
     /// assert_eq!(s.attempt_timeout(), std::time::Duration::from_secs(2));
     /// ```
     pub fn attempt_timeout(&self) -> Duration {
-        self.inner
-            .pipeline
-            .timeout()
-            .unwrap_or(DEFAULT_ATTEMPT_TIMEOUT)
+        self.inner.attempt
     }
 
     /// The deadline of the whole call, retries and waits included.
@@ -444,7 +457,10 @@ impl Standard {
         #[cfg(feature = "tracing")]
         crate::trace::record_call(
             &span,
-            &result.as_ref().map(|_| ()).map_err(PolicyError::cause),
+            &result
+                .as_ref()
+                .map(|_| ())
+                .map_err(crate::policy::PolicyError::cause),
         );
         result
     }
@@ -479,16 +495,7 @@ impl Standard {
     where
         F: FallbackFn<HttpError<R>, T>,
     {
-        result.or_else(|e| {
-            let cause = PolicyError::cause(&e);
-            match fallback.fallback(cause) {
-                Some(v) => {
-                    self.inner.stats.fallback(&cause);
-                    Ok(v)
-                }
-                None => Err(e),
-            }
-        })
+        result.or_else(|e| crate::pipeline::answer(&fallback, Some(&self.inner.stats), e))
     }
 }
 
@@ -623,6 +630,25 @@ impl StandardBuilder {
         self
     }
 
+    /// A rate limiter for every attempt (feature `ratelimit`; none by
+    /// default), inside the breaker: an attempt over the rate is refused at
+    /// once and counts for nothing to the breaker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+    /// let limiter = RateLimiter::new(RateLimitConfig::per_second(100))?;
+    /// let s = fusebox::http::Standard::builder("x").rate_limiter(limiter).build();
+    /// assert!(s.rate_limiter().is_some());
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    #[cfg(feature = "ratelimit")]
+    pub fn rate_limiter(mut self, limiter: crate::ratelimit::RateLimiter) -> Self {
+        self.rate_limiter = Some(limiter);
+        self
+    }
+
     /// Which statuses are failures.
     ///
     /// # Examples
@@ -683,22 +709,31 @@ impl StandardBuilder {
                 .name(&*self.name)
                 .build()
         });
+        let retry = retry.with_retry_if(self.retry_policy);
         let once_retry = retry
             .clone()
             .without_timeout_retries()
             .with_retry_if(ConnectOnly);
-        let pipeline = Pipeline::builder()
-            .retry(retry.with_retry_if(self.retry_policy))
-            .breaker(breaker)
-            .bulkhead(bulkhead)
+        let policies = Pipeline::builder()
+            .breaker(breaker.clone())
+            .bulkhead(bulkhead.clone())
             .timeout(self.attempt)
-            .stats(stats.clone())
-            .build();
+            .stats(stats.clone());
+        #[cfg(feature = "ratelimit")]
+        let policies = match self.rate_limiter {
+            Some(limiter) => policies.rate_limiter(limiter),
+            None => policies,
+        };
+        let policies = policies.build();
         Standard {
             inner: Arc::new(StandardInner {
                 name: self.name.into(),
-                sent_once: pipeline.clone().into_builder().retry(once_retry).build(),
-                pipeline,
+                breaker,
+                bulkhead,
+                attempt: self.attempt,
+                sent_once: policies.clone().into_builder().retry(once_retry).build(),
+                pipeline: policies.into_builder().retry(retry.clone()).build(),
+                retry,
                 total: self.total,
                 classifier: self.classifier,
                 retry_policy: self.retry_policy,

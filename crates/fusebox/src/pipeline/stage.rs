@@ -1,0 +1,239 @@
+//! The admission stages of a pipeline: [`Stage`], one policy that admits or
+//! refuses each attempt, and what an attempt holds while it runs.
+
+use super::PipelineError;
+use crate::breaker::{CircuitBreaker, Outcome, Ticket};
+use crate::bulkhead::Bulkhead;
+#[cfg(feature = "ratelimit")]
+use crate::ratelimit::RateLimiter;
+
+/// One policy that admits or refuses each attempt of a [`Pipeline`](super::Pipeline)
+/// call, between the retry (outside) and the timeout (inside).
+///
+/// A pipeline runs its stages in order, outermost first: each admits the
+/// attempt or refuses it, and a refusal is seen by the stages outside it
+/// (a breaker counts it for nothing: a local refusal says nothing about the
+/// dependency). [`PipelineBuilder::breaker`](super::PipelineBuilder::breaker)
+/// and its siblings place a stage at its place in the default order
+/// (breaker, rate limiter, bulkhead);
+/// [`PipelineBuilder::stage`](super::PipelineBuilder::stage) places one
+/// where you put it.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::pipeline::Stage;
+/// use fusebox::{Bulkhead, CircuitBreaker, Pipeline};
+///
+/// // The bulkhead outside the breaker: a full bulkhead refuses before the
+/// // breaker is asked.
+/// let p = Pipeline::builder()
+///     .stage(Bulkhead::new(8))
+///     .stage(CircuitBreaker::builder().build()?)
+///     .build();
+/// let kinds: Vec<_> = p.stages().iter().map(Stage::kind).collect();
+/// assert_eq!(kinds, ["bulkhead", "breaker"]);
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Stage {
+    /// A circuit breaker: refuses while open, and hears every attempt's
+    /// verdict (a timeout is a failure, a refusal from a stage inside it
+    /// counts for nothing).
+    Breaker(CircuitBreaker),
+    /// A rate limiter (feature `ratelimit`): refuses an attempt over its
+    /// rate, at once, with the time until one would be admitted (it never
+    /// waits inside a pipeline).
+    #[cfg(feature = "ratelimit")]
+    RateLimiter(RateLimiter),
+    /// A bulkhead: holds a slot while the attempt runs; the sync path waits
+    /// up to its `max_wait` blocking, the async path asynchronously.
+    Bulkhead(Bulkhead),
+}
+
+impl Stage {
+    /// The kind of policy: `"breaker"`, `"rate_limiter"` or `"bulkhead"`
+    /// (the `policy` of its refusals).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::pipeline::Stage::from(fusebox::Bulkhead::new(1));
+    /// assert_eq!(s.kind(), "bulkhead");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Stage::Breaker(_) => "breaker",
+            #[cfg(feature = "ratelimit")]
+            Stage::RateLimiter(_) => "rate_limiter",
+            Stage::Bulkhead(_) => "bulkhead",
+        }
+    }
+
+    /// Its place in the default order, outermost first.
+    pub(super) fn rank(&self) -> u8 {
+        match self {
+            Stage::Breaker(_) => 0,
+            #[cfg(feature = "ratelimit")]
+            Stage::RateLimiter(_) => 1,
+            Stage::Bulkhead(_) => 2,
+        }
+    }
+}
+
+impl From<CircuitBreaker> for Stage {
+    fn from(breaker: CircuitBreaker) -> Self {
+        Stage::Breaker(breaker)
+    }
+}
+
+impl From<Bulkhead> for Stage {
+    fn from(bulkhead: Bulkhead) -> Self {
+        Stage::Bulkhead(bulkhead)
+    }
+}
+
+#[cfg(feature = "ratelimit")]
+impl From<RateLimiter> for Stage {
+    fn from(limiter: RateLimiter) -> Self {
+        Stage::RateLimiter(limiter)
+    }
+}
+
+/// How many stages one [`Entered`] holds; a longer list nests (see
+/// `Pipeline::through`).
+pub(super) const HELD: usize = 4;
+
+/// The stages that admitted an attempt, outermost first, with the breakers'
+/// tickets; settled in reverse order with [`Entered::leave`].
+///
+/// Dropped before [`leave`](Entered::leave) while a panic unwinds (out of
+/// the caller's code), the breakers count a failure; dropped otherwise (a
+/// cancelled future), they release their permits without a verdict. Slots
+/// are given back either way.
+pub(super) struct Entered<'a> {
+    stages: &'a [Stage],
+    /// `tickets[i]` is stage `i`'s, when it is a breaker.
+    tickets: [Ticket; HELD],
+    /// How many of `stages` admitted the attempt and are not settled.
+    len: usize,
+}
+
+impl<'a> Entered<'a> {
+    /// Nothing entered yet of `stages` (at most [`HELD`]).
+    #[inline]
+    pub(super) fn new(stages: &'a [Stage]) -> Self {
+        debug_assert!(stages.len() <= HELD);
+        Entered {
+            stages,
+            tickets: [Ticket::BYPASS; HELD],
+            len: 0,
+        }
+    }
+
+    /// Asks the stages in order to admit the attempt, a bulkhead waiting
+    /// up to its `max_wait` blocking; after a refusal the stages that
+    /// admitted it are settled with no verdict.
+    #[inline]
+    pub(super) fn enter<E>(&mut self) -> Result<(), PipelineError<E>> {
+        while let Some(full) = self.enter_until_wait()? {
+            self.admitted(full.take_blocking().map_err(Into::into))?;
+        }
+        Ok(())
+    }
+
+    /// Enters the stages in order without waiting, up to a full bulkhead
+    /// that may be waited for, which it returns (not entered).
+    #[inline]
+    pub(super) fn enter_until_wait<E>(&mut self) -> Result<Option<&'a Bulkhead>, PipelineError<E>> {
+        let stages = self.stages;
+        while let Some(stage) = stages.get(self.len) {
+            let admitted = match stage {
+                Stage::Breaker(b) => b.admit().map(|t| self.ticket(t)).map_err(Into::into),
+                #[cfg(feature = "ratelimit")]
+                Stage::RateLimiter(l) => l.try_acquire().map_err(Into::into),
+                Stage::Bulkhead(b) => match b.take_or_wait() {
+                    Ok(true) => Ok(()),
+                    Ok(false) => return Ok(Some(b)),
+                    Err(full) => Err(full.into()),
+                },
+            };
+            self.admitted(admitted)?;
+        }
+        Ok(None)
+    }
+
+    /// Keeps the ticket of the stage being entered.
+    #[inline]
+    fn ticket(&mut self, ticket: Ticket) {
+        if let Some(cell) = self.tickets.get_mut(self.len) {
+            *cell = ticket;
+        }
+    }
+
+    /// Counts the stage being entered as admitted, or settles the ones
+    /// before it after its refusal.
+    #[inline]
+    pub(super) fn admitted<E>(
+        &mut self,
+        admitted: Result<(), PipelineError<E>>,
+    ) -> Result<(), PipelineError<E>> {
+        match admitted {
+            Ok(()) => {
+                self.len += 1;
+                Ok(())
+            }
+            Err(refused) => {
+                self.leave(Outcome::Ignore);
+                Err(refused)
+            }
+        }
+    }
+
+    /// Settles every stage entered, innermost first: each breaker hears
+    /// `outcome`, each bulkhead gets its slot back.
+    #[inline]
+    pub(super) fn leave(&mut self, outcome: Outcome) {
+        while self.len > 0 {
+            self.len -= 1;
+            let i = self.len;
+            match (self.stages.get(i), self.tickets.get(i)) {
+                (Some(Stage::Breaker(b)), Some(&ticket)) => b.settle(ticket, outcome),
+                (Some(Stage::Bulkhead(b)), _) => b.give_back(),
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Drop for Entered<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.len != 0 {
+            self.abandon();
+        }
+    }
+}
+
+impl Entered<'_> {
+    /// Dropped before [`leave`](Entered::leave): a panic (a failure to the
+    /// breakers) or a cancelled future (no verdict).
+    #[cold]
+    #[inline(never)]
+    fn abandon(&mut self) {
+        let panicking = std::thread::panicking();
+        while self.len > 0 {
+            self.len -= 1;
+            let i = self.len;
+            match (self.stages.get(i), self.tickets.get(i)) {
+                (Some(Stage::Breaker(b)), Some(&ticket)) if panicking => {
+                    b.settle(ticket, Outcome::Failure)
+                }
+                (Some(Stage::Breaker(b)), Some(&ticket)) => b.release(ticket),
+                (Some(Stage::Bulkhead(b)), _) => b.give_back(),
+                _ => {}
+            }
+        }
+    }
+}
