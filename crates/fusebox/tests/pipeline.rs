@@ -626,6 +626,29 @@ fn in_use(bulkheads: &[Bulkhead]) -> Vec<usize> {
     bulkheads.iter().map(|b| b.snapshot().in_use).collect()
 }
 
+/// `b`, then `n` bulkheads of one slot each, as stages in that order: more
+/// stages than one frame holds.
+fn long_list(
+    b: &CircuitBreaker,
+    n: usize,
+) -> (
+    fusebox::pipeline::PipelineBuilder<
+        fusebox::retry::DefaultBackoff,
+        fusebox::retry::AnyError,
+        fusebox::pipeline::NoFallback,
+        fusebox::pipeline::AllErrors,
+    >,
+    Vec<Bulkhead>,
+) {
+    let bulkheads: Vec<Bulkhead> = (0..n).map(|_| Bulkhead::new(1)).collect();
+    let builder = bulkheads
+        .iter()
+        .fold(Pipeline::builder().stage(b.clone()), |p, bh| {
+            p.stage(bh.clone())
+        });
+    (builder, bulkheads)
+}
+
 #[test]
 fn named_setters_place_policies_in_the_documented_order() {
     let clock = ManualClock::new();
@@ -660,11 +683,7 @@ fn stages_run_in_the_order_given_and_an_outer_full_bulkhead_spares_the_breaker()
 fn a_long_list_of_stages_settles_every_one() {
     let clock = ManualClock::new();
     let b = breaker(&clock, 1);
-    let bulkheads: Vec<Bulkhead> = (0..6).map(|_| Bulkhead::new(1)).collect();
-    let mut builder = Pipeline::builder().stage(b.clone());
-    for bh in &bulkheads {
-        builder = builder.stage(bh.clone());
-    }
+    let (builder, bulkheads) = long_list(&b, 6);
     let p = builder.build();
     assert_eq!(p.stages().len(), 7);
 
@@ -691,11 +710,7 @@ fn a_long_list_of_stages_settles_every_one() {
 fn a_refusal_deep_in_a_long_list_gives_the_breaker_no_verdict() {
     let clock = ManualClock::new();
     let b = breaker(&clock, 1);
-    let open: Vec<Bulkhead> = (0..5).map(|_| Bulkhead::new(1)).collect();
-    let mut builder = Pipeline::builder().stage(b.clone());
-    for bh in &open {
-        builder = builder.stage(bh.clone());
-    }
+    let (builder, open) = long_list(&b, 5);
     let p = builder.stage(Bulkhead::new(0)).build();
     for _ in 0..3 {
         let e = p.call(|| Err::<(), _>(down())).unwrap_err();
@@ -780,11 +795,7 @@ mod long_async {
     async fn a_long_list_of_stages_runs_async_and_settles_every_one() {
         let clock = ManualClock::new();
         let b = breaker(&clock, 1);
-        let bulkheads: Vec<Bulkhead> = (0..6).map(|_| Bulkhead::new(1)).collect();
-        let mut builder = Pipeline::builder().stage(b.clone());
-        for bh in &bulkheads {
-            builder = builder.stage(bh.clone());
-        }
+        let (builder, bulkheads) = long_list(&b, 6);
         let p = builder.timeout(Duration::from_secs(1)).build();
         let seen = p
             .call_async(|| async { Ok::<_, io::Error>(in_use(&bulkheads)) })
@@ -810,11 +821,7 @@ mod long_async {
     async fn a_cancelled_call_through_a_long_list_frees_every_slot_without_a_verdict() {
         let clock = ManualClock::new();
         let b = breaker(&clock, 1);
-        let bulkheads: Vec<Bulkhead> = (0..6).map(|_| Bulkhead::new(1)).collect();
-        let mut builder = Pipeline::builder().stage(b.clone());
-        for bh in &bulkheads {
-            builder = builder.stage(bh.clone());
-        }
+        let (builder, bulkheads) = long_list(&b, 6);
         let p = builder.build();
         let call = p.call_async(|| async {
             tokio::time::sleep(Duration::from_secs(5)).await;
