@@ -1200,8 +1200,10 @@ mod rate_limits {
 
     #[test]
     fn a_reload_that_adds_a_rate_limit_builds_it_and_tells_the_observers() {
+        /// Name, kind and `service` tag of each policy told.
+        type Told = (String, &'static str, String);
         #[derive(Clone, Default)]
-        struct Seen(Arc<Mutex<Vec<(String, &'static str, String)>>>);
+        struct Seen(Arc<Mutex<Vec<Told>>>);
         impl Observer for Seen {
             fn policy_added(&self, name: &str, tags: &Tags, policy: Arc<dyn Inspect>) {
                 let service = tags.get("service").cloned().unwrap_or_default();

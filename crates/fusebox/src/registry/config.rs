@@ -296,9 +296,9 @@ impl RetryConfig {
 /// ```
 ///
 /// `rate_limit` (feature `ratelimit`) takes the keys of
-/// [`RateLimitConfig`](crate::ratelimit::RateLimitConfig) (`per_second` or
-/// `period`, `burst`, `mode`), read and checked by that type itself; the
-/// limiter is [`Fusebox::rate_limiter`](super::Fusebox::rate_limiter).
+/// `fusebox::ratelimit::RateLimitConfig` (`per_second` or `period`,
+/// `burst`, `mode`), read and checked by that type itself; the limiter is
+/// `Fusebox::rate_limiter`.
 /// A rate limit has no defaults: only a dependency that sets one has a
 /// limiter.
 ///
