@@ -42,7 +42,8 @@ try {
   await page.addInitScript(() => document.addEventListener("securitypolicyviolation",
     (e) => console.error(`csp: ${e.violatedDirective} ${e.blockedURI}`)));
   await page.goto(url);
-  const tile = (name) => `.tile[data-name="${name}"]:not([data-kind="bulkhead"])`;
+  // A breaker's tile: the only tiles without a kind (bulkheads and other policies have one).
+  const tile = (name) => `.tile[data-name="${name}"]:not([data-kind])`;
   await page.waitForSelector(tile(breaker), { timeout: 20000 });
   await page.waitForSelector("#conn.live", { timeout: 10000 });
   // The stylesheet gives a tile a 6px state-coloured left border.

@@ -337,6 +337,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     name: "none".into(),
                     kind: StrategyKind::None,
                     max_concurrent: None,
+                    rate_limit: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -345,11 +346,13 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                         open_for: ms(50 + g.next(750)),
                     }),
                     max_concurrent: None,
+                    rate_limit: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
                     kind: StrategyKind::Fusebox(fusebox_config(&mut g)),
                     max_concurrent: None,
+                    rate_limit: None,
                 },
             ];
             Scenario {

@@ -204,6 +204,83 @@ fn max_concurrent_is_a_fusebox_key_only() {
     assert!(e.message.contains("kind = \"fusebox\""), "{e}");
 }
 
+/// `rate_limit` is the library's rate limiter table, read and checked by
+/// the library: each bad value names the key inside it and its line.
+#[test]
+fn rate_limit_keys_are_the_librarys_and_checked_by_it() {
+    let with = |rate_limit: &str| {
+        base().replacen(
+            "half_open_probes = 1",
+            &format!("half_open_probes = 1\n{rate_limit}"),
+            1,
+        )
+    };
+    let cases = [
+        (
+            "rate_limit = { per_second = 0 }",
+            "strategy.rate_limit.per_second",
+            "at least 1",
+        ),
+        (
+            "rate_limit = { per_second = 40, burst = 0 }",
+            "strategy.rate_limit.burst",
+            "at least 1",
+        ),
+        (
+            "rate_limit = { per_second = 40, burts = 5 }",
+            "strategy.rate_limit.burts",
+            "unknown field",
+        ),
+        (
+            "rate_limit = { burst = 5 }",
+            "strategy.rate_limit.per_second",
+            "must be set",
+        ),
+        (
+            "rate_limit = { per_second = 40, mode = \"loud\" }",
+            "strategy.rate_limit.mode",
+            "unknown variant",
+        ),
+        (
+            "rate_limit = { period = \"30h\" }",
+            "strategy.rate_limit.period",
+            "24h",
+        ),
+        ("rate_limit = 40", "strategy.rate_limit", "must be a table"),
+    ];
+    for (line, key, says) in cases {
+        let text = with(line);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{line}: {e}");
+        assert!(e.message.contains(says), "{line}: {e}");
+        let at = text.lines().position(|l| l == line).unwrap() + 1;
+        assert_eq!(e.line, Some(at), "{line}: {e}");
+    }
+    let s = Scenario::parse(
+        "x",
+        &with("rate_limit = { per_second = 40, burst = 5, mode = \"shadow\" }"),
+    )
+    .unwrap();
+    assert_eq!(
+        s.strategies[2].rate_limit,
+        Some(
+            fusebox::ratelimit::RateLimitConfig::per_second(40)
+                .burst(5)
+                .mode(fusebox::Mode::Shadow)
+        )
+    );
+    assert_eq!(s.strategies[1].rate_limit, None);
+    // A rate limiter goes with a fusebox strategy only.
+    let text = base().replacen(
+        "kind = \"none\"",
+        "kind = \"none\"\nrate_limit = { per_second = 1 }",
+        1,
+    );
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.rate_limit"), "{e}");
+    assert!(e.message.contains("kind = \"fusebox\""), "{e}");
+}
+
 /// `max_concurrent` puts a bulkhead in front of the breaker: 50 ms calls
 /// arriving every 10 ms find its one slot taken and fast-fail; without it
 /// none does.

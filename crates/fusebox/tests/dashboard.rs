@@ -548,3 +548,147 @@ async fn names_with_slashes_are_reachable_percent_encoded() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(r.fusebox.breaker("seed/fusebox").state(), State::ForcedOpen);
 }
+
+/// Any policy of the registry but a breaker appears in `frame.policies`,
+/// read through `Inspect`: kind, mode, figures, and counters' rates.
+#[cfg(feature = "ratelimit")]
+#[tokio::test]
+async fn policies_the_dashboard_has_no_code_for_appear_in_state_and_stream() {
+    use fusebox::ratelimit::RateLimitConfig;
+    use fusebox::registry::{BulkheadConfig, DependencyConfig};
+
+    let clock = ManualClock::new();
+    let mut config = FuseboxConfig::default();
+    config.dependencies.insert(
+        "partner".into(),
+        DependencyConfig {
+            rate_limit: Some(RateLimitConfig::per_second(10).burst(2)),
+            bulkhead: Some(BulkheadConfig {
+                max_concurrent: Some(3),
+                ..Default::default()
+            }),
+            tags: Tags::from([("service".to_owned(), "partner".to_owned())]),
+            ..Default::default()
+        },
+    );
+    let fusebox = Fusebox::builder()
+        .config(config)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let dashboard = Dashboard::builder(fusebox.clone())
+        .clock(clock.clone())
+        .manual()
+        .build()
+        .unwrap();
+    let router = dashboard.router();
+    dashboard.sample();
+    let partner = fusebox.rate_limiter("partner").unwrap();
+    for _ in 0..10 {
+        let _ = partner.try_acquire();
+    }
+    clock.advance(Duration::from_secs(2));
+    dashboard.sample();
+
+    let (status, state) = get(&router, "/api/state").await;
+    assert_eq!(status, StatusCode::OK);
+    let policies = state["frame"]["policies"].as_array().unwrap();
+    let kinds: Vec<_> = policies
+        .iter()
+        .map(|p| (p["kind"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("bulkhead", "partner"), ("rate_limiter", "partner")],
+        "every inspected policy, by kind then name"
+    );
+    let limiter = &policies[1];
+    assert_eq!(limiter["mode"], "enforce");
+    assert_eq!(limiter["tags"]["service"], "partner");
+    let figure = |name: &str| {
+        limiter["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("no figure {name} in {limiter}"))
+            .clone()
+    };
+    // 2 admitted (the burst), 8 refused, over 2 s.
+    assert_eq!(figure("admitted")["value"], 2);
+    assert_eq!(figure("admitted")["kind"], "counter");
+    assert_eq!(figure("refused")["value"], 8);
+    assert_eq!(figure("refused")["rate"], 4.0);
+    assert_eq!(figure("admitted")["rate"], 1.0);
+    let bulkhead_limit = policies[0]["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "limit")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (
+            bulkhead_limit["value"].clone(),
+            bulkhead_limit["rate"].clone()
+        ),
+        (Value::from(3), Value::Null),
+        "a gauge has no rate"
+    );
+    // The bulkhead keeps its own view as well.
+    assert_eq!(state["frame"]["bulkheads"][0]["limit"], 3);
+
+    // A reload to shadow shows in the next frame of the stream.
+    let mut shadow = FuseboxConfig::default();
+    shadow.dependencies.insert(
+        "partner".into(),
+        DependencyConfig {
+            rate_limit: Some(
+                RateLimitConfig::per_second(10)
+                    .burst(2)
+                    .mode(fusebox::Mode::Shadow),
+            ),
+            ..Default::default()
+        },
+    );
+    fusebox.reload(shadow).unwrap();
+    dashboard.sample();
+    let response = router
+        .clone()
+        .oneshot(Request::get("/api/stream").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let mut body = response.into_body().into_data_stream();
+    let frame = String::from_utf8(body.next().await.unwrap().unwrap().to_vec()).unwrap();
+    let json: Value = serde_json::from_str(
+        frame
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap_or_else(|| panic!("{frame}")),
+    )
+    .unwrap();
+    let limiter = json["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "rate_limiter")
+        .unwrap_or_else(|| panic!("{json}"));
+    assert_eq!(limiter["mode"], "shadow");
+}
+
+/// The page draws a generic tile for each policy without a view of its own.
+#[tokio::test]
+async fn the_page_has_a_generic_policies_section() {
+    let (status, _, _, script) = fetch(&rig(Controls::off()).router, "/?asset=page.js").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        script.contains("frame.policies"),
+        "the script reads the generic list"
+    );
+    assert!(
+        !script.contains("rate_limiter"),
+        "and names no policy it has no view for"
+    );
+    let (_, _, _, page) = fetch(&rig(Controls::off()).router, "/").await;
+    assert!(page.contains("id=\"policies\""));
+}

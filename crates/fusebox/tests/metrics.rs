@@ -640,3 +640,80 @@ fn a_rate_limiter_is_exported_through_inspect_alone() {
         ]
     ));
 }
+
+#[cfg(feature = "ratelimit")]
+#[test]
+fn the_registrys_rate_limiters_are_exported_from_the_moment_it_is_built() {
+    use fusebox::ratelimit::RateLimitConfig;
+    use fusebox::registry::DependencyConfig;
+
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let mut config = FuseboxConfig::default();
+    config.dependencies.insert(
+        "partner".into(),
+        DependencyConfig {
+            rate_limit: Some(RateLimitConfig::per_second(10).burst(2)),
+            ..Default::default()
+        },
+    );
+    let fusebox = Fusebox::builder()
+        .config(config)
+        .clock(ManualClock::new())
+        .observer(metrics)
+        .build()
+        .unwrap();
+
+    let e = scrape(&registry);
+    let get = |e: &Exposition, metric| e.get(metric, &[("name", "partner")]);
+    assert!(
+        e.has(
+            "fusebox_rate_limiter_admitted_total",
+            &[("name", "partner")]
+        ),
+        "exported before the first call"
+    );
+    assert_eq!(get(&e, "fusebox_rate_limiter_refused_total"), 0.0);
+
+    let partner = fusebox.rate_limiter("partner").unwrap();
+    for _ in 0..5 {
+        let _ = partner.try_acquire();
+    }
+    let e = scrape(&registry);
+    assert_eq!(get(&e, "fusebox_rate_limiter_admitted_total"), 2.0);
+    assert_eq!(get(&e, "fusebox_rate_limiter_refused_total"), 3.0);
+    assert!(e.has(
+        "fusebox_policy_mode",
+        &[
+            ("name", "partner"),
+            ("policy", "rate_limiter"),
+            ("mode", "enforce")
+        ]
+    ));
+
+    // A reload to shadow is seen through the same series: the same limiter.
+    let mut shadow = FuseboxConfig::default();
+    shadow.dependencies.insert(
+        "partner".into(),
+        DependencyConfig {
+            rate_limit: Some(
+                RateLimitConfig::per_second(10)
+                    .burst(2)
+                    .mode(fusebox::Mode::Shadow),
+            ),
+            ..Default::default()
+        },
+    );
+    fusebox.reload(shadow).unwrap();
+    let _ = partner.try_acquire();
+    let e = scrape(&registry);
+    assert_eq!(get(&e, "fusebox_rate_limiter_shadowed_total"), 1.0);
+    assert!(e.has(
+        "fusebox_policy_mode",
+        &[
+            ("name", "partner"),
+            ("policy", "rate_limiter"),
+            ("mode", "shadow")
+        ]
+    ));
+}

@@ -1044,3 +1044,323 @@ fn slow_calls_alone_and_policy_defaults() {
     fail(&rate, 1);
     assert_eq!(rate.state(), State::Open, "2 of 4 = 0.5");
 }
+
+#[cfg(feature = "ratelimit")]
+mod rate_limits {
+    use super::*;
+    use fusebox::policy::Inspect;
+    use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+    use fusebox::Mode;
+
+    fn with_rate(per_second: u32, burst: u32, mode: Mode) -> FuseboxConfig {
+        let mut config = FuseboxConfig::default();
+        config.dependencies.insert(
+            "partner".into(),
+            DependencyConfig {
+                rate_limit: Some(
+                    RateLimitConfig::per_second(per_second)
+                        .burst(burst)
+                        .mode(mode),
+                ),
+                tags: Tags::from([("service".to_owned(), "partner".to_owned())]),
+                ..Default::default()
+            },
+        );
+        config
+    }
+
+    fn spend(limiter: &RateLimiter, n: usize) -> usize {
+        (0..n).filter(|_| limiter.try_acquire().is_ok()).count()
+    }
+
+    #[test]
+    fn a_configured_rate_limit_is_built_with_the_registry_on_its_clock() {
+        let clock = ManualClock::new();
+        let fusebox = Fusebox::builder()
+            .config(with_rate(10, 2, Mode::Enforce))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let all = fusebox.policies();
+        let listed: Vec<_> = all.iter().map(|p| (p.kind, p.name.as_str())).collect();
+        assert_eq!(
+            listed,
+            [("rate_limiter", "partner")],
+            "built before the first use; no bulkhead configured"
+        );
+        assert_eq!(all[0].tags["service"], "partner");
+        assert!(
+            fusebox.rate_limiter("search").is_none(),
+            "no rate limit, no limiter"
+        );
+        assert!(fusebox.policies().len() == 1, "asking for one builds none");
+
+        let partner = fusebox.rate_limiter("partner").unwrap();
+        assert_eq!(partner.name(), Some("partner"));
+        assert_eq!(spend(&partner, 5), 2, "a burst of two");
+        clock.advance(Duration::from_millis(100));
+        assert_eq!(
+            spend(&fusebox.rate_limiter("partner").unwrap(), 5),
+            1,
+            "the registry's clock refills the same limiter: one cell per 100 ms"
+        );
+        let refused = fusebox.policies()[0]
+            .figures
+            .iter()
+            .find(|f| f.name == "refused")
+            .map(|f| f.value);
+        assert_eq!(refused, Some(7));
+    }
+
+    #[test]
+    fn reload_reconfigures_the_same_limiter_in_place() {
+        let clock = ManualClock::new();
+        let fusebox = Fusebox::builder()
+            .config(with_rate(10, 1, Mode::Shadow))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let partner = fusebox.rate_limiter("partner").unwrap();
+        assert_eq!(spend(&partner, 4), 4, "shadow lets every call through");
+        assert_eq!(partner.snapshot().shadowed, 3);
+
+        // Shadow to enforce, same rate: the state is kept, no fresh burst.
+        let report = fusebox.reload(with_rate(10, 1, Mode::Enforce)).unwrap();
+        assert_eq!(report.changed, ["partner"]);
+        assert!(report.added.is_empty() && report.removed.is_empty());
+        assert_eq!(partner.mode(), Mode::Enforce, "the holder's handle follows");
+        assert_eq!(spend(&partner, 3), 0, "enforced now, and still spent");
+
+        // The same again: nothing changes.
+        let report = fusebox.reload(with_rate(10, 1, Mode::Enforce)).unwrap();
+        assert!(report.changed.is_empty(), "{report:?}");
+
+        // A new rate: the same handle takes it.
+        let report = fusebox.reload(with_rate(50, 5, Mode::Enforce)).unwrap();
+        assert_eq!(report.changed, ["partner"]);
+        assert_eq!(partner.config().per_second, Some(50));
+        assert_eq!(spend(&partner, 10), 5, "the new burst");
+        let again = fusebox.rate_limiter("partner").unwrap();
+        assert_eq!(again.config(), partner.config());
+        assert_eq!(again.snapshot(), partner.snapshot(), "one limiter");
+    }
+
+    #[test]
+    fn an_invalid_rate_limit_in_a_reload_changes_nothing() {
+        let fusebox = Fusebox::builder()
+            .config(with_rate(10, 2, Mode::Enforce))
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let partner = fusebox.rate_limiter("partner").unwrap();
+        let mut bad = with_rate(0, 2, Mode::Shadow);
+        bad.breakers.insert("other".into(), BreakerEntry::default());
+        let err = fusebox.reload(bad).unwrap_err();
+        assert_eq!(err.key(), "dependencies.partner.rate_limit.per_second");
+        assert!(err.message().contains("must be at least 1"), "{err}");
+        assert_eq!(partner.config().per_second, Some(10), "old settings stay");
+        assert_eq!(partner.mode(), Mode::Enforce);
+        assert!(
+            fusebox.get("other").is_none(),
+            "nothing of the bad config built"
+        );
+        assert_eq!(spend(&partner, 5), 2);
+    }
+
+    #[test]
+    fn a_rate_limit_dropped_from_the_config_keeps_running_as_it_was() {
+        let fusebox = Fusebox::builder()
+            .config(with_rate(10, 2, Mode::Enforce))
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let partner = fusebox.rate_limiter("partner").unwrap();
+        let mut without = FuseboxConfig::default();
+        without
+            .dependencies
+            .insert("partner".into(), DependencyConfig::default());
+        let report = fusebox.reload(without.clone()).unwrap();
+        assert_eq!(report.removed, ["partner"], "as for bulkheads");
+        assert_eq!(partner.config().burst, Some(2), "kept as it was");
+        assert!(
+            fusebox.rate_limiter("partner").is_some(),
+            "still held and listed, like a removed bulkhead"
+        );
+        // Reloaded again without it: not removed twice, not changed.
+        let report = fusebox.reload(without).unwrap();
+        assert!(report.removed.is_empty() && report.changed.is_empty());
+        // And named again: reconfigured in place, not rebuilt.
+        let report = fusebox.reload(with_rate(20, 4, Mode::Enforce)).unwrap();
+        assert_eq!(
+            (report.changed, report.added),
+            (vec!["partner".to_string()], vec![])
+        );
+        assert_eq!(partner.config().burst, Some(4));
+    }
+
+    #[test]
+    fn a_reload_that_adds_a_rate_limit_builds_it_and_tells_the_observers() {
+        /// Name, kind and `service` tag of each policy told.
+        type Told = (String, &'static str, String);
+        #[derive(Clone, Default)]
+        struct Seen(Arc<Mutex<Vec<Told>>>);
+        impl Observer for Seen {
+            fn policy_added(&self, name: &str, tags: &Tags, policy: Arc<dyn Inspect>) {
+                let service = tags.get("service").cloned().unwrap_or_default();
+                self.0
+                    .lock()
+                    .unwrap()
+                    .push((name.to_owned(), policy.kind(), service));
+            }
+        }
+        let seen = Seen::default();
+        let fusebox = Fusebox::builder().observer(seen.clone()).build().unwrap();
+        assert!(fusebox.rate_limiter("partner").is_none());
+        let report = fusebox.reload(with_rate(10, 2, Mode::Enforce)).unwrap();
+        assert_eq!(report.added, ["partner"]);
+        assert_eq!(
+            seen.0.lock().unwrap().as_slice(),
+            [("partner".to_string(), "rate_limiter", "partner".to_string())],
+            "told once, with its tags"
+        );
+        fusebox.rate_limiter("partner").unwrap();
+        assert_eq!(seen.0.lock().unwrap().len(), 1, "once per name");
+    }
+
+    #[test]
+    fn retagging_a_rate_limiter_shows_in_the_listing() {
+        let fusebox = Fusebox::from_config(with_rate(10, 2, Mode::Enforce)).unwrap();
+        let mut retagged = with_rate(10, 2, Mode::Enforce);
+        if let Some(dep) = retagged.dependencies.get_mut("partner") {
+            dep.tags.insert("team".into(), "checkout".into());
+        }
+        let report = fusebox.reload(retagged).unwrap();
+        assert_eq!(report.changed, ["partner"], "tags changed, settings not");
+        assert_eq!(fusebox.policies()[0].tags["team"], "checkout");
+    }
+
+    #[cfg(feature = "config")]
+    #[test]
+    fn a_rate_limit_table_in_a_file() {
+        let config = FuseboxConfig::from_toml(
+            r#"
+[dependencies.partner]
+timeout = "300ms"
+rate_limit = { per_second = 100, burst = 20, mode = "shadow" }
+
+[dependencies.geocoder.rate_limit]
+period = "2s"
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            config.dependencies["partner"].rate_limit,
+            Some(
+                RateLimitConfig::per_second(100)
+                    .burst(20)
+                    .mode(Mode::Shadow)
+            )
+        );
+        assert_eq!(
+            config.dependencies["geocoder"].rate_limit,
+            Some(RateLimitConfig::every(Duration::from_secs(2)))
+        );
+        let yaml = FuseboxConfig::from_yaml(
+            "dependencies:\n  partner:\n    rate_limit:\n      per_second: 100\n      burst: 20\n      mode: shadow\n",
+        )
+        .unwrap();
+        assert_eq!(
+            yaml.dependencies["partner"].rate_limit,
+            config.dependencies["partner"].rate_limit
+        );
+        let fusebox = Fusebox::from_config(config).unwrap();
+        assert_eq!(
+            fusebox.rate_limiter("partner").unwrap().mode(),
+            Mode::Shadow
+        );
+        assert_eq!(
+            fusebox.rate_limiter("geocoder").unwrap().config().burst,
+            Some(1)
+        );
+    }
+
+    #[cfg(feature = "config")]
+    #[test]
+    fn rate_limit_errors_name_the_dependency_and_the_key() {
+        let cases = [
+            (
+                "[dependencies.partner]\nrate_limit = { per_second = 100, burst = 0 }\n",
+                "dependencies.partner.rate_limit.burst",
+                2,
+                "must be at least 1",
+            ),
+            (
+                "[dependencies.partner]\nrate_limit = { per_second = 100, burts = 3 }\n",
+                "dependencies.partner.rate_limit.burts",
+                2,
+                "unknown field `burts`",
+            ),
+            (
+                "[dependencies.partner]\nrate_limit = { per_second = 1, period = \"1s\" }\n",
+                "dependencies.partner.rate_limit.period",
+                2,
+                "excludes `per_second`",
+            ),
+            (
+                "[dependencies.partner]\nrate_limit = { burst = 3 }\n",
+                "dependencies.partner.rate_limit.per_second",
+                2,
+                "must be set",
+            ),
+            (
+                "[dependencies.partner]\nrate_limit = { per_second = 5, mode = \"loud\" }\n",
+                "dependencies.partner.rate_limit.mode",
+                2,
+                "unknown variant `loud`",
+            ),
+            (
+                "[dependencies.partner]\ntimeout = \"1s\"\n\n[dependencies.partner.rate_limit]\nper_second = -1\n",
+                "dependencies.partner.rate_limit.per_second",
+                5,
+                "expected u32",
+            ),
+        ];
+        for (source, key, line, problem) in cases {
+            let err = FuseboxConfig::from_toml(source).unwrap_err();
+            assert_eq!(err.key(), key, "{source}");
+            assert_eq!(err.line(), Some(line), "{source}");
+            assert!(err.message().contains(problem), "{source}: {err}");
+            assert!(err.to_string().starts_with(key), "{err}");
+        }
+        let err = FuseboxConfig::from_yaml(
+            "dependencies:\n  partner:\n    rate_limit:\n      per_second: 10\n      burst: 0\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            (err.key(), err.line()),
+            ("dependencies.partner.rate_limit.burst", Some(5))
+        );
+    }
+}
+
+/// The file format of the registry's module docs parses and builds.
+#[cfg(all(feature = "config", feature = "ratelimit"))]
+#[test]
+fn the_module_docs_file_example_parses() {
+    let docs = include_str!("../src/registry/mod.rs");
+    let start = docs.find("//! # The file").expect("the docs' file section");
+    let block: String = docs[start..]
+        .lines()
+        .skip_while(|l| *l != "//! ```toml")
+        .skip(1)
+        .take_while(|l| *l != "//! ```")
+        .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start_matches(' ')))
+        .collect();
+    assert!(block.contains("rate_limit"), "{block}");
+    let config = FuseboxConfig::from_toml(&block).unwrap_or_else(|e| panic!("{e}\n{block}"));
+    let fusebox = Fusebox::from_config(config).unwrap();
+    let partner = fusebox.rate_limiter("partner").unwrap();
+    assert_eq!(partner.config().burst, Some(20));
+    assert_eq!(partner.mode(), fusebox::Mode::Shadow);
+    assert_eq!(fusebox.bulkhead("reviews").limit(), 8);
+}

@@ -1,18 +1,22 @@
 //! `kind = "fusebox"`: a [`fusebox::CircuitBreaker`] built by a fusebox
-//! registry ([`Fusebox`]) from the scenario's [`BreakerConfig`].
+//! registry ([`Fusebox`]) from the scenario's [`BreakerConfig`], with the
+//! strategy's bulkhead and rate limiter if it has them.
 //!
 //! This is the one place where a scenario's fusebox strategy becomes a
 //! breaker: [`Breakers::guard`] installs the config under the run's name
-//! and asks the registry for the breaker, so it is built exactly as a
-//! service's breakers are, and every observer of the registry (the metrics
-//! of `run --serve`) sees it.
+//! as one `[dependencies.NAME]` table and asks the registry for its
+//! policies, so they are built exactly as a service's are (the rate limiter
+//! on the registry's clock: the run's `ManualClock` in virtual mode), and
+//! every observer of the registry (the metrics and dashboard of `run
+//! --serve`) sees them.
 
 use super::{Admission, Guard, LabClock, Ticket, TransitionRecord};
 use crate::scenario::fusebox::BreakerConfig;
 use crate::scenario::CallResult;
 use crate::sync::lock;
+use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
 use fusebox::registry::{
-    BreakerEntry, BulkheadConfig, Fusebox, FuseboxBuilder, FuseboxConfig, Observer, Tags,
+    BulkheadConfig, DependencyConfig, Fusebox, FuseboxBuilder, FuseboxConfig, Observer, Tags,
 };
 use fusebox::{Builder, Bulkhead, BulkheadPermit};
 use std::collections::HashMap;
@@ -74,8 +78,8 @@ impl Observer for LogObserver {
 #[derive(Clone)]
 pub struct Breakers {
     registry: Fusebox,
-    /// Every run's breaker (and bulkhead) config so far: each run adds its
-    /// own and reloads the registry with the whole.
+    /// Every run's dependency table (breaker, bulkhead, rate limit) so far:
+    /// each run adds its own and reloads the registry with the whole.
     config: Arc<Mutex<FuseboxConfig>>,
     logs: Arc<Logs>,
     /// The registry clock's zero, when the registry is shared by real-time runs.
@@ -151,7 +155,8 @@ impl Breakers {
     }
 
     /// The guard of one run: the breaker `name` built from `config`, behind
-    /// a bulkhead of `max_concurrent` slots of the same name if given. A
+    /// a bulkhead of `max_concurrent` slots and a rate limiter of
+    /// `rate_limit`, of the same name, if given. A
     /// name already taken (the same scenario run twice) gets `#2`, `#3`,
     /// ...: each run starts with a fresh breaker. Both are tagged
     /// `service = SCENARIO` (a run's name is `SCENARIO/STRATEGY`; a
@@ -165,6 +170,7 @@ impl Breakers {
         shares_as: Option<&str>,
         config: &BreakerConfig,
         max_concurrent: Option<usize>,
+        rate_limit: Option<RateLimitConfig>,
         clock: &LabClock,
     ) -> FuseboxGuard {
         let mut unique = name.to_string();
@@ -192,24 +198,19 @@ impl Breakers {
         let tags = Tags::from([("service".to_owned(), service.to_owned())]);
         {
             let mut all = lock(&self.config);
-            all.breakers.insert(
+            all.dependencies.insert(
                 unique.clone(),
-                BreakerEntry {
-                    settings: config.clone(),
-                    tags: tags.clone(),
+                DependencyConfig {
+                    breaker: config.clone(),
+                    bulkhead: max_concurrent.map(|n| BulkheadConfig {
+                        max_concurrent: Some(n),
+                        ..Default::default()
+                    }),
+                    rate_limit,
+                    tags,
+                    ..Default::default()
                 },
             );
-            if let Some(n) = max_concurrent {
-                all.bulkheads.insert(
-                    unique.clone(),
-                    BulkheadConfig {
-                        max_concurrent: Some(n),
-                        max_wait: None,
-                        mode: None,
-                        tags,
-                    },
-                );
-            }
             // Validated when the scenario was loaded or a sweep set one of
             // its keys; the other entries were applied before.
             self.registry
@@ -218,9 +219,11 @@ impl Breakers {
         }
         let breaker = self.registry.breaker(&unique);
         let bulkhead = max_concurrent.map(|_| self.registry.bulkhead(&unique));
+        let rate_limiter = self.registry.rate_limiter(&unique);
         FuseboxGuard {
             breaker,
             bulkhead,
+            rate_limiter,
             log,
         }
     }
@@ -232,6 +235,7 @@ impl Breakers {
 pub struct FuseboxGuard {
     breaker: fusebox::CircuitBreaker,
     bulkhead: Option<Bulkhead>,
+    rate_limiter: Option<RateLimiter>,
     log: Log,
 }
 
@@ -256,7 +260,13 @@ impl Guard for FuseboxGuard {
     fn admit(&self, _now: Duration) -> Admission {
         // The breaker reads the run's clock itself (set by the simulation in
         // virtual mode), which is the same time as `now`.
-        // The slot first: a call the bulkhead refuses never takes a
+        // The rate first: it is spent whatever happens next (a cell has
+        // nothing to give back), and a call over the rate takes neither a
+        // slot nor a permit. The limiter reads the run's clock too.
+        if let Some(Err(_)) = self.rate_limiter.as_ref().map(RateLimiter::try_acquire) {
+            return Admission::FastFail;
+        }
+        // The slot next: a call the bulkhead refuses never takes a
         // breaker permit it would drop without a verdict.
         let slot = match self.bulkhead.as_ref().map(Bulkhead::try_acquire) {
             None => None,

@@ -177,9 +177,14 @@ pub fn build(
     match &spec.kind {
         StrategyKind::None => Arc::new(NoGuard),
         StrategyKind::Seed(c) => Arc::new(SeedBreaker::new(*c)),
-        StrategyKind::Fusebox(c) => {
-            Arc::new(breakers.guard(name, shares_as, c, spec.max_concurrent, clock))
-        }
+        StrategyKind::Fusebox(c) => Arc::new(breakers.guard(
+            name,
+            shares_as,
+            c,
+            spec.max_concurrent,
+            spec.rate_limit,
+            clock,
+        )),
         StrategyKind::Peer(c) => peers::build(*c, clock)
             .unwrap_or_else(|| panic!("{}", peers::unavailable(&spec.name, c.peer))),
     }

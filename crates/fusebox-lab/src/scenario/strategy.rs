@@ -3,10 +3,12 @@
 //!
 //! Every kind takes the library's key names: `kind = "fusebox"` any key of
 //! [`::fusebox::BreakerConfig`] (read and validated by the library, see
-//! [`super::fusebox`]); `seed` and the peers the two the article's breaker
-//! has, `consecutive_failures` and `open_for`.
+//! [`super::fusebox`]), plus `max_concurrent` (a bulkhead) and `rate_limit`
+//! (a rate limiter, the keys of [`::fusebox::ratelimit::RateLimitConfig`]);
+//! `seed` and the peers the two the article's breaker has,
+//! `consecutive_failures` and `open_for`.
 
-use super::duration::parse_value;
+use super::duration::{self, parse_value};
 use super::error::{Ctx, ScenarioError};
 use super::fusebox::{self, BreakerConfig, Key};
 use super::param::ParamValue;
@@ -28,6 +30,14 @@ pub struct StrategySpec {
     /// [`::fusebox::registry::BulkheadConfig`] key). A call that finds every
     /// slot taken is rejected without waiting and counts as a fast fail.
     pub max_concurrent: Option<usize>,
+    /// `rate_limit` (`kind = "fusebox"` only), e.g. `rate_limit = {
+    /// per_second = 40, burst = 5 }`: a rate limiter in front of the
+    /// downstream, from the same registry (the library's
+    /// [`RateLimitConfig`](::fusebox::ratelimit::RateLimitConfig), read by
+    /// its own deserialiser and checked by its own validation), on the
+    /// run's clock. A call over the rate is refused at once and counts as a
+    /// fast fail; in shadow mode it goes through.
+    pub rate_limit: Option<::fusebox::ratelimit::RateLimitConfig>,
 }
 
 /// Every kind of strategy the lab can run. Parsed from a `[[strategy]]`
@@ -200,6 +210,10 @@ fn article_keys(
     Ok((failures, open_for))
 }
 
+/// The keys every strategy has.
+const NAME: &str = "name";
+const KIND: &str = "kind";
+
 /// The key of a fusebox strategy's bulkhead.
 const MAX_CONCURRENT: &str = "max_concurrent";
 
@@ -224,6 +238,63 @@ fn max_concurrent(
     }
 }
 
+/// The key of a fusebox strategy's rate limiter.
+const RATE_LIMIT: &str = "rate_limit";
+
+/// `rate_limit`: a table of the library's rate limiter keys, on a fusebox
+/// strategy. An error names the key inside it (`strategy.rate_limit.burst`).
+fn rate_limit(
+    ctx: &Ctx<'_>,
+    kind: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<::fusebox::ratelimit::RateLimitConfig, ScenarioError> {
+    use ::fusebox::ratelimit::RateLimitConfig;
+    let at = |key: &str, message: String| {
+        let key = if key.is_empty() {
+            format!("strategy.{RATE_LIMIT}")
+        } else {
+            format!("strategy.{RATE_LIMIT}.{key}")
+        };
+        ctx.err(v.span(), &key, message)
+    };
+    if kind != "fusebox" {
+        return Err(at(
+            "",
+            format!(
+                "does not apply to kind = \"{kind}\" (a rate limiter goes with kind = \"fusebox\")"
+            ),
+        ));
+    }
+    let Some(table) = v.get_ref().as_table() else {
+        return Err(at(
+            "",
+            format!(
+                "must be a table such as {{ per_second = 40, burst = 5 }}, not {}",
+                v.get_ref()
+            ),
+        ));
+    };
+    let read = |t: toml::Table| toml::Value::Table(t).try_into::<RateLimitConfig>();
+    let config = read(table.clone()).map_err(|all| {
+        // Name the key at fault: the first that the library refuses alone.
+        table
+            .iter()
+            .find_map(|(k, value)| {
+                read(toml::Table::from_iter([(k.clone(), value.clone())]))
+                    .err()
+                    .map(|e| at(k, e.message().trim().to_string()))
+            })
+            .unwrap_or_else(|| at("", all.message().trim().to_string()))
+    })?;
+    if let Some(Err(e)) = config.period.map(duration::check) {
+        return Err(at("period", e));
+    }
+    config
+        .validate()
+        .map_err(|e| at(e.field(), e.to_string()))?;
+    Ok(config)
+}
+
 impl RawStrategy {
     /// Checks the keys against the kind and builds the spec.
     pub(super) fn validate(
@@ -240,13 +311,18 @@ impl RawStrategy {
         let keys: Vec<Key<'_>> = self
             .0
             .iter()
-            .filter(|(k, _)| *k != "name" && *k != "kind" && *k != MAX_CONCURRENT)
+            .filter(|(k, _)| ![NAME, KIND, MAX_CONCURRENT, RATE_LIMIT].contains(&k.as_str()))
             .map(|(k, v)| (k.as_str(), v))
             .collect();
         let max_concurrent = self
             .0
             .get(MAX_CONCURRENT)
             .map(|v| max_concurrent(ctx, kind_str, v))
+            .transpose()?;
+        let rate_limit = self
+            .0
+            .get(RATE_LIMIT)
+            .map(|v| rate_limit(ctx, kind_str, v))
             .transpose()?;
         let article: &[&str] = &["consecutive_failures", "open_for"];
         let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
@@ -303,6 +379,7 @@ impl RawStrategy {
             name: name.to_string(),
             kind,
             max_concurrent,
+            rate_limit,
         })
     }
 }

@@ -4,9 +4,9 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /` | one self-contained HTML page (its script and stylesheet at `?asset=page.js` and `?asset=page.css`, from the same origin; no external asset: works offline; a CSP without `unsafe-inline`) |
-//! | `GET /api/state` | every breaker and bulkhead now, plus each breaker's recent history, as JSON |
+//! | `GET /api/state` | every breaker, bulkhead and other policy now, plus each breaker's recent history, as JSON |
 //! | `GET /api/breakers/{name}` | one breaker and its history, as JSON (404 for an unknown name) |
-//! | `GET /api/stream` | server-sent events: one `frame` event per sample with every breaker and bulkhead (one stream for all, like Hystrix's `hystrix.stream`) |
+//! | `GET /api/stream` | server-sent events: one `frame` event per sample with every breaker, bulkhead and other policy (one stream for all, like Hystrix's `hystrix.stream`) |
 //! | `GET /api/fleet` | this node's fleet, as JSON (feature `fleet`, with [`DashboardBuilder::fleet`]; 404 otherwise) |
 //! | `POST /api/breakers/{name}/{force_open,disable,reset}` | controls: only with [`Controls::token`]; otherwise the routes do not exist |
 //!
@@ -14,6 +14,13 @@
 //! rejections per second, the failure and slow-call rates against the
 //! thresholds that trip it, a sparkline of the last minutes and its tags;
 //! per bulkhead, slots in use against the limit, waiters and rejections.
+//! Every other policy of the registry (a rate limiter, say) has a tile in
+//! the "Policies" section with its kind, mode and the figures it reports
+//! through [`Inspect`](crate::policy::Inspect), counters with their rate
+//! per second: the dashboard shows a policy it has no code for. In the
+//! JSON, `frame.policies` lists every policy but the breakers (bulkheads
+//! too) as `{kind, name, tags, mode, figures: [{name, help, kind, value,
+//! rate}]}`.
 //! Call rates come from the [`Metrics`] counters when you pass them
 //! ([`DashboardBuilder::metrics`]); without, the page shows rejections and
 //! rates but no call rate.
@@ -184,9 +191,9 @@ impl Dashboard {
         http::router(self.inner.clone())
     }
 
-    /// Takes one sample now: reads every breaker and bulkhead, appends a
-    /// point to each history ring and sends the frame to the stream. The
-    /// background sampler calls this; call it yourself with
+    /// Takes one sample now: reads every breaker, bulkhead and other
+    /// policy, appends a point to each history ring and sends the frame to
+    /// the stream. The background sampler calls this; call it yourself with
     /// [`DashboardBuilder::manual`] (tests, a [`ManualClock`](crate::ManualClock)).
     ///
     /// # Examples
@@ -207,10 +214,11 @@ impl Inner {
         let now = self.clock.now();
         let breakers = self.fusebox.snapshot();
         let bulkheads = self.fusebox.bulkhead_snapshot();
+        let policies = self.fusebox.policies();
         let fleet = self.fleet();
         let frame = {
             let mut board = lock(&self.board);
-            let mut frame = board.sample(now, breakers, bulkheads, |name| Extra {
+            let mut frame = board.sample(now, breakers, bulkheads, policies, |name| Extra {
                 calls: self.metrics.as_ref().and_then(|m| m.call_counts(name)),
                 thresholds: self
                     .fusebox

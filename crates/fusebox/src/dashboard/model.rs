@@ -2,7 +2,8 @@
 //! ring per breaker. Pure: the time of a sample is an argument.
 
 use crate::metrics::Thresholds;
-use crate::registry::{BreakerStatus, BulkheadStatus, Tags};
+use crate::policy::FigureKind;
+use crate::registry::{BreakerStatus, BulkheadStatus, PolicyStatus, Tags};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -43,6 +44,31 @@ pub(crate) struct BulkheadView {
     pub(crate) rejected_rate: Option<f64>,
 }
 
+/// Any policy of the registry but a breaker, as it reports itself through
+/// `Inspect` (a bulkhead, a rate limiter, a policy yet to come): the page
+/// draws it without knowing its kind.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PolicyView {
+    pub(crate) kind: &'static str,
+    pub(crate) name: String,
+    pub(crate) tags: Tags,
+    pub(crate) mode: &'static str,
+    pub(crate) figures: Vec<FigureView>,
+}
+
+/// One figure of a [`PolicyView`].
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct FigureView {
+    pub(crate) name: &'static str,
+    pub(crate) help: &'static str,
+    /// `"gauge"` or `"counter"`.
+    pub(crate) kind: &'static str,
+    pub(crate) value: u64,
+    /// A counter's growth per second over the last sample interval; `None`
+    /// for a gauge, and before a second sample.
+    pub(crate) rate: Option<f64>,
+}
+
 /// This node's fleet (feature `fleet`): its link to Redis and the fleet's
 /// state of each breaker it shares. No Redis address and no error text:
 /// the view may be exposed read-only.
@@ -77,6 +103,9 @@ pub(crate) struct Frame {
     pub(crate) t_ms: u64,
     pub(crate) breakers: Vec<BreakerView>,
     pub(crate) bulkheads: Vec<BulkheadView>,
+    /// Every policy but the breakers, by kind then name (bulkheads
+    /// included: their own view above is the richer one).
+    pub(crate) policies: Vec<PolicyView>,
     /// With [`DashboardBuilder::fleet`](super::DashboardBuilder::fleet) only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) fleet: Option<FleetView>,
@@ -112,6 +141,8 @@ pub(crate) struct Board {
     history_len: usize,
     breakers: BTreeMap<String, Track>,
     bulkheads: BTreeMap<String, Last>,
+    /// Per policy (kind, name): when it was last sampled and its figures' values then.
+    policies: BTreeMap<(&'static str, String), (Duration, Vec<u64>)>,
 }
 
 /// Per second, from two counter readings; `None` when no time passed.
@@ -136,6 +167,7 @@ impl Board {
             history_len,
             breakers: BTreeMap::new(),
             bulkheads: BTreeMap::new(),
+            policies: BTreeMap::new(),
         }
     }
 
@@ -146,6 +178,7 @@ impl Board {
         now: Duration,
         breakers: Vec<BreakerStatus>,
         bulkheads: Vec<BulkheadStatus>,
+        policies: Vec<PolicyStatus>,
         extra: impl Fn(&str) -> Extra,
     ) -> Frame {
         let t_ms = millis(now);
@@ -239,8 +272,51 @@ impl Board {
             t_ms,
             breakers: views,
             bulkheads: bulkhead_views,
+            policies: self.sample_policies(now, policies),
             fleet: None,
         }
+    }
+
+    /// The policies' views at `now`: counters turned into rates since the
+    /// previous sample; forgets policies no longer listed.
+    fn sample_policies(&mut self, now: Duration, policies: Vec<PolicyStatus>) -> Vec<PolicyView> {
+        self.policies
+            .retain(|(kind, name), _| policies.iter().any(|p| p.kind == *kind && &p.name == name));
+        policies
+            .into_iter()
+            .map(|p| {
+                let values: Vec<u64> = p.figures.iter().map(|f| f.value).collect();
+                let (at, before) = self
+                    .policies
+                    .insert((p.kind, p.name.clone()), (now, values.clone()))
+                    .unwrap_or((now, values));
+                let dt = now.saturating_sub(at);
+                let figures = p
+                    .figures
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| FigureView {
+                        name: f.name,
+                        help: f.help,
+                        kind: f.kind.as_str(),
+                        value: f.value,
+                        rate: match f.kind {
+                            FigureKind::Counter => {
+                                before.get(i).and_then(|&b| per_second(f.value, b, dt))
+                            }
+                            FigureKind::Gauge => None,
+                        },
+                    })
+                    .collect();
+                PolicyView {
+                    kind: p.kind,
+                    name: p.name,
+                    tags: p.tags,
+                    mode: p.mode.as_str(),
+                    figures,
+                }
+            })
+            .collect()
     }
 
     /// Points kept per breaker.

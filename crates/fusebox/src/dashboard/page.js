@@ -11,6 +11,10 @@
   const history = new Map();   // name -> [[t_ms, state, calls/s, failure rate, rejected/s], ...]
   const tiles = new Map();     // name -> {root, parts}
   const bulkTiles = new Map();
+  const policyTiles = new Map(); // kind + "\u0000" + name -> {root, p}
+  // Kinds drawn in a section of their own above; every other policy gets a
+  // generic tile from what it reports (kind, mode, figures).
+  const OWN_VIEW = new Set(["bulkhead"]);
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -214,8 +218,37 @@
     p.use.val.textContent = h.in_use + " of " + h.limit;
   }
 
-  function place(container, map, names) {
-    for (const [name, t] of map) if (!names.has(name)) { t.root.remove(); map.delete(name); history.delete(name); }
+  function updatePolicy(key, pol) {
+    let t = policyTiles.get(key);
+    if (!t) {
+      const root = el("div", "tile"); root.dataset.name = pol.name; root.dataset.kind = pol.kind;
+      const head = el("div", "head"); const mode = el("span", "mode");
+      head.append(el("span", "name", pol.name), mode);
+      const kind = el("div", "kind", pol.kind.replace(/_/g, " "));
+      const tags = el("div", "tags");
+      const stats = el("div", "stats");
+      const figures = pol.figures.map((f) => stat(stats, f.name.replace(/_/g, " ") + (f.kind === "counter" ? "/s" : "")));
+      root.append(head, kind, tags, stats);
+      t = { root, p: { mode, tags, stats, figures, names: pol.figures.map((f) => f.name).join() } };
+      policyTiles.set(key, t);
+    }
+    const p = t.p;
+    t.root.dataset.mode = pol.mode;
+    p.mode.dataset.mode = pol.mode; p.mode.textContent = pol.mode;
+    p.tags.replaceChildren(...Object.entries(pol.tags).map(([k, v]) => el("span", "tag", k + "=" + v)));
+    if (p.names !== pol.figures.map((f) => f.name).join()) {
+      // A policy whose figures changed: a fresh tile next frame.
+      policyTiles.delete(key); t.root.remove(); return;
+    }
+    pol.figures.forEach((f, i) => {
+      const b = p.figures[i];
+      b.textContent = f.kind === "counter" ? rate(f.rate) : String(f.value);
+      b.title = f.help + (f.kind === "counter" ? ": " + f.value + " in total" : "");
+    });
+  }
+
+  function place(container, map, names, forget = true) {
+    for (const [name, t] of map) if (!names.has(name)) { t.root.remove(); map.delete(name); if (forget) history.delete(name); }
     const wanted = [...names].map((n) => map.get(n).root);
     if (wanted.length === 0) return;
     if (container.children.length !== wanted.length || wanted.some((r, i) => container.children[i] !== r)) container.replaceChildren(...wanted);
@@ -239,6 +272,12 @@
     for (const h of frame.bulkheads) updateBulkhead(h);
     place(document.getElementById("bulkheads"), bulkTiles, new Set(frame.bulkheads.map((h) => h.name)));
     document.getElementById("bh-title").hidden = frame.bulkheads.length === 0;
+    const policies = (frame.policies || []).filter((pol) => !OWN_VIEW.has(pol.kind));
+    const keys = new Set();
+    for (const pol of policies) { const key = pol.kind + "\u0000" + pol.name; keys.add(key); updatePolicy(key, pol); }
+    for (const key of [...keys]) if (!policyTiles.has(key)) keys.delete(key);
+    place(document.getElementById("policies"), policyTiles, keys, false);
+    document.getElementById("pol-title").hidden = keys.size === 0;
     document.body.dataset.frame = String(frame.t_ms);
   }
 

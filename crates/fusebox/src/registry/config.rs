@@ -279,10 +279,11 @@ impl RetryConfig {
     }
 }
 
-/// How a service treats one dependency: its breaker, bulkhead, timeout and
-/// retries in one table. The breaker and bulkhead are registered under the
-/// dependency's name, and [`Fusebox::pipeline`](super::Fusebox::pipeline)
-/// puts them all together.
+/// How a service treats one dependency: its breaker, bulkhead, rate limit,
+/// timeout and retries in one table. The breaker, bulkhead and rate limiter
+/// are registered under the dependency's name, and
+/// [`Fusebox::pipeline`](super::Fusebox::pipeline) puts the breaker,
+/// bulkhead, timeout and retry together.
 ///
 /// ```toml
 /// [dependencies.inventory]
@@ -290,8 +291,16 @@ impl RetryConfig {
 /// tags = { service = "inventory" }
 /// breaker = { failure_rate = 0.5, count_window = 20 }
 /// bulkhead = { max_concurrent = 10 }
+/// rate_limit = { per_second = 100, burst = 20 }   # feature `ratelimit`
 /// retry = { max_attempts = 3, budget_ratio = 0.2 }
 /// ```
+///
+/// `rate_limit` (feature `ratelimit`) takes the keys of
+/// `fusebox::ratelimit::RateLimitConfig` (`per_second` or `period`,
+/// `burst`, `mode`), read and checked by that type itself; the limiter is
+/// `Fusebox::rate_limiter`.
+/// A rate limit has no defaults: only a dependency that sets one has a
+/// limiter.
 ///
 /// # Examples
 ///
@@ -319,12 +328,16 @@ pub struct DependencyConfig {
     /// A bulkhead, if the dependency has one (unset keys inherit
     /// `[defaults.bulkhead]`).
     pub bulkhead: Option<BulkheadConfig>,
+    /// A rate limit, if the dependency has one (feature `ratelimit`).
+    #[cfg(feature = "ratelimit")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ratelimit")))]
+    pub rate_limit: Option<crate::ratelimit::RateLimitConfig>,
     /// The deadline of one attempt (async pipelines).
     #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str::option"))]
     pub timeout: Option<Duration>,
     /// Retries, if any.
     pub retry: Option<RetryConfig>,
-    /// Tags of the dependency's breaker and bulkhead.
+    /// Tags of the dependency's breaker, bulkhead and rate limiter.
     pub tags: Tags,
 }
 
@@ -438,6 +451,42 @@ impl FuseboxConfig {
         }
     }
 
+    /// The rate limit of dependency `name` and its tags, if it sets one
+    /// (feature `ratelimit`). There are no defaults to inherit: a rate is
+    /// the dependency's own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::ratelimit::RateLimitConfig;
+    /// use fusebox::registry::{DependencyConfig, FuseboxConfig};
+    /// let mut config = FuseboxConfig::default();
+    /// config.dependencies.insert("partner".into(), DependencyConfig {
+    ///     rate_limit: Some(RateLimitConfig::per_second(100).burst(20)),
+    ///     ..Default::default()
+    /// });
+    /// assert_eq!(config.rate_limit_config("partner").unwrap().0.burst, Some(20));
+    /// assert!(config.rate_limit_config("other").is_none());
+    /// ```
+    #[cfg(feature = "ratelimit")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ratelimit")))]
+    pub fn rate_limit_config(
+        &self,
+        name: &str,
+    ) -> Option<(crate::ratelimit::RateLimitConfig, Tags)> {
+        let dep = self.dependencies.get(name)?;
+        Some((dep.rate_limit?, dep.tags.clone()))
+    }
+
+    /// Names with a rate limit of their own.
+    #[cfg(feature = "ratelimit")]
+    pub(crate) fn rate_limit_names(&self) -> impl Iterator<Item = &String> {
+        self.dependencies
+            .iter()
+            .filter(|(_, d)| d.rate_limit.is_some())
+            .map(|(name, _)| name)
+    }
+
     /// Names with a breaker table of their own (breakers and dependencies).
     pub(crate) fn breaker_names(&self) -> impl Iterator<Item = &String> {
         self.breakers.keys().chain(self.dependencies.keys())
@@ -502,6 +551,13 @@ impl FuseboxConfig {
                 .settings
                 .validate()
                 .map_err(|e| InvalidConfig::from(e).under(&format!("{prefix}.breaker")))?;
+            #[cfg(feature = "ratelimit")]
+            if let Some(rate_limit) = &dep.rate_limit {
+                // The limiter's own and only validation.
+                rate_limit
+                    .validate()
+                    .map_err(|e| InvalidConfig::from(e).under(&format!("{prefix}.rate_limit")))?;
+            }
             if let Some(retry) = &dep.retry {
                 retry
                     .build()

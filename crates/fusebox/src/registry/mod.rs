@@ -14,17 +14,52 @@
 //!   that name the bad key and its line (`FuseboxConfig::from_toml`,
 //!   `FuseboxConfig::from_yaml`);
 //! - list every breaker with its state, rates, counts and time in state
-//!   ([`Fusebox::snapshot`]), and every bulkhead with its slots in use
-//!   ([`Fusebox::bulkhead_snapshot`]);
+//!   ([`Fusebox::snapshot`]), every bulkhead with its slots in use
+//!   ([`Fusebox::bulkhead_snapshot`]), and every policy but the breakers
+//!   with its kind, mode and figures ([`Fusebox::policies`]);
 //! - force open, disable or reset a breaker by name;
 //! - tag breakers (`service = "payments"`), which the metrics and alerts use;
-//! - describe a whole dependency (breaker, bulkhead, timeout, retry) in one
-//!   table and hand out a ready [`Pipeline`] for it ([`Fusebox::pipeline`]).
+//! - describe a whole dependency (breaker, bulkhead, rate limit, timeout,
+//!   retry) in one table and hand out a ready [`Pipeline`] for it
+//!   ([`Fusebox::pipeline`]) and its rate limiter (`Fusebox::rate_limiter`,
+//!   feature `ratelimit`).
+//!
+//! # The file
+//!
+//! ```toml
+//! [defaults.breaker]          # what every breaker inherits
+//! open_for = "30s"
+//! [defaults.bulkhead]         # what every bulkhead inherits
+//! max_concurrent = 25
+//!
+//! [breakers.search]           # a breaker by name: BreakerConfig's keys, and tags
+//! failure_rate = 0.5
+//! tags = { service = "search" }
+//!
+//! [bulkheads.reviews]         # a bulkhead by name
+//! max_concurrent = 8
+//! max_wait = "50ms"
+//! mode = "shadow"             # enforce (default) | shadow | off
+//!
+//! [dependencies.partner]      # one dependency: its policies under its name
+//! timeout = "300ms"
+//! tags = { service = "partner" }
+//! breaker = { consecutive_failures = 5 }
+//! bulkhead = { max_concurrent = 10 }
+//! rate_limit = { per_second = 100, burst = 20, mode = "shadow" }  # feature `ratelimit`
+//! retry = { max_attempts = 3, budget_ratio = 0.2 }
+//! ```
+//!
+//! `rate_limit` takes the keys of `fusebox::ratelimit::RateLimitConfig`
+//! (`per_second` or `period`, `burst`, `mode`) and has no defaults; errors
+//! name the key under the dependency (`dependencies.partner.rate_limit.burst`).
 //!
 //! Observers ([`Observer`]) see every breaker the registry builds, which is how
 //! metrics (`fusebox::metrics`, feature `prometheus`), tracing
 //! (`fusebox::trace`, feature `tracing`) and alerts ([`crate::alert`])
-//! attach to all of them at once.
+//! attach to all of them at once; every other policy (bulkheads, rate
+//! limiters) reaches them through [`Observer::policy_added`], which is how
+//! the metrics export it without code of their own for it.
 //!
 //! # Examples
 //!
@@ -53,6 +88,7 @@
 
 mod config;
 mod error;
+mod held;
 #[cfg(feature = "config")]
 mod parse;
 
@@ -66,9 +102,11 @@ pub use error::{InvalidConfig, UnknownBreaker};
 #[cfg(feature = "config")]
 pub use parse::{MAX_DEPTH, MAX_SOURCE_BYTES};
 
+use crate::policy::{Figure, Mode};
 use crate::retry::Retry;
 use crate::sync::{read, write};
 use crate::{Bulkhead, BulkheadSnapshot, CircuitBreaker, Clock, Pipeline, Snapshot};
+use held::{Ctx, Kind, Table};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc; // std even under loom: not modelled, and loom's Arc cannot hold `dyn`
@@ -122,6 +160,37 @@ pub struct BulkheadStatus {
     pub snapshot: BulkheadSnapshot,
 }
 
+/// Any policy of the registry but a breaker (a bulkhead, a rate limiter),
+/// as [`Fusebox::policies`] lists them: its name, tags, and what it says of
+/// itself through [`Inspect`](crate::policy::Inspect) (kind, mode, figures).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::registry::Fusebox;
+/// let fusebox = Fusebox::new();
+/// let _slot = fusebox.bulkhead("db").try_acquire()?;
+/// let all = fusebox.policies();
+/// assert_eq!((all[0].kind, all[0].name.as_str()), ("bulkhead", "db"));
+/// let in_use = all[0].figures.iter().find(|f| f.name == "in_use").unwrap();
+/// assert_eq!(in_use.value, 1);
+/// # Ok::<(), fusebox::BulkheadFull>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PolicyStatus {
+    /// The registry name.
+    pub name: String,
+    /// Its tags.
+    pub tags: Tags,
+    /// The kind of policy, lower snake case (`"bulkhead"`, `"rate_limiter"`).
+    pub kind: &'static str,
+    /// The mode in force.
+    pub mode: Mode,
+    /// Its figures now, in the policy's own order.
+    pub figures: Vec<Figure>,
+}
+
 /// What [`Fusebox::reconfigure`] did.
 ///
 /// # Examples
@@ -157,9 +226,11 @@ pub enum Reconfigured {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Reloaded {
-    /// Breakers and bulkheads built because the new config names them.
+    /// Breakers, bulkheads and rate limiters built because the new config
+    /// names them.
     pub added: Vec<String>,
-    /// Running breakers and bulkheads whose settings or tags changed in place.
+    /// Running breakers, bulkheads and rate limiters whose settings or tags
+    /// changed in place.
     pub changed: Vec<String>,
     /// Names the old config had and the new one does not. They keep running
     /// on the settings they had (holders may still use them), and appear
@@ -313,7 +384,9 @@ impl FuseboxBuilder {
                 clock: self.clock,
                 observers: self.observers,
                 breakers: RwLock::new(BTreeMap::new()),
-                bulkheads: RwLock::new(BTreeMap::new()),
+                bulkheads: Table::default(),
+                #[cfg(feature = "ratelimit")]
+                rate_limiters: Table::default(),
                 retries: RwLock::new(BTreeMap::new()),
             }),
         };
@@ -347,13 +420,32 @@ struct Inner {
     clock: Option<SharedClock>,
     observers: Vec<Arc<dyn Observer>>,
     breakers: RwLock<BTreeMap<String, (CircuitBreaker, Tags)>>,
-    bulkheads: RwLock<BTreeMap<String, (Bulkhead, Tags)>>,
+    bulkheads: Table<Bulkhead>,
+    #[cfg(feature = "ratelimit")]
+    rate_limiters: Table<crate::ratelimit::RateLimiter>,
     /// One retry (and so one retry budget) per dependency, shared by its
     /// pipelines; rebuilt when a reload changes it.
     retries: RwLock<BTreeMap<String, (RetryConfig, Retry)>>,
 }
 
 impl Inner {
+    /// Every table of policies but the breakers: one line per kind.
+    fn tables(&self) -> Vec<&dyn Kind> {
+        vec![
+            &self.bulkheads,
+            #[cfg(feature = "ratelimit")]
+            &self.rate_limiters,
+        ]
+    }
+
+    /// What the tables build with.
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            clock: self.clock.as_ref(),
+            observers: &self.observers,
+        }
+    }
+
     /// Builds the breaker `name` from `entry` (validated when accepted),
     /// running the observers' `instrument`. Should the settings have become
     /// invalid, the core defaults stand in (instrumented all the same).
@@ -434,27 +526,20 @@ impl Fusebox {
         Fusebox::builder().config(config).build()
     }
 
-    /// Builds every breaker and bulkhead the config names that is not built yet.
+    /// Builds every breaker, bulkhead and rate limiter the config names
+    /// that is not built yet.
     fn build_configured(&self) -> Vec<String> {
-        let (breakers, bulkheads): (Vec<String>, Vec<String>) = {
-            let config = read(&self.inner.config);
-            (
-                config.breaker_names().cloned().collect(),
-                config.bulkhead_names().cloned().collect(),
-            )
-        };
+        let config = read(&self.inner.config).clone();
         let mut added = Vec::new();
-        for name in breakers {
-            if self.get(&name).is_none() {
-                self.breaker(&name);
-                added.push(name);
+        for name in config.breaker_names() {
+            if self.get(name).is_none() {
+                self.breaker(name);
+                added.push(name.clone());
             }
         }
-        for name in bulkheads {
-            if !read(&self.inner.bulkheads).contains_key(&name) {
-                self.bulkhead(&name);
-                added.push(name);
-            }
+        let ctx = self.inner.ctx();
+        for table in self.inner.tables() {
+            added.extend(table.build_configured(&ctx, &config));
         }
         added
     }
@@ -628,23 +713,16 @@ impl Fusebox {
     /// # Ok::<(), fusebox::BulkheadFull>(())
     /// ```
     pub fn bulkhead(&self, name: &str) -> Bulkhead {
-        if let Some((b, _)) = read(&self.inner.bulkheads).get(name) {
-            return b.clone();
+        let table = &self.inner.bulkheads;
+        if let Some(b) = table.get(name) {
+            return b;
         }
         let config = read(&self.inner.config).bulkhead_config(name);
-        let built = config.build(name);
-        {
-            let mut map = write(&self.inner.bulkheads);
-            if let Some((b, _)) = map.get(name) {
-                return b.clone();
-            }
-            map.insert(name.to_owned(), (built.clone(), config.tags.clone()));
-        }
-        for o in &self.inner.observers {
-            o.bulkhead_added(name, &config.tags, &built);
-            o.policy_added(name, &config.tags, Arc::new(built.clone()));
-        }
-        built
+        let tags = config.tags.clone();
+        table
+            .get_or_build(&self.inner.ctx(), name, Some((config.clone(), tags)))
+            // A bulkhead always builds; the fallback is never taken.
+            .unwrap_or_else(|| config.build(name))
     }
 
     /// Every bulkhead with its tags and [`BulkheadSnapshot`], sorted by name.
@@ -659,14 +737,87 @@ impl Fusebox {
     /// assert_eq!(names, ["a", "b"]);
     /// ```
     pub fn bulkhead_snapshot(&self) -> Vec<BulkheadStatus> {
-        read(&self.inner.bulkheads)
-            .iter()
-            .map(|(name, (b, tags))| BulkheadStatus {
-                name: name.clone(),
-                tags: tags.clone(),
+        self.inner
+            .bulkheads
+            .list()
+            .into_iter()
+            .map(|(name, tags, b)| BulkheadStatus {
+                name,
+                tags,
                 snapshot: b.snapshot(),
             })
             .collect()
+    }
+
+    /// The rate limiter of dependency `name` (feature `ratelimit`): the one
+    /// built from its `rate_limit` table, or `None` if the dependency sets
+    /// no rate limit. Every call returns a handle to the same limiter, which
+    /// [`Fusebox::reload`] reconfigures in place. A limiter is built when
+    /// the registry (or the reload that first names it) is, so observers
+    /// and [`Fusebox::policies`] see it before the first call.
+    ///
+    /// The limiter reads the registry's clock
+    /// ([`FuseboxBuilder::clock`]), like its breakers.
+    ///
+    /// ```toml
+    /// [dependencies.partner]
+    /// rate_limit = { per_second = 100, burst = 20 }
+    /// ```
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::ratelimit::RateLimitConfig;
+    /// use fusebox::registry::{DependencyConfig, Fusebox, FuseboxConfig};
+    /// use fusebox::ManualClock;
+    ///
+    /// let mut config = FuseboxConfig::default();
+    /// config.dependencies.insert("partner".into(), DependencyConfig {
+    ///     rate_limit: Some(RateLimitConfig::per_second(10).burst(1)),
+    ///     ..Default::default()
+    /// });
+    /// let fusebox = Fusebox::builder().config(config).clock(ManualClock::new()).build()?;
+    /// let partner = fusebox.rate_limiter("partner").expect("configured");
+    /// assert!(partner.try_acquire().is_ok());
+    /// assert!(fusebox.rate_limiter("partner").unwrap().try_acquire().is_err()); // the same limiter
+    /// assert!(fusebox.rate_limiter("search").is_none()); // no rate limit
+    /// # Ok::<(), fusebox::registry::InvalidConfig>(())
+    /// ```
+    #[cfg(feature = "ratelimit")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ratelimit")))]
+    pub fn rate_limiter(&self, name: &str) -> Option<crate::ratelimit::RateLimiter> {
+        let table = &self.inner.rate_limiters;
+        if let Some(l) = table.get(name) {
+            return Some(l);
+        }
+        let config = read(&self.inner.config).rate_limit_config(name);
+        table.get_or_build(&self.inner.ctx(), name, config)
+    }
+
+    /// Every policy of the registry but its breakers (bulkheads, rate
+    /// limiters), each with its kind, mode and figures, sorted by kind,
+    /// then name: what a dashboard or a report can show of any policy
+    /// without knowing its type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::Fusebox;
+    /// let fusebox = Fusebox::new();
+    /// fusebox.bulkhead("b");
+    /// fusebox.bulkhead("a");
+    /// let all: Vec<_> = fusebox.policies().into_iter().map(|p| (p.kind, p.name)).collect();
+    /// assert_eq!(all, [("bulkhead", "a".to_string()), ("bulkhead", "b".to_string())]);
+    /// ```
+    pub fn policies(&self) -> Vec<PolicyStatus> {
+        let mut all: Vec<PolicyStatus> = self
+            .inner
+            .tables()
+            .into_iter()
+            .flat_map(|t| t.statuses())
+            .collect();
+        all.sort_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)));
+        all
     }
 
     /// A ready [`Pipeline`] for the dependency `name`: its breaker and (if
@@ -912,10 +1063,6 @@ impl Fusebox {
             old.breaker_names().collect(),
             config.breaker_names().collect(),
         );
-        let removed_bulkheads = gone(
-            old.bulkhead_names().collect(),
-            config.bulkhead_names().collect(),
-        );
         let breakers: Vec<_> = read(&self.inner.breakers)
             .iter()
             .map(|(n, (b, t))| (n.clone(), b.clone(), t.clone()))
@@ -936,32 +1083,11 @@ impl Fusebox {
                 report.changed.push(name);
             }
         }
-        let bulkheads: Vec<_> = read(&self.inner.bulkheads)
-            .iter()
-            .map(|(n, (b, t))| (n.clone(), b.clone(), t.clone()))
-            .collect();
-        for (name, bulkhead, tags) in bulkheads {
-            if removed_bulkheads.contains(&name) {
-                continue;
-            }
-            let c = config.bulkhead_config(&name);
-            let retagged = tags != c.tags;
-            if c.apply(&bulkhead) || retagged {
-                if let Some(slot) = write(&self.inner.bulkheads).get_mut(&name) {
-                    slot.1 = c.tags.clone();
-                }
-                if !report.changed.contains(&name) {
-                    report.changed.push(name);
-                }
-            }
+        report.removed = removed_breakers;
+        for table in self.inner.tables() {
+            table.reload(&old, &config, &mut report);
         }
         report.added = self.build_configured();
-        report.removed = removed_breakers;
-        for name in removed_bulkheads {
-            if !report.removed.contains(&name) {
-                report.removed.push(name);
-            }
-        }
         for list in [&mut report.added, &mut report.changed, &mut report.removed] {
             list.sort();
             list.dedup();
