@@ -631,3 +631,26 @@ mod reqwest_client {
         );
     }
 }
+
+#[cfg(all(feature = "ratelimit", feature = "config"))]
+#[tokio::test(start_paused = true)]
+async fn a_stack_from_the_registry_takes_its_rate_limit() {
+    use fusebox::ratelimit::RateLimitConfig;
+    use fusebox::registry::{DependencyConfig, Fusebox, FuseboxConfig};
+    let mut config = FuseboxConfig::default();
+    config.dependencies.insert(
+        "partner".into(),
+        DependencyConfig {
+            rate_limit: Some(RateLimitConfig::per_second(1).burst(1)),
+            ..Default::default()
+        },
+    );
+    let fusebox = Fusebox::from_config(config).unwrap();
+    let stack = Standard::from_registry(&fusebox, "partner").build();
+    assert!(stack.rate_limiter().is_some());
+    let ok = || async { Ok::<_, BoxError>(Response::builder().status(200).body(()).unwrap()) };
+    assert!(stack.run(&Method::GET, ok).await.is_ok());
+    let e = stack.run(&Method::GET, ok).await.unwrap_err();
+    assert!(matches!(e, PipelineError::RateLimited(_)));
+    assert_eq!(stack.breaker().state(), State::Closed);
+}

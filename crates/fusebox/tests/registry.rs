@@ -1074,6 +1074,26 @@ mod rate_limits {
     }
 
     #[test]
+    fn the_pipeline_of_a_dependency_asks_its_rate_limit_inside_its_breaker() {
+        let clock = ManualClock::new();
+        let fusebox = Fusebox::builder()
+            .config(with_rate(10, 1, Mode::Enforce))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let p = fusebox.pipeline("partner");
+        let kinds: Vec<_> = p.stages().iter().map(|s| s.kind()).collect();
+        assert_eq!(kinds, ["breaker", "rate_limiter"]);
+        assert!(p.call(|| Ok::<_, std::io::Error>(())).is_ok());
+        let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+        assert!(matches!(e, fusebox::PipelineError::RateLimited(_)));
+        // The same limiter as the registry's: a reload to off lets calls through.
+        fusebox.reload(with_rate(10, 1, Mode::Off)).unwrap();
+        assert!(p.call(|| Ok::<_, std::io::Error>(())).is_ok());
+        assert!(fusebox.pipeline("search").rate_limiter().is_none());
+    }
+
+    #[test]
     fn a_configured_rate_limit_is_built_with_the_registry_on_its_clock() {
         let clock = ManualClock::new();
         let fusebox = Fusebox::builder()

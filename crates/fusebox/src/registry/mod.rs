@@ -824,9 +824,12 @@ impl Fusebox {
     /// configured) bulkhead from this registry, and the timeout and retry of
     /// its `[dependencies.NAME]` table. For a name without such a table, a
     /// pipeline with just its breaker (and its bulkhead, if one is
-    /// configured under `[bulkheads]`).
+    /// configured under `[bulkheads]`, and its rate limit, if its table has
+    /// a `rate_limit`: feature `ratelimit`), in the pipeline's documented
+    /// order.
     ///
-    /// The breaker and bulkhead follow later reconfigurations in place; the
+    /// The breaker, bulkhead and rate limiter follow later reconfigurations
+    /// in place; the
     /// timeout and retry are those in force when the pipeline is made (ask
     /// again after a [`reload`](Fusebox::reload)). Every pipeline of one
     /// dependency shares one retry budget.
@@ -862,6 +865,10 @@ impl Fusebox {
         let mut p = Pipeline::builder().breaker(self.breaker(name));
         if bulkhead_configured {
             p = p.bulkhead(self.bulkhead(name));
+        }
+        #[cfg(feature = "ratelimit")]
+        if let Some(limiter) = self.rate_limiter(name) {
+            p = p.rate_limiter(limiter);
         }
         if let Some(dep) = dependency {
             if let Some(t) = dep.timeout {
