@@ -67,6 +67,7 @@
 //! ```
 
 use crate::observe::{Observer, Tags};
+use crate::pipeline::Stage;
 use crate::policy::{FigureKind, Inspect};
 use crate::retry::RetryBudget;
 use crate::sync::{lock, Mutex};
@@ -557,8 +558,8 @@ impl Metrics {
     {
         let stats = pipeline.stats().cloned().unwrap_or_default();
         let budget = pipeline.retry().and_then(|r| r.budget()).cloned();
-        if let Some(b) = pipeline.bulkhead() {
-            self.track_bulkhead(name, b);
+        for policy in pipeline.stages().iter().filter_map(Stage::inspect) {
+            self.track_policy(name, policy);
         }
         self.track_stats(name, &stats, budget.as_ref());
         pipeline.into_builder().stats(stats).build()
@@ -589,7 +590,9 @@ impl Metrics {
     pub fn track_standard(&self, stack: &crate::http::Standard) {
         let name = stack.name();
         self.track_stats(name, stack.stats(), stack.retry().budget());
-        self.track_bulkhead(name, stack.bulkhead());
+        for policy in stack.stages().iter().filter_map(Stage::inspect) {
+            self.track_policy(name, policy);
+        }
         if !lock(&self.shared.tracked).contains_key(name) {
             self.track(name, &Tags::new(), stack.breaker());
         }

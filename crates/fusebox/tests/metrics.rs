@@ -717,3 +717,37 @@ fn the_registrys_rate_limiters_are_exported_from_the_moment_it_is_built() {
         ]
     ));
 }
+
+/// A pipeline's stages are exported whatever their kind, read through
+/// `Inspect`: here a rate limiter and a bulkhead.
+#[cfg(feature = "ratelimit")]
+#[test]
+fn a_tracked_pipeline_exports_every_stage_it_holds() {
+    use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let limiter = RateLimiter::new(RateLimitConfig::per_second(1).burst(1)).unwrap();
+    let p = metrics.track_pipeline(
+        "partner",
+        fusebox::Pipeline::builder()
+            .rate_limiter(limiter)
+            .bulkhead(fusebox::Bulkhead::new(3))
+            .build(),
+    );
+    let _ = p.call(|| Ok::<_, std::io::Error>(()));
+    let _ = p.call(|| Ok::<_, std::io::Error>(()));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains(r#"fusebox_rate_limiter_refused_total{name="partner"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fusebox_rate_limiter_admitted_total{name="partner"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fusebox_bulkhead_limit{name="partner"} 3"#),
+        "{text}"
+    );
+}
