@@ -152,6 +152,22 @@ impl CircuitBreaker {
         Ok(())
     }
 
+    /// Puts `config` in force unless the settings it describes are the ones
+    /// in force: one conversion and one comparison of the settings
+    /// themselves (what a registry reload does for every breaker). Whether
+    /// anything changed.
+    pub(crate) fn reconfigure_if_changed(
+        &self,
+        config: &BreakerConfig,
+    ) -> Result<bool, ConfigError> {
+        let settings = config.settings()?;
+        if self.inner.core.live().settings == settings {
+            return Ok(false);
+        }
+        self.inner.reconfigure(settings);
+        Ok(true)
+    }
+
     /// Switches the breaker to `mode` in place, keeping its state, counts
     /// and every other setting in force (see [`Builder::mode`]); a
     /// reconfigure racing it is kept whole. Every handle, and
