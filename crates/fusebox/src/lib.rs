@@ -147,6 +147,13 @@ pub mod tower;
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub mod trace;
 
+/// Breaker sets: one breaker per key with a bounded number of keys
+/// ([`BreakerSet`]).
+pub mod set {
+    pub use crate::breaker::set::{BreakerSet, SetBuilder, DEFAULT_IDLE_AFTER, DEFAULT_MAX_KEYS};
+}
+
+pub use breaker::set::BreakerSet;
 pub use breaker::{
     Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener,
     Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,

@@ -12,6 +12,7 @@ mod protocol;
 #[cfg(feature = "fleet")]
 mod remote;
 mod rules;
+pub(crate) mod set;
 #[cfg(feature = "fleet")]
 mod tally;
 mod types;
@@ -150,6 +151,12 @@ impl CircuitBreaker {
         let settings = settings.into().config.settings()?;
         self.inner.reconfigure(settings);
         Ok(())
+    }
+
+    /// How many handles and permits share this breaker (a set evicts only
+    /// a breaker it alone holds).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
     }
 
     /// Puts `config` in force unless the settings it describes are the ones
