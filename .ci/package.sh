@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # A clean checkout (CI) packages as is; a working tree with changes needs
 # --allow-dirty.
 dirty=()
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then dirty=(--allow-dirty); fi
+if [ -n "$(git status --porcelain 2>/dev/null)" ]; then dirty=(--allow-dirty); fi
 cargo package -p fusebox --locked "${dirty[@]}"
 cargo publish --dry-run -p fusebox --locked "${dirty[@]}"
 
