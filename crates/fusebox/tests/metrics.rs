@@ -750,6 +750,7 @@ fn a_tracked_pipeline_exports_every_stage_it_holds() {
         text.contains(r#"fusebox_bulkhead_limit{name="partner"} 3"#),
         "{text}"
     );
+}
 
 /// Every `# TYPE` name of an exposition, with how often it appears.
 fn type_lines(text: &str) -> BTreeMap<String, usize> {
