@@ -113,6 +113,9 @@ pub mod fallback;
 #[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
 pub mod fleet;
 pub mod guide;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod hedge;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
