@@ -326,10 +326,18 @@ impl<E, T> FallbackFn<E, T> for NoFallback {
 pub struct Pipeline<B = DefaultBackoff, P = AnyError, F = NoFallback, C = AllErrors> {
     fallback: F,
     retry: Option<Retry<B, P>>,
+    classify: C,
+    layers: Layers,
+}
+
+/// What a pipeline holds whatever its type parameters.
+#[derive(Clone, Debug, Default)]
+struct Layers {
     stages: Box<[Stage]>,
     timeout: Option<Duration>,
-    classify: C,
     stats: Option<PolicyStats>,
+    #[cfg(feature = "tokio")]
+    hedge: Option<crate::hedge::Hedge>,
 }
 
 /// Builds a [`Pipeline`]; from [`Pipeline::builder`]. Every layer is
@@ -377,10 +385,8 @@ impl Pipeline {
             inner: Pipeline {
                 fallback: NoFallback,
                 retry: None,
-                stages: Box::new([]),
-                timeout: None,
                 classify: AllErrors,
-                stats: None,
+                layers: Layers::default(),
             },
         }
     }
@@ -426,10 +432,8 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
             inner: Pipeline {
                 fallback,
                 retry: i.retry,
-                stages: i.stages,
-                timeout: i.timeout,
                 classify: i.classify,
-                stats: i.stats,
+                layers: i.layers,
             },
         }
     }
@@ -454,12 +458,53 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
             inner: Pipeline {
                 fallback: i.fallback,
                 retry: Some(retry),
-                stages: i.stages,
-                timeout: i.timeout,
                 classify: i.classify,
-                stats: i.stats,
+                layers: i.layers,
             },
         }
+    }
+
+    /// Hedging for [`call_async`](Pipeline::call_async) (feature `tokio`;
+    /// the sync path cannot hedge): inside the retry, around the stages, so
+    /// each hedged attempt asks the breaker and takes a slot of its own,
+    /// and a dropped one releases them without a verdict. For hedges and
+    /// retries to spend from one budget, build the hedge with
+    /// [`shared_budget`](crate::hedge::Builder::shared_budget) and the
+    /// retry's budget.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), fusebox::ConfigError> {
+    /// use fusebox::hedge::{Delay, Hedge};
+    /// use fusebox::{CircuitBreaker, Pipeline};
+    /// use std::time::Duration;
+    /// let hedge = Hedge::builder().delay(Delay::Fixed(Duration::from_millis(50))).build()?;
+    /// let p = Pipeline::builder()
+    ///     .hedge(hedge.clone())
+    ///     .breaker(CircuitBreaker::builder().build()?)
+    ///     .build();
+    /// let mut n = 0;
+    /// let r = p
+    ///     .call_async(|| {
+    ///         n += 1;
+    ///         let took = if n == 1 { 1_000 } else { 5 };
+    ///         async move {
+    ///             tokio::time::sleep(Duration::from_millis(took)).await;
+    ///             Ok::<_, std::io::Error>(n)
+    ///         }
+    ///     })
+    ///     .await;
+    /// assert_eq!(r.unwrap(), 2);
+    /// assert_eq!(hedge.stats().won_by_hedge, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn hedge(mut self, hedge: crate::hedge::Hedge) -> Self {
+        self.inner.layers.hedge = Some(hedge);
+        self
     }
 
     /// The circuit breaker (a shared handle: clones see the same state).
@@ -521,16 +566,16 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn stage(mut self, stage: impl Into<Stage>) -> Self {
-        let mut stages = std::mem::take(&mut self.inner.stages).into_vec();
+        let mut stages = std::mem::take(&mut self.inner.layers.stages).into_vec();
         stages.push(stage.into());
-        self.inner.stages = stages.into_boxed_slice();
+        self.inner.layers.stages = stages.into_boxed_slice();
         self
     }
 
     /// Puts `stage` at its place in the default order, replacing the first
     /// stage of its kind.
     fn place(mut self, stage: Stage) -> Self {
-        let mut stages = std::mem::take(&mut self.inner.stages).into_vec();
+        let mut stages = std::mem::take(&mut self.inner.layers.stages).into_vec();
         match stages.iter().position(|s| s.rank() == stage.rank()) {
             Some(i) => stages[i] = stage,
             None => {
@@ -541,7 +586,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
                 stages.insert(i, stage);
             }
         }
-        self.inner.stages = stages.into_boxed_slice();
+        self.inner.layers.stages = stages.into_boxed_slice();
         self
     }
 
@@ -569,10 +614,8 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
             inner: Pipeline {
                 fallback: i.fallback,
                 retry: i.retry,
-                stages: i.stages,
-                timeout: i.timeout,
                 classify,
-                stats: i.stats,
+                layers: i.layers,
             },
         }
     }
@@ -601,7 +644,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
     /// assert_eq!(p.timeout(), Some(Duration::from_secs(1)));
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.inner.timeout = Some(timeout);
+        self.inner.layers.timeout = Some(timeout);
         self
     }
 
@@ -618,7 +661,7 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
     /// assert_eq!(stats.snapshot().attempts, 1);
     /// ```
     pub fn stats(mut self, stats: PolicyStats) -> Self {
-        self.inner.stats = Some(stats);
+        self.inner.layers.stats = Some(stats);
         self
     }
 
@@ -683,7 +726,7 @@ where
         C: Classify<E>,
     {
         self.count(PolicyStats::attempt);
-        self.through(&self.stages, op)
+        self.through(&self.layers.stages, op)
     }
 
     /// `stages` in order around the timeout and the call: each admits the
@@ -713,7 +756,7 @@ where
     where
         Op: FnMut() -> Result<T, E>,
     {
-        let Some(limit) = self.timeout else {
+        let Some(limit) = self.layers.timeout else {
             return op().map_err(PipelineError::Failed);
         };
         let watch = Stopwatch::start(self.breaker().and_then(CircuitBreaker::custom_clock));
@@ -727,7 +770,7 @@ where
 
     /// Counts into the stats, if any (a relaxed add; nothing without stats).
     fn count(&self, counter: fn(&PolicyStats)) {
-        if let Some(s) = &self.stats {
+        if let Some(s) = &self.layers.stats {
             counter(s);
         }
     }
@@ -737,7 +780,7 @@ where
     where
         F: FallbackFn<E, T>,
     {
-        answer(&self.fallback, self.stats.as_ref(), e)
+        answer(&self.fallback, self.layers.stats.as_ref(), e)
     }
 
     /// What an attempt means to the breaker: a refusal (a full bulkhead,
@@ -764,7 +807,7 @@ where
     /// assert!(fusebox::Pipeline::builder().build().breaker().is_none());
     /// ```
     pub fn breaker(&self) -> Option<&CircuitBreaker> {
-        self.stages.iter().find_map(|s| match s {
+        self.layers.stages.iter().find_map(|s| match s {
             Stage::Breaker(b) => Some(b),
             _ => None,
         })
@@ -778,7 +821,7 @@ where
     /// assert!(fusebox::Pipeline::builder().build().bulkhead().is_none());
     /// ```
     pub fn bulkhead(&self) -> Option<&Bulkhead> {
-        self.stages.iter().find_map(|s| match s {
+        self.layers.stages.iter().find_map(|s| match s {
             Stage::Bulkhead(b) => Some(b),
             _ => None,
         })
@@ -794,7 +837,7 @@ where
     /// ```
     #[cfg(feature = "ratelimit")]
     pub fn rate_limiter(&self) -> Option<&RateLimiter> {
-        self.stages.iter().find_map(|s| match s {
+        self.layers.stages.iter().find_map(|s| match s {
             Stage::RateLimiter(l) => Some(l),
             _ => None,
         })
@@ -815,7 +858,7 @@ where
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn stages(&self) -> &[Stage] {
-        &self.stages
+        &self.layers.stages
     }
 
     /// The retry policy, if the pipeline has one.
@@ -837,7 +880,7 @@ where
     /// assert_eq!(fusebox::Pipeline::builder().build().timeout(), None);
     /// ```
     pub fn timeout(&self) -> Option<Duration> {
-        self.timeout
+        self.layers.timeout
     }
 
     /// The counters this pipeline counts into, if any.
@@ -848,7 +891,7 @@ where
     /// assert!(fusebox::Pipeline::builder().build().stats().is_none());
     /// ```
     pub fn stats(&self) -> Option<&PolicyStats> {
-        self.stats.as_ref()
+        self.layers.stats.as_ref()
     }
 
     /// A builder holding this pipeline's layers, to change some: how a
@@ -926,10 +969,8 @@ impl<B, P, F, C> Pipeline<B, P, F, C> {
                 r.boxed_backoff()
                     .map_retry_if(|p| Arc::new(p) as Arc<dyn RetryIf<E> + Send + Sync>)
             }),
-            stages: self.stages,
-            timeout: self.timeout,
             classify: Arc::new(self.classify),
-            stats: self.stats,
+            layers: self.layers,
         }
     }
 }
@@ -980,11 +1021,37 @@ where
         C: Classify<E>,
     {
         self.count(PolicyStats::call);
-        let result = match &self.retry {
-            None => self.attempt_async(op()).await,
-            Some(retry) => retry.call_async(|| self.attempt_async(op())).await,
+        let result = match (&self.retry, &self.layers.hedge) {
+            (None, None) => self.attempt_async(op()).await,
+            (Some(retry), None) => retry.call_async(|| self.attempt_async(op())).await,
+            (retry, Some(hedge)) => {
+                // Each retry hedges; the hedges make futures later, so the
+                // caller's `op` is shared between them (a lock taken only to
+                // make an attempt's future, never held across an await).
+                let op = std::sync::Mutex::new(op);
+                let next = || {
+                    let mut op = op.lock().unwrap_or_else(|p| p.into_inner());
+                    (*op)()
+                };
+                let hedged = || hedge.call(|| self.attempt_async(next()));
+                match retry {
+                    None => hedged().await,
+                    Some(retry) => retry.call_async(hedged).await,
+                }
+            }
         };
         result.or_else(|e| self.answer(e))
+    }
+
+    /// The hedge, if the pipeline has one (feature `tokio`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Pipeline::builder().build().hedge().is_none());
+    /// ```
+    pub fn hedge(&self) -> Option<&crate::hedge::Hedge> {
+        self.layers.hedge.as_ref()
     }
 
     /// Runs one future through every layer but the retry (a future can run
@@ -1025,7 +1092,7 @@ where
         C: Classify<E>,
     {
         self.count(PolicyStats::attempt);
-        self.through_async(&self.stages, fut).await
+        self.through_async(&self.layers.stages, fut).await
     }
 
     /// [`through`](Self::through), asynchronously: the bulkheads wait
@@ -1058,7 +1125,7 @@ where
     where
         Fut: std::future::Future<Output = Result<T, E>>,
     {
-        match self.timeout {
+        match self.layers.timeout {
             None => fut.await.map_err(PipelineError::Failed),
             Some(limit) => match crate::timeout::timeout(limit, fut).await {
                 Ok(r) => r.map_err(PipelineError::Failed),
@@ -1097,9 +1164,7 @@ impl<B: fmt::Debug, P, F, C> fmt::Debug for Pipeline<B, P, F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pipeline")
             .field("retry", &self.retry)
-            .field("stages", &self.stages)
-            .field("timeout", &self.timeout)
-            .field("stats", &self.stats)
+            .field("layers", &self.layers)
             .finish_non_exhaustive()
     }
 }

@@ -833,3 +833,99 @@ mod long_async {
         assert_eq!(b.state(), State::Closed);
     }
 }
+
+#[cfg(feature = "tokio")]
+mod hedged {
+    use super::*;
+    use fusebox::hedge::{Delay, Hedge};
+    use fusebox::retry::RetryBudget;
+
+    #[tokio::test(start_paused = true)]
+    async fn each_hedged_attempt_passes_the_stages_and_a_dropped_one_is_no_failure() {
+        let clock = ManualClock::new();
+        let b = breaker(&clock, 1);
+        let bh = Bulkhead::new(2);
+        let hedge = Hedge::builder()
+            .delay(Delay::Fixed(Duration::from_millis(50)))
+            .build()
+            .unwrap();
+        let p = Pipeline::builder()
+            .hedge(hedge.clone())
+            .breaker(b.clone())
+            .bulkhead(bh.clone())
+            .build();
+        let mut n = 0;
+        let seen = std::sync::Mutex::new(Vec::new());
+        let r = p
+            .call_async(|| {
+                n += 1;
+                let first = n == 1;
+                let (bh, seen) = (bh.clone(), &seen);
+                async move {
+                    let took = if first { 5_000 } else { 10 };
+                    tokio::time::sleep(Duration::from_millis(took)).await;
+                    seen.lock().unwrap().push(bh.snapshot().in_use);
+                    Ok::<_, io::Error>(n)
+                }
+            })
+            .await;
+        assert!(r.is_ok());
+        assert_eq!(*seen.lock().unwrap(), [2], "both attempts held a slot");
+        assert_eq!(bh.snapshot().in_use, 0);
+        assert_eq!(
+            b.state(),
+            State::Closed,
+            "the dropped attempt is not a failure"
+        );
+        assert_eq!(hedge.stats().won_by_hedge, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_hedge_each_attempt_and_share_one_budget() {
+        let budget = RetryBudget::builder()
+            .ratio(1.0)
+            .min_per_second(0)
+            .build()
+            .unwrap();
+        let retry = Retry::builder()
+            .max_attempts(2)
+            .backoff(Constant::new(Duration::ZERO))
+            .budget(budget.clone())
+            .build()
+            .unwrap();
+        let hedge = Hedge::builder()
+            .delay(Delay::Fixed(Duration::from_millis(50)))
+            .shared_budget(budget.clone())
+            .build()
+            .unwrap();
+        let p = Pipeline::builder()
+            .retry(retry)
+            .hedge(hedge.clone())
+            .build();
+        let mut n = 0;
+        let r = p
+            .call_async(|| {
+                n += 1;
+                let k = n;
+                async move {
+                    // 1: slow, then fails; 2: the hedge, fails at once; 3: a
+                    // retry would answer.
+                    match k {
+                        1 => {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            Err(down())
+                        }
+                        2 => Err(down()),
+                        _ => Ok(k),
+                    }
+                }
+            })
+            .await;
+        // The call deposited one retry; the hedge spent it, so the retry
+        // after both attempts failed was refused: one account for both.
+        assert!(matches!(r, Err(PipelineError::Failed(_))));
+        assert_eq!(n, 2);
+        assert_eq!(hedge.stats().hedges, 1);
+        assert_eq!(budget.refused(), 1);
+    }
+}
