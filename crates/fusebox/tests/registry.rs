@@ -834,6 +834,28 @@ bulkheads:
         let quoted = format!("[breakers.db]\nopen_for = \"{}\"\n", "[".repeat(100));
         let err = FuseboxConfig::from_toml(&quoted).unwrap_err();
         assert_eq!(err.key(), "breakers.db.open_for", "{err}");
+        // A quote inside a plain scalar opens no string: the brackets after
+        // it are counted (this input took a YAML parser minutes).
+        let sneaky = format!(
+            "x: a\"b\na: {}1{}\n",
+            "[".repeat(200_000),
+            "]".repeat(200_000)
+        );
+        let err = FuseboxConfig::from_yaml(&sneaky).unwrap_err();
+        assert!(err.message().contains("nested deeper than"), "{err}");
+        assert_eq!(err.line(), Some(2));
+        // Nor does a `#` inside a string hide the rest of its line.
+        let hidden = format!(
+            "t = {{ a = \"#\", b = {}1{} }}\n",
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        let err = FuseboxConfig::from_toml(&hidden).unwrap_err();
+        assert!(err.message().contains("nested deeper than"), "{err}");
+        // A YAML value quoted after `- ` or `: ` is a string as before.
+        let list = "x:\n  - \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\"\n";
+        let err = FuseboxConfig::from_yaml(list).unwrap_err();
+        assert!(!err.message().contains("nested deeper than"), "{err}");
     }
 
     #[test]

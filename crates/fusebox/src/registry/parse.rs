@@ -140,9 +140,15 @@ fn check_bounds(source: &str) -> Result<(), InvalidConfig> {
         ));
     }
     let mut depth = 0usize;
-    let mut quote: Option<char> = None;
     for (n, line) in source.lines().enumerate() {
+        // A quote opens a string only where a value can start (both
+        // formats): `x: a"b` is a plain scalar, not a string that would hide
+        // the brackets after it. A string ends at its closing quote or, to
+        // stay conservative, at the end of the line: the brackets of a
+        // multi-line string's later lines are counted.
+        let mut quote: Option<char> = None;
         let mut escaped = false;
+        let mut prev: Option<char> = None;
         for c in line.chars() {
             match quote {
                 Some(q) => {
@@ -155,8 +161,12 @@ fn check_bounds(source: &str) -> Result<(), InvalidConfig> {
                     }
                 }
                 None => match c {
-                    '"' | '\'' => quote = Some(c),
-                    '#' => break,
+                    '"' | '\''
+                        if prev.is_none_or(|p| p.is_whitespace() || "=:,[{-?".contains(p)) =>
+                    {
+                        quote = Some(c)
+                    }
+                    '#' if prev.is_none_or(char::is_whitespace) => break,
                     '[' | '{' => {
                         depth += 1;
                         if depth > MAX_DEPTH {
@@ -171,11 +181,7 @@ fn check_bounds(source: &str) -> Result<(), InvalidConfig> {
                     _ => {}
                 },
             }
-        }
-        // Strings end at the line's end in both formats' flow syntax here;
-        // a multi-line string only makes the count conservative.
-        if quote == Some('\'') {
-            quote = None;
+            prev = Some(c);
         }
     }
     Ok(())
