@@ -819,6 +819,21 @@ bulkheads:
     }
 
     #[test]
+    fn a_name_with_control_characters_or_none_is_refused() {
+        let err = FuseboxConfig::from_toml("[breakers.\"a\\u0000b\\n\"]\nopen_for = \"1s\"\n")
+            .unwrap_err();
+        assert_eq!(err.key(), "breakers.a\\0b\\n", "{err}");
+        assert!(err.message().contains("control character"), "{err}");
+        let err = FuseboxConfig::from_toml("[bulkheads.\"\"]\nmax_concurrent = 1\n").unwrap_err();
+        assert_eq!(err.key(), "bulkheads.", "{err}");
+        let long = "x".repeat(fusebox::registry::MAX_NAME_LEN + 1);
+        let err = FuseboxConfig::from_toml(&format!("[dependencies.{long}]\ntimeout = \"1s\"\n"))
+            .unwrap_err();
+        assert!(err.message().contains("1 to 128"), "{err}");
+        assert!(FuseboxConfig::from_toml("[breakers.\"db-1.eu\"]\nopen_for = \"1s\"\n").is_ok());
+    }
+
+    #[test]
     fn files_are_bounded_in_size_and_depth() {
         // 200 KB of nested `[` took a YAML parser 41 s before a type error.
         let deep = "[".repeat(200_000);

@@ -522,6 +522,16 @@ impl FuseboxConfig {
     /// assert_eq!(err.key(), "breakers.db.slow_call_duration");
     /// ```
     pub fn validate(&self) -> Result<(), InvalidConfig> {
+        let names = [
+            ("breakers", self.breakers.keys().collect::<Vec<_>>()),
+            ("bulkheads", self.bulkheads.keys().collect()),
+            ("dependencies", self.dependencies.keys().collect()),
+        ];
+        for (table, keys) in names {
+            for name in keys {
+                check_name(table, name)?;
+            }
+        }
         self.defaults
             .breaker
             .settings
@@ -572,4 +582,22 @@ impl FuseboxConfig {
         }
         Ok(())
     }
+}
+
+/// The longest policy name accepted.
+pub const MAX_NAME_LEN: usize = 128;
+
+/// A policy name is what metrics, traces and the dashboard show: 1 to
+/// [`MAX_NAME_LEN`] characters, none of them a control character.
+fn check_name(table: &str, name: &str) -> Result<(), InvalidConfig> {
+    let len = name.chars().count();
+    if len == 0 || len > MAX_NAME_LEN || name.chars().any(char::is_control) {
+        return Err(InvalidConfig::new(
+            format!("{table}.{}", name.escape_debug()),
+            format!(
+                "a name must be 1 to {MAX_NAME_LEN} characters, none of them a control character"
+            ),
+        ));
+    }
+    Ok(())
 }

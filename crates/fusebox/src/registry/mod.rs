@@ -96,7 +96,7 @@ pub use crate::observe::{Observer, Tags};
 pub use crate::BreakerConfig;
 pub use config::{
     BreakerEntry, BulkheadConfig, Defaults, DependencyConfig, FuseboxConfig, RetryConfig,
-    DEFAULT_MAX_CONCURRENT,
+    DEFAULT_MAX_CONCURRENT, MAX_NAME_LEN,
 };
 pub use error::{InvalidConfig, UnknownBreaker};
 #[cfg(feature = "config")]
