@@ -432,6 +432,12 @@ impl Standard {
     /// connection was refused (the request never left), never after a
     /// timeout or an answer.
     ///
+    /// The policies cover what `attempt`'s future does, and the breaker's
+    /// verdict is given when it ends: read the body inside it and return
+    /// the fully read response (e.g. `http::Response<Bytes>`) to put the
+    /// body under the timeouts, the bulkhead and the breaker. A response
+    /// whose body is still a stream is covered up to its headers only.
+    ///
     /// # Errors
     ///
     /// [`StandardError`]: the breaker or bulkhead refused, a timeout (an
