@@ -125,6 +125,21 @@ pub use self::standard::{
     DEFAULT_TOTAL_TIMEOUT,
 };
 
+/// The body of a fully read response, as `Standard::send_bytes` returns it
+/// (feature `reqwest`; the `bytes` crate's type, re-exported so that a
+/// caller can name it without depending on `bytes`).
+///
+/// # Examples
+///
+/// ```
+/// let body = fusebox::http::Bytes::from_static(b"7 in stock");
+/// let response = http::Response::new(body);
+/// assert_eq!(&response.body()[..], b"7 in stock");
+/// ```
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub use bytes::Bytes;
+
 /// Any error, boxed (the same alias as `tower::BoxError`).
 ///
 /// # Examples

@@ -639,7 +639,8 @@ impl Standard {
     ///
     /// The body of a failing status is read too (bounded by the same
     /// deadlines), so the error's [`response`](HttpError::response) carries
-    /// it. Retries as [`send`](Self::send).
+    /// it. The body is [`Bytes`](super::Bytes); `into_parts()` splits the
+    /// response into its head and body. Retries as [`send`](Self::send).
     ///
     /// # Errors
     ///
@@ -660,7 +661,7 @@ impl Standard {
     pub async fn send_bytes(
         &self,
         request: reqwest::RequestBuilder,
-    ) -> Result<::http::Response<bytes::Bytes>, StandardError<::http::Response<bytes::Bytes>>> {
+    ) -> Result<::http::Response<super::Bytes>, StandardError<::http::Response<super::Bytes>>> {
         let classifier = self.inner.classifier;
         self.send_with(request, move |r: reqwest::Response| async move {
             let full = read_full(r).await.map_err(HttpError::transport)?;
@@ -704,7 +705,7 @@ impl Standard {
     pub async fn send_json<T: serde::de::DeserializeOwned>(
         &self,
         request: reqwest::RequestBuilder,
-    ) -> Result<T, StandardError<::http::Response<bytes::Bytes>>> {
+    ) -> Result<T, StandardError<::http::Response<super::Bytes>>> {
         let classifier = self.inner.classifier;
         self.send_with(request, move |r: reqwest::Response| async move {
             let full = read_full(r).await.map_err(HttpError::transport)?;
@@ -772,7 +773,7 @@ impl Standard {
 #[cfg(feature = "reqwest")]
 async fn read_full(
     response: reqwest::Response,
-) -> Result<::http::Response<bytes::Bytes>, reqwest::Error> {
+) -> Result<::http::Response<super::Bytes>, reqwest::Error> {
     let status = response.status();
     let version = response.version();
     let headers = response.headers().clone();
