@@ -1000,6 +1000,10 @@ mod registry {
 
         let pricing = Standard::try_from_registry(&fb, "pricing").unwrap().build();
         assert_eq!(pricing.attempt_timeout(), Duration::from_millis(300));
+        // A name with only a bulkhead table is known too.
+        let fb2 = fusebox("[bulkheads.search]\nmax_concurrent = 3");
+        let search = Standard::try_from_registry(&fb2, "search").unwrap().build();
+        assert_eq!(search.bulkhead().limit(), 3);
         // The lenient constructor still builds a name it does not know.
         let lenient = Standard::from_registry(&fb, "search").build();
         assert_eq!(

@@ -258,8 +258,9 @@ impl Standard {
     }
 
     /// As [`from_registry`](Self::from_registry), for a dependency the
-    /// registry knows only: one its configuration names, or a breaker the
-    /// program has already asked it for.
+    /// registry knows only: one its configuration names (a
+    /// `[dependencies.NAME]`, `[breakers.NAME]` or `[bulkheads.NAME]`
+    /// table), or a policy the program has already asked it for.
     ///
     /// # Errors
     ///
@@ -286,13 +287,22 @@ impl Standard {
         fusebox: &Fusebox,
         name: &str,
     ) -> Result<StandardBuilder, UnknownDependency> {
-        if fusebox.get(name).is_none() {
-            return Err(UnknownDependency {
-                name: name.to_owned(),
-                known: fusebox.names(),
-            });
+        if fusebox.get(name).is_some() {
+            return Ok(Self::registry_builder(fusebox, name));
         }
-        Ok(Self::registry_builder(fusebox, name))
+        // Every name the registry has a policy for (a bulkhead or rate
+        // limiter of its own counts).
+        let mut known = fusebox.names();
+        known.extend(fusebox.policies().into_iter().map(|p| p.name));
+        known.sort();
+        known.dedup();
+        if known.iter().any(|k| k == name) {
+            return Ok(Self::registry_builder(fusebox, name));
+        }
+        Err(UnknownDependency {
+            name: name.to_owned(),
+            known,
+        })
     }
 
     fn registry_builder(fusebox: &Fusebox, name: &str) -> StandardBuilder {
