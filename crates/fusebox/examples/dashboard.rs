@@ -142,7 +142,8 @@ async fn start(
                 }
             }),
         )
-        .nest("/dashboard", dashboard.router());
+        // `nest_service`: the page at /dashboard and /dashboard/.
+        .nest_service("/dashboard", dashboard.router());
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {

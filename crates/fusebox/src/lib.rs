@@ -35,6 +35,10 @@
 //! [`MonotonicClock`]). With no
 //! feature, fusebox depends on `arc-swap` alone (the breaker's live settings).
 //!
+//! The [`guide`] has a chapter per subject: the breaker's rules, the other
+//! policies, tower, HTTP, registry files, observability, the fleet and the
+//! dashboard.
+//!
 //! # A breaker's life
 //!
 //! Three failures in a row open the breaker; while open it fails fast; after
@@ -76,24 +80,7 @@
 //! # Ok::<(), fusebox::ConfigError>(())
 //! ```
 //!
-//! # Choosing a policy
-//!
-//! The lab (`crates/fusebox-lab`) measures what each choice buys and costs;
-//! every row links the scenario that shows it, and the figures come from the
-//! command in the header.
-//!
-//! | your dependency... | use | measured in the lab (`cargo run --release -- run --clock virtual crates/fusebox-lab/scenarios/NAME.toml`) |
-//! |---|---|---|
-//! | can hang | a **timeout** on every call, and a **breaker** that counts timeouts | [`hang-timeout.toml`](https://example.invalid/fusebox/blob/main/crates/fusebox-lab/scenarios/hang-timeout.toml): 20 req/s, calls hang 1–3 s, 1 s timeout. Without a breaker, requests arriving during the fault wait a median 1000 ms (max 1.6 s) and 31 finish after the fault is over; with one, 5 timeouts trip it, the queue drains by fast-failing: median 275 ms, 4 late. The price: a probe into a hanging dependency takes the full timeout, so recovery lags 1.2 s. |
-//! | fails outright (an outage) | **`consecutive_failures`** | [`seed000-50rps.toml`](https://example.invalid/fusebox/blob/main/crates/fusebox-lab/scenarios/seed000-50rps.toml): 5 failures in a row trip it within 0.73 s of the outage. Because verdicts from calls admitted before the trip are ignored, the open period counts from the trip: fusebox probes at 1.24 s instead of the article's 1.38 s and serves 80 requests instead of 73, with the same 13 downstream errors. |
-//! | flaps (fails some calls, serves others) | **`failure_rate`** over a `count_window` or `time_window`, with `min_calls` | [`rate-vs-consecutive.toml`](https://example.invalid/fusebox/blob/main/crates/fusebox-lab/scenarios/rate-vs-consecutive.toml): 3 failures then 2 successes every 100 ms. Consecutive breakers never see 5 in a row and let all 30 flapping failures through; `failure_rate = 0.5` over 20 calls trips at 0.95 s (33 downstream errors instead of 43), over 1 s at 1.35 s (41). It costs successes the flapping dependency would have served (85 and 77 vs 100): choose it when a failed call costs more than a lost success. |
-//! | needs testing before traffic returns | **one** half-open probe (`half_open_probes = 1`, the default) | [`probes-1-vs-3.toml`](https://example.invalid/fusebox/blob/main/crates/fusebox-lab/scenarios/probes-1-vs-3.toml): three probes send three failing calls per failed probe (21 downstream errors vs 15) and recover no faster (lag 0.34 s either way); `successes_to_close = 3` adds 20 ms. |
-//! | is worth retrying | **retry** only **behind a breaker**, with a **budget** | [`retries.toml`](https://example.invalid/fusebox/blob/main/crates/fusebox-lab/scenarios/retries.toml): 2 retries without a breaker send 187 calls instead of 150 and hold workers 3x as long; the pool saturates and fault-time latency goes from 150 ms to a median 450 ms (max 740 ms). With a breaker: 87 calls, as without retries. `sweep ... --param rate=10..50:10`: 26 calls during the fault at 10 req/s and 47 at 20 req/s (10 and 20 without retries); the breaker keeps it at 8–10. |
-//! | speaks HTTP | **`http::Standard`** (feature `http`): total timeout, retry with budget, breaker, bulkhead, attempt timeout | the presets above in one expression: 5xx/408/429 and transport errors are failures, other 4xx are not; idempotent requests retried with a budget, `Retry-After` honoured. |
-//!
-//! What the lab has not measured is not claimed here: the bulkhead's size and
-//! the timeout's length depend on your latency distribution and worker pool
-//! (a bulkhead limit near the dependency's capacity, a timeout above its p99).
+#![doc = include_str!("../docs/choosing.md")]
 //!
 //! # Names
 //!
@@ -125,6 +112,10 @@ pub mod fallback;
 #[cfg(feature = "fleet")]
 #[cfg_attr(docsrs, doc(cfg(feature = "fleet")))]
 pub mod fleet;
+pub mod guide;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod hedge;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
@@ -147,6 +138,13 @@ pub mod tower;
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub mod trace;
 
+/// Breaker sets: one breaker per key with a bounded number of keys
+/// ([`BreakerSet`]).
+pub mod set {
+    pub use crate::breaker::set::{BreakerSet, SetBuilder, DEFAULT_IDLE_AFTER, DEFAULT_MAX_KEYS};
+}
+
+pub use breaker::set::BreakerSet;
 pub use breaker::{
     Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener,
     Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
@@ -163,3 +161,9 @@ pub use stats::{PolicyStats, StatsSnapshot};
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use timeout::{timeout, Timeout};
 pub use timeout::{Elapsed, TimeoutError};
+
+/// The README's snippets, compiled and run as doctests (they need these
+/// features; `cargo test --all-features` has them).
+#[cfg(all(doctest, feature = "reqwest", feature = "tokio"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

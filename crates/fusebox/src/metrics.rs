@@ -67,6 +67,7 @@
 //! ```
 
 use crate::observe::{Observer, Tags};
+use crate::pipeline::Stage;
 use crate::policy::{FigureKind, Inspect};
 use crate::retry::RetryBudget;
 use crate::sync::{lock, Mutex};
@@ -222,6 +223,8 @@ pub struct Metrics {
 }
 
 struct Shared {
+    /// Whether this set of families is exported: see [`Registration`].
+    registration: Registration,
     calls: Family<CallLabels, Counter>,
     durations: Mutex<BTreeMap<String, Arc<Durations>>>,
     transitions: Family<TransitionLabels, Counter>,
@@ -229,6 +232,45 @@ struct Shared {
     /// Every other policy, read through [`Inspect`], by kind and name.
     inspected: Mutex<BTreeMap<PolicyKey, Arc<dyn Inspect>>>,
     policies: Mutex<BTreeMap<String, TrackedPolicy>>,
+}
+
+/// What a set of families' collectors do when the registry is encoded.
+///
+/// [`Metrics::new`] registers its collectors first (a registry cannot
+/// unregister them) and then probes the registry: an encoding in which each
+/// collector writes only a marker, its index among the sets already in the
+/// registry, or [`PROBE_NEW`] for the set being registered. The registry's
+/// prefix is written before every marker alike, so a set found under the
+/// same prefix as the new one would export the same names: the new set then
+/// stays silent and the new `Metrics` shares the one found.
+#[derive(Debug, Default)]
+struct Registration(std::sync::atomic::AtomicU8);
+
+impl Registration {
+    const PENDING: u8 = 0;
+    const EXPORTED: u8 = 1;
+    const SILENT: u8 = 2;
+
+    fn get(&self) -> u8 {
+        // Acquire/Release: set once, under `&mut Registry`, before any scrape
+        // can run; the ordering only documents that nothing else rides on it.
+        self.0.load(Ordering::Acquire)
+    }
+
+    fn set(&self, v: u8) {
+        self.0.store(v, Ordering::Release);
+    }
+}
+
+/// The marker of the set being registered, in [`Metrics::new`]'s probe.
+const PROBE_NEW: &str = "fusebox_registration_probe_new";
+/// The marker of set `i` already in the registry: this and `i`.
+const PROBE_FOUND: &str = "fusebox_registration_probe_";
+
+std::thread_local! {
+    /// While [`Metrics::new`] probes a registry on this thread: the sets of
+    /// families found in it, in the order their markers were written.
+    static PROBE: std::cell::RefCell<Option<Vec<Arc<Shared>>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// A policy's kind and name.
@@ -259,8 +301,13 @@ impl fmt::Debug for Metrics {
 impl Metrics {
     /// Registers fusebox's families in `registry`.
     ///
-    /// Call once per registry: a second `Metrics` in the same registry would
-    /// export every family twice.
+    /// A registry holds one set of fusebox's families: a second
+    /// `Metrics::new` on a registry that already has them (under the same
+    /// prefix) registers nothing new and returns a handle to the first set,
+    /// like a clone of the first `Metrics`, so the exposition never names a
+    /// family twice. Breakers tracked through either handle are exported
+    /// together, one series per name. (`Metrics::new` encodes the registry
+    /// once to find out, with fusebox's collectors writing only a marker.)
     ///
     /// # Examples
     ///
@@ -268,10 +315,20 @@ impl Metrics {
     /// use prometheus_client::registry::Registry;
     /// let mut registry = Registry::default();
     /// let metrics = fusebox::metrics::Metrics::new(&mut registry);
-    /// # let _ = metrics;
+    /// metrics.build("db", fusebox::CircuitBreaker::builder())?;
+    ///
+    /// // A second Metrics on the same registry shares the first one's families.
+    /// let again = fusebox::metrics::Metrics::new(&mut registry);
+    /// again.build("cache", fusebox::CircuitBreaker::builder())?;
+    /// let text = fusebox::metrics::encode_text(&registry);
+    /// assert_eq!(text.matches("# TYPE fusebox_calls counter").count(), 1);
+    /// assert!(text.contains(r#"fusebox_circuit_state{name="db",state="closed"} 1"#));
+    /// assert!(text.contains(r#"fusebox_circuit_state{name="cache",state="closed"} 1"#));
+    /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn new(registry: &mut Registry) -> Metrics {
         let shared = Arc::new(Shared {
+            registration: Registration::default(),
             calls: Family::default(),
             durations: Mutex::new(BTreeMap::new()),
             transitions: Family::default(),
@@ -284,7 +341,35 @@ impl Metrics {
         // counters are written and one scrape is self-consistent.
         registry.register_collector(Box::new(SnapshotCollector(shared.clone())));
         registry.register_collector(Box::new(PolicyCollector(shared.clone())));
-        Metrics { shared }
+        match Self::registered_before(registry) {
+            Some(first) => {
+                shared.registration.set(Registration::SILENT);
+                Metrics { shared: first }
+            }
+            None => {
+                shared.registration.set(Registration::EXPORTED);
+                Metrics { shared }
+            }
+        }
+    }
+
+    /// The set of families already in `registry` under the prefix the
+    /// pending one was registered with, if any (see [`Registration`]).
+    fn registered_before(registry: &Registry) -> Option<Arc<Shared>> {
+        PROBE.with(|p| *p.borrow_mut() = Some(Vec::new()));
+        let text = encode_text(registry);
+        let found = PROBE.with(|p| p.borrow_mut().take()).unwrap_or_default();
+        let types = || {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("# TYPE "))
+                .filter_map(|l| l.split(' ').next())
+        };
+        let prefix = types().find_map(|name| name.strip_suffix(PROBE_NEW))?;
+        types()
+            .filter_map(|name| name.strip_prefix(prefix)?.strip_prefix(PROBE_FOUND))
+            .filter_map(|i| found.get(i.parse::<usize>().ok()?))
+            .next()
+            .cloned()
     }
 
     /// A listener that counts the calls, durations and transitions of the
@@ -557,8 +642,8 @@ impl Metrics {
     {
         let stats = pipeline.stats().cloned().unwrap_or_default();
         let budget = pipeline.retry().and_then(|r| r.budget()).cloned();
-        if let Some(b) = pipeline.bulkhead() {
-            self.track_bulkhead(name, b);
+        for policy in pipeline.stages().iter().filter_map(Stage::inspect) {
+            self.track_policy(name, policy);
         }
         self.track_stats(name, &stats, budget.as_ref());
         pipeline.into_builder().stats(stats).build()
@@ -589,7 +674,9 @@ impl Metrics {
     pub fn track_standard(&self, stack: &crate::http::Standard) {
         let name = stack.name();
         self.track_stats(name, stack.stats(), stack.retry().budget());
-        self.track_bulkhead(name, stack.bulkhead());
+        for policy in stack.stages().iter().filter_map(Stage::inspect) {
+            self.track_policy(name, policy);
+        }
         if !lock(&self.shared.tracked).contains_key(name) {
             self.track(name, &Tags::new(), stack.breaker());
         }
@@ -627,6 +714,12 @@ impl fmt::Debug for PolicyCollector {
 
 impl Collector for PolicyCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        // The snapshot collector answers `Metrics::new`'s probe for both.
+        if self.0.registration.get() != Registration::EXPORTED
+            || PROBE.with(|p| p.borrow().is_some())
+        {
+            return Ok(());
+        }
         let rows: Vec<(String, crate::StatsSnapshot, u64)> = lock(&self.0.policies)
             .iter()
             .map(|(n, t)| {
@@ -794,6 +887,30 @@ impl fmt::Debug for SnapshotCollector {
 
 impl Collector for SnapshotCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let state = self.0.registration.get();
+        if state == Registration::SILENT {
+            return Ok(());
+        }
+        // Probed by `Metrics::new`: a marker only (no snapshot is read).
+        let probe = PROBE.with(|p| {
+            let mut p = p.borrow_mut();
+            let found = p.as_mut()?;
+            Some(if state == Registration::PENDING {
+                PROBE_NEW.to_owned()
+            } else {
+                found.push(self.0.clone());
+                format!("{PROBE_FOUND}{}", found.len() - 1)
+            })
+        });
+        if let Some(marker) = probe {
+            encoder.encode_descriptor(
+                &marker,
+                "fusebox registration probe",
+                None,
+                MetricType::Gauge,
+            )?;
+            return Ok(());
+        }
         // Read every snapshot first, outside the encoder, and without holding
         // the lock while a snapshot may fire a transition to listeners.
         let tracked: Vec<(String, CircuitBreaker, Tags)> = lock(&self.0.tracked)

@@ -717,3 +717,130 @@ fn the_registrys_rate_limiters_are_exported_from_the_moment_it_is_built() {
         ]
     ));
 }
+
+/// A pipeline's stages are exported whatever their kind, read through
+/// `Inspect`: here a rate limiter and a bulkhead.
+#[cfg(feature = "ratelimit")]
+#[test]
+fn a_tracked_pipeline_exports_every_stage_it_holds() {
+    use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let limiter = RateLimiter::new(RateLimitConfig::per_second(1).burst(1)).unwrap();
+    let p = metrics.track_pipeline(
+        "partner",
+        fusebox::Pipeline::builder()
+            .rate_limiter(limiter)
+            .bulkhead(fusebox::Bulkhead::new(3))
+            .build(),
+    );
+    let _ = p.call(|| Ok::<_, std::io::Error>(()));
+    let _ = p.call(|| Ok::<_, std::io::Error>(()));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(
+        text.contains(r#"fusebox_rate_limiter_refused_total{name="partner"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fusebox_rate_limiter_admitted_total{name="partner"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"fusebox_bulkhead_limit{name="partner"} 3"#),
+        "{text}"
+    );
+}
+
+/// Every `# TYPE` name of an exposition, with how often it appears.
+fn type_lines(text: &str) -> BTreeMap<String, usize> {
+    let mut seen = BTreeMap::new();
+    for name in text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+    {
+        *seen.entry(name.to_owned()).or_insert(0) += 1;
+    }
+    seen
+}
+
+/// Two `Metrics::new` on one registry (two registries of breakers, each
+/// with its own observer): one set of families, both registries' breakers
+/// in it, no family named twice, no probe marker left in the exposition.
+#[test]
+fn a_second_metrics_on_one_registry_shares_the_families() {
+    let mut registry = Registry::default();
+    let first = Metrics::new(&mut registry);
+    let second = Metrics::new(&mut registry);
+    let orders = Fusebox::builder().observer(first).build().unwrap();
+    let users = Fusebox::builder().observer(second.clone()).build().unwrap();
+    orders.breaker("orders").force_open();
+    users.breaker("users");
+    let third = Metrics::new(&mut registry);
+    third
+        .build("cache", CircuitBreaker::builder())
+        .unwrap()
+        .call(|| Ok::<_, ()>(()))
+        .unwrap();
+    let text = fusebox::metrics::encode_text(&registry);
+    let types = type_lines(&text);
+    assert!(types.values().all(|&n| n == 1), "{types:?}");
+    assert!(!text.contains("probe"), "{text}");
+    let e = scrape(&registry);
+    let state = |name: &str, state: &str| {
+        e.samples.iter().any(|s| {
+            s.name == "fusebox_circuit_state"
+                && s.labels["name"] == name
+                && s.labels["state"] == state
+                && s.value == 1.0
+        })
+    };
+    assert!(state("orders", "forced_open") && state("users", "closed") && state("cache", "closed"));
+    assert!(e.samples.iter().any(|s| s.name == "fusebox_calls_total"
+        && s.labels["name"] == "cache"
+        && s.labels["outcome"] == "success"
+        && s.value == 1.0));
+}
+
+/// Under different prefixes the families are different names: each
+/// `Metrics` exports its own; under the same prefix they share.
+#[test]
+fn metrics_under_other_prefixes_are_their_own() {
+    let mut registry = Registry::default();
+    let top = Metrics::new(&mut registry);
+    let a = Metrics::new(registry.sub_registry_with_prefix("a"));
+    let a_again = Metrics::new(
+        registry
+            .sub_registry_with_prefix("b")
+            .sub_registry_with_prefix("x"),
+    );
+    top.build("top", CircuitBreaker::builder()).unwrap();
+    a.build("in_a", CircuitBreaker::builder()).unwrap();
+    a_again.build("in_bx", CircuitBreaker::builder()).unwrap();
+    let mut prefixed = Registry::with_prefix("app");
+    let p1 = Metrics::new(&mut prefixed);
+    let p2 = Metrics::new(&mut prefixed);
+    p1.build("one", CircuitBreaker::builder()).unwrap();
+    p2.build("two", CircuitBreaker::builder()).unwrap();
+
+    let text = fusebox::metrics::encode_text(&registry);
+    let types = type_lines(&text);
+    assert!(types.values().all(|&n| n == 1), "{types:?}");
+    for (family, name) in [
+        ("fusebox_circuit_state", "top"),
+        ("a_fusebox_circuit_state", "in_a"),
+        ("b_x_fusebox_circuit_state", "in_bx"),
+    ] {
+        let line = format!("{family}{{name=\"{name}\",state=\"closed\"}} 1");
+        assert!(text.contains(&line), "{line} missing:\n{text}");
+    }
+    let text = fusebox::metrics::encode_text(&prefixed);
+    assert_eq!(
+        text.matches("# TYPE app_fusebox_calls counter").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains(r#"app_fusebox_circuit_state{name="one",state="closed"} 1"#));
+    assert!(text.contains(r#"app_fusebox_circuit_state{name="two",state="closed"} 1"#));
+}

@@ -86,7 +86,7 @@ fn parse_linger(s: &str) -> Result<Duration, String> {
 struct SweepArgs {
     /// The scenario file (TOML).
     scenario: PathBuf,
-    /// NAME=FROM..TO:STEP, e.g. open_for=0.1s..2s:0.1s, failures=2..10:1, rate=20..120:10.
+    /// NAME=FROM..TO:STEP, e.g. open_for=0.1s..2s:0.1s, consecutive_failures=2..10:1, rate=20..120:10.
     #[arg(long, value_name = "NAME=FROM..TO:STEP")]
     param: String,
     /// Virtual time (default) or real threads.
@@ -145,6 +145,32 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Checks, before anything runs, that a report can be written at `path`:
+/// its directory exists and the file can be opened for writing. Leaves an
+/// existing file as it was (opened without truncating) and removes the
+/// file it had to create, so a run that fails later writes nothing.
+fn check_output(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
+    let cannot =
+        |e: std::io::Error| CliError::Io(format!("{flag} {}: cannot write: {e}", path.display()));
+    if path.is_dir() {
+        return Err(CliError::Io(format!(
+            "{flag} {}: cannot write: is a directory",
+            path.display()
+        )));
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(cannot)?;
+    if !existed {
+        std::fs::remove_file(path).map_err(cannot)?;
+    }
+    Ok(())
+}
+
 /// What went wrong, and which exit code it gets.
 #[derive(Debug)]
 enum CliError {
@@ -152,4 +178,83 @@ enum CliError {
     BadInput(String),
     /// Exit 1: a report could not be written.
     Io(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::sweep::{apply, Sweep};
+    use crate::scenario::Scenario;
+    use clap::CommandFactory;
+
+    /// Every example `sweep --help` gives for `--param` parses and applies
+    /// to the embedded seed000-50rps scenario.
+    #[test]
+    fn the_sweep_help_examples_are_accepted() {
+        let cmd = Cli::command();
+        let sweep = cmd.find_subcommand("sweep").unwrap();
+        let param = sweep
+            .get_arguments()
+            .find(|a| a.get_id() == "param")
+            .unwrap();
+        let help = param.get_help().unwrap().to_string();
+        let examples = help.split_once("e.g.").unwrap().1;
+        let scenario = &Scenario::embedded()[0];
+        let mut checked = 0;
+        for example in examples.split(", ") {
+            let example = example.trim().trim_end_matches('.');
+            let s = Sweep::parse(example).unwrap_or_else(|e| panic!("{example}: {e}"));
+            for v in &s.values {
+                apply(scenario, &s.name, *v).unwrap_or_else(|e| panic!("{example}: {e}"));
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 3, "{help}");
+    }
+
+    #[test]
+    fn an_output_in_a_missing_directory_is_refused_and_nothing_is_left() {
+        let dir = std::env::temp_dir().join(format!("fusebox-lab-out-{}", std::process::id()));
+        let missing = dir.join("nonexistent").join("out.json");
+        let Err(CliError::Io(msg)) = check_output("--json", &missing) else {
+            panic!("a path in a missing directory accepted");
+        };
+        assert!(
+            msg.starts_with("--json ") && msg.contains("out.json") && msg.contains("cannot write"),
+            "{msg}"
+        );
+        assert!(
+            matches!(check_output("--html", &std::env::temp_dir()), Err(CliError::Io(m)) if m.contains("is a directory"))
+        );
+        // A writable path passes and is not created; an existing file keeps its content.
+        std::fs::create_dir_all(&dir).unwrap();
+        let fresh = dir.join("out.json");
+        check_output("--json", &fresh).unwrap();
+        assert!(!fresh.exists());
+        std::fs::write(&fresh, "kept").unwrap();
+        check_output("--json", &fresh).unwrap();
+        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "kept");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--json` into a missing directory fails before the runs (the real
+    /// run of the embedded scenarios takes about 6 s), not after them.
+    #[test]
+    fn run_checks_its_outputs_before_running() {
+        let started = std::time::Instant::now();
+        let args = RunArgs {
+            json: Some("/nonexistent/dir/out.json".into()),
+            quiet: true,
+            ..RunArgs::default()
+        };
+        let Err(CliError::Io(msg)) = run::cmd_run(args) else {
+            panic!("accepted");
+        };
+        assert!(msg.contains("/nonexistent/dir/out.json"), "{msg}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! `fusebox-lab run`: every strategy of every scenario, reported.
 
 use super::serve::{self, Exported, Server};
-use super::{progress, CliError, RunArgs};
+use super::{check_output, progress, CliError, RunArgs};
 use crate::engine::{self, Mode};
 use crate::report::{self, ScenarioReport};
 use crate::scenario::{format_duration, Redis, Scenario, Sharing};
@@ -41,6 +41,14 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
         return Err(CliError::BadInput(
             "--serve needs a real-mode run (--clock real)".into(),
         ));
+    }
+    // Before anything runs: a report that cannot be written fails now, not
+    // after the whole run.
+    if let Some(path) = &args.json {
+        check_output("--json", path)?;
+    }
+    if let Some(path) = &args.html {
+        check_output("--html", path)?;
     }
     let mut scenarios: Vec<Scenario> = if args.scenarios.is_empty() {
         Scenario::embedded()

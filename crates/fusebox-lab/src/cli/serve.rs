@@ -167,7 +167,8 @@ pub fn router(exported: Exported) -> Result<Router, DashboardError> {
         .route("/breakers", get(breakers))
         .route("/status", get(status))
         .with_state(exported)
-        .nest("/dashboard", dashboard.router()))
+        // `nest_service`: the page at /dashboard and /dashboard/.
+        .nest_service("/dashboard", dashboard.router()))
 }
 
 async fn metrics(State(e): State<Exported>) -> Response {
@@ -280,5 +281,42 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn status_line(addr: SocketAddr, path: &str) -> String {
+        let mut conn = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            conn,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        conn.read_to_string(&mut answer).unwrap();
+        answer.lines().next().unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn the_dashboard_answers_with_and_without_a_trailing_slash() {
+        let server = Server::start(
+            "127.0.0.1:0".parse().unwrap(),
+            router(Exported::new()).unwrap(),
+        )
+        .unwrap();
+        let addr = server.local_addr();
+        for path in [
+            "/dashboard",
+            "/dashboard/",
+            "/dashboard/api/state",
+            "/dashboard/?asset=page.js",
+        ] {
+            assert_eq!(status_line(addr, path), "HTTP/1.1 200 OK", "{path}");
+        }
+        server.stop();
     }
 }

@@ -6,6 +6,11 @@ use super::{secs, ScenarioReport};
 use crate::scenario::format_duration;
 use std::fmt::Write;
 
+/// The line under each scenario's header that says what its cells mean.
+pub const LEGEND: &str = "legend: (article) = the article's figures; \
+     ff = fast-fail (downstream not called); rej = queue full; \
+     times in s since the first arrival";
+
 fn render(out: &mut String, labels: &[String], headers: &[&str], cells: &[Vec<String>]) {
     let lw = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let widths: Vec<usize> = headers
@@ -58,6 +63,18 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
     );
     let cols = columns(report);
     let headers: Vec<&str> = cols.iter().map(|c| c.header).collect();
+    let names: Vec<&str> = report.summaries.iter().map(|s| s.name.as_str()).collect();
+    let _ = writeln!(
+        out,
+        "  compared: {} on the same requests{}",
+        names.join(", "),
+        if cols.iter().any(Column::is_article) {
+            "; (article) beside each strategy the article measured"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(out, "  {LEGEND}");
 
     // Figures side by side.
     let labels: Vec<String> = FIGURES.iter().map(|f| f.label.to_string()).collect();
@@ -155,4 +172,32 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         .collect();
     render(&mut out, &labels, &headers, &cells);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Mode;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn a_report_says_what_it_compares_and_what_its_abbreviations_mean() {
+        let sc = Scenario::embedded().remove(0);
+        let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {}).unwrap();
+        let text = render_scenario(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("== seed000-50rps (virtual time)"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[1],
+            "  compared: no breaker, article, fusebox on the same requests; \
+             (article) beside each strategy the article measured"
+        );
+        assert_eq!(lines[2], format!("  {LEGEND}"));
+        assert!(LEGEND.len() <= 140, "{}", LEGEND.len());
+        // Every abbreviation the legend explains is used in the report.
+        assert!(text.contains("(article)") && text.contains(" ff "));
+    }
 }

@@ -2,7 +2,7 @@
 //!
 //! Scenario-wide parameters (`rate`, `workers`, `queue`, `timeout`, `retries`)
 //! change the scenario; any other name is a strategy key (`open_for`,
-//! `failures`, `probes`, ...) and changes every strategy that has it. Every
+//! `consecutive_failures`, `half_open_probes`, ...) and changes every strategy that has it. Every
 //! value is checked by [`Scenario::check`], as a scenario file would be.
 
 use super::duration::parse_value;

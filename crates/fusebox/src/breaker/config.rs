@@ -747,7 +747,7 @@ impl From<BreakerConfig> for Builder {
 /// # Ok::<(), fusebox::ConfigError>(())
 /// ```
 #[must_use]
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Builder {
     pub(crate) config: BreakerConfig,
     name: Option<String>,

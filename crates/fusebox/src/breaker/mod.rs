@@ -12,6 +12,7 @@ mod protocol;
 #[cfg(feature = "fleet")]
 mod remote;
 mod rules;
+pub(crate) mod set;
 #[cfg(feature = "fleet")]
 mod tally;
 mod types;
@@ -150,6 +151,28 @@ impl CircuitBreaker {
         let settings = settings.into().config.settings()?;
         self.inner.reconfigure(settings);
         Ok(())
+    }
+
+    /// How many handles and permits share this breaker (a set evicts only
+    /// a breaker it alone holds).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
+    /// Puts `config` in force unless the settings it describes are the ones
+    /// in force: one conversion and one comparison of the settings
+    /// themselves (what a registry reload does for every breaker). Whether
+    /// anything changed.
+    pub(crate) fn reconfigure_if_changed(
+        &self,
+        config: &BreakerConfig,
+    ) -> Result<bool, ConfigError> {
+        let settings = config.settings()?;
+        if self.inner.core.live().settings == settings {
+            return Ok(false);
+        }
+        self.inner.reconfigure(settings);
+        Ok(true)
     }
 
     /// Switches the breaker to `mode` in place, keeping its state, counts

@@ -29,7 +29,16 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
     connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; \
     frame-ancestors 'none'";
 
-pub(super) fn router(inner: Arc<Inner>) -> Router {
+/// The dashboard's routes, for an app of any state `S`: they carry their
+/// own state (`with_state` here), so they nest into a stateful app before
+/// or after its `with_state`. Nested with `nest_service` they answer at the
+/// mount path with and without a trailing slash (`/fusebox` and
+/// `/fusebox/`); `nest` flattens them into the app's routes, where axum
+/// matches the page at `/fusebox` only.
+pub(super) fn router<S>(inner: Arc<Inner>) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+{
     let mut router = Router::new()
         .route("/", get(page))
         .route("/api/state", get(state))

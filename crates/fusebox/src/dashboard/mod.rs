@@ -66,7 +66,8 @@
 //! let dashboard = Dashboard::builder(fusebox.clone())
 //!     .controls(Controls::token("change-me-to-a-long-random-secret"))
 //!     .build()?;
-//! let app = axum::Router::new().nest("/fusebox", dashboard.router());
+//! // `nest_service`: the page at /fusebox and /fusebox/, in an app of any state.
+//! let app: axum::Router = axum::Router::new().nest_service("/fusebox", dashboard.router());
 //! // axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>()).await?;
 //! # let _ = app;
 //! # Ok(())
@@ -163,7 +164,10 @@ impl Dashboard {
         }
     }
 
-    /// The routes, to serve or nest (see the [module docs](self)). Starts the
+    /// The routes, to serve or nest into an app of any state `S` (see the
+    /// [module docs](self)). `app.nest_service("/fusebox", dashboard.router())`
+    /// serves the page at `/fusebox` and `/fusebox/`; `app.nest(..)` works
+    /// too, but axum then matches the page at `/fusebox` only. Starts the
     /// background sampler (every [`DashboardBuilder::interval`]) when called
     /// inside a tokio runtime, else at the first request; it stops when the
     /// last clone of the dashboard and its routers is dropped.
@@ -180,11 +184,20 @@ impl Dashboard {
     /// ```
     /// use fusebox::dashboard::Dashboard;
     /// let dashboard = Dashboard::builder(fusebox::registry::Fusebox::new()).build()?;
-    /// let app = axum::Router::new().nest("/fusebox", dashboard.router());
-    /// # let _ = app;
+    ///
+    /// #[derive(Clone)]
+    /// struct App { greeting: &'static str }
+    /// let app = axum::Router::new()
+    ///     .route("/", axum::routing::get(|s: axum::extract::State<App>| async move { s.greeting }))
+    ///     .nest_service("/fusebox", dashboard.router())
+    ///     .with_state(App { greeting: "hello" });
+    /// # let _: axum::Router = app;
     /// # Ok::<(), fusebox::dashboard::DashboardError>(())
     /// ```
-    pub fn router(&self) -> Router {
+    pub fn router<S>(&self) -> Router<S>
+    where
+        S: Clone + Send + Sync + 'static,
+    {
         if tokio::runtime::Handle::try_current().is_ok() {
             self.inner.start();
         }

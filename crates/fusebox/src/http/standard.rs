@@ -374,6 +374,20 @@ impl Standard {
         self.inner.pipeline.rate_limiter()
     }
 
+    /// The policies between the retry and the attempt timeout, outermost
+    /// first: the breaker, the rate limiter if any, the bulkhead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// let kinds: Vec<_> = s.stages().iter().map(|s| s.kind()).collect();
+    /// assert_eq!(kinds, ["breaker", "bulkhead"]);
+    /// ```
+    pub fn stages(&self) -> &[crate::pipeline::Stage] {
+        self.inner.pipeline.stages()
+    }
+
     /// The retry policy (attempts, backoff, budget).
     ///
     /// # Examples

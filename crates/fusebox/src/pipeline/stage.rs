@@ -4,8 +4,10 @@
 use super::PipelineError;
 use crate::breaker::{CircuitBreaker, Outcome, Ticket};
 use crate::bulkhead::Bulkhead;
+use crate::policy::Inspect;
 #[cfg(feature = "ratelimit")]
 use crate::ratelimit::RateLimiter;
+use std::sync::Arc;
 
 /// One policy that admits or refuses each attempt of a [`Pipeline`](super::Pipeline)
 /// call, between the retry (outside) and the timeout (inside).
@@ -68,6 +70,24 @@ impl Stage {
             #[cfg(feature = "ratelimit")]
             Stage::RateLimiter(_) => "rate_limiter",
             Stage::Bulkhead(_) => "bulkhead",
+        }
+    }
+
+    /// The policy as observers read it ([`Inspect`]): every stage but a
+    /// breaker, which observers hear through its listeners.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::pipeline::Stage::from(fusebox::Bulkhead::new(3));
+    /// assert_eq!(s.inspect().unwrap().kind(), "bulkhead");
+    /// ```
+    pub fn inspect(&self) -> Option<Arc<dyn Inspect>> {
+        match self {
+            Stage::Breaker(_) => None,
+            #[cfg(feature = "ratelimit")]
+            Stage::RateLimiter(l) => Some(Arc::new(l.clone())),
+            Stage::Bulkhead(b) => Some(Arc::new(b.clone())),
         }
     }
 

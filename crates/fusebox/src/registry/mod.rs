@@ -1106,14 +1106,8 @@ impl Fusebox {
 /// Puts `settings` (validated) in force on `breaker` unless they are the
 /// ones it already runs on.
 fn apply(breaker: &CircuitBreaker, settings: &BreakerConfig) -> Reconfigured {
-    let Ok(resolved) = settings.resolved() else {
-        return Reconfigured::Unchanged;
-    };
-    if breaker.config() == resolved {
-        return Reconfigured::Unchanged;
-    }
-    match breaker.reconfigure(resolved) {
-        Ok(()) => Reconfigured::Applied,
-        Err(_) => Reconfigured::Unchanged,
+    match breaker.reconfigure_if_changed(settings) {
+        Ok(true) => Reconfigured::Applied,
+        Ok(false) | Err(_) => Reconfigured::Unchanged,
     }
 }

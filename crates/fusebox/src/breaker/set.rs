@@ -1,0 +1,522 @@
+//! [`BreakerSet`]: one breaker per key (a host, a tenant, an endpoint), made
+//! on first use from one configuration, with a bounded number of keys.
+
+use super::{BreakerConfig, Builder, CircuitBreaker, ConfigError, Error, Snapshot, State};
+use crate::sync::{lock, read, write};
+use std::borrow::Borrow;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+/// The default [`max_keys`](SetBuilder::max_keys).
+pub const DEFAULT_MAX_KEYS: usize = 1_000;
+/// The default [`idle_after`](SetBuilder::idle_after).
+pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(600);
+
+/// One circuit breaker per key, each made on first use from one
+/// configuration: one sick host opens its own breaker and no other.
+///
+/// Memory is bounded whatever the keys: at most
+/// [`max_keys`](SetBuilder::max_keys) breakers are held, and a key that
+/// finds the set full shares one **overflow** breaker with every other such
+/// key until room is made. Room is made by evicting breakers idle for
+/// [`idle_after`](SetBuilder::idle_after), and only those that are closed
+/// and held by nobody but the set (no handle, no permit outstanding): an
+/// open breaker is never evicted, so a sick key cannot come back closed by
+/// being forgotten. Eviction runs when a new key finds the set full (at most
+/// once per eighth of `idle_after`) and on [`evict_idle`](Self::evict_idle);
+/// nothing needs to be called for memory to stay bounded.
+///
+/// Every breaker of the set has the set's settings, clock and listeners, and
+/// is named `SET/KEY` (or `KEY` for a set without a name), so listeners and
+/// metrics tell the keys apart.
+///
+/// Cheap to clone: clones share the breakers.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::BreakerSet;
+/// use fusebox::{CircuitBreaker, State};
+///
+/// let hosts: BreakerSet<String> = BreakerSet::builder(CircuitBreaker::builder().consecutive_failures(2))
+///     .name("upstream")
+///     .max_keys(100)
+///     .build()?;
+/// for _ in 0..2 {
+///     let _ = hosts.call("10.0.0.7:80", || Err::<(), _>("connection reset"));
+/// }
+/// assert_eq!(hosts.get("10.0.0.7:80").state(), State::Open);
+/// assert_eq!(hosts.get("10.0.0.8:80").state(), State::Closed); // another host
+/// assert_eq!(hosts.get("10.0.0.7:80").name(), Some("upstream/10.0.0.7:80"));
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+pub struct BreakerSet<K> {
+    inner: Arc<SetInner<K>>,
+}
+
+impl<K> Clone for BreakerSet<K> {
+    fn clone(&self) -> Self {
+        BreakerSet {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct SetInner<K> {
+    /// What new breakers are built from (its settings follow `reconfigure`).
+    template: Mutex<Builder>,
+    name: Option<String>,
+    max_keys: usize,
+    idle_after: u64,
+    breakers: RwLock<HashMap<K, Entry>>,
+    overflow: CircuitBreaker,
+    /// The set's time (nanoseconds) before which no sweep runs again.
+    next_sweep: AtomicU64,
+    evicted: AtomicU64,
+    overflowed: AtomicU64,
+}
+
+struct Entry {
+    breaker: CircuitBreaker,
+    /// The set's time (nanoseconds) of the last `get`.
+    last_used: AtomicU64,
+}
+
+/// Builds a [`BreakerSet`]; from [`BreakerSet::builder`].
+///
+/// # Default
+///
+/// - `max_keys`: [`DEFAULT_MAX_KEYS`] (1,000)
+/// - `idle_after`: [`DEFAULT_IDLE_AFTER`] (10 minutes)
+/// - no name
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::BreakerSet;
+/// use std::time::Duration;
+/// let set: BreakerSet<u32> = BreakerSet::builder(fusebox::CircuitBreaker::builder())
+///     .max_keys(10)
+///     .idle_after(Duration::from_secs(60))
+///     .build()?;
+/// assert_eq!(set.max_keys(), 10);
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct SetBuilder<K> {
+    template: Builder,
+    name: Option<String>,
+    max_keys: usize,
+    idle_after: Duration,
+    keys: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K> fmt::Debug for SetBuilder<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SetBuilder")
+            .field("name", &self.name)
+            .field("max_keys", &self.max_keys)
+            .field("idle_after", &self.idle_after)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> SetBuilder<K> {
+    /// Names the set: its breakers are named `NAME/KEY`, the overflow one
+    /// `NAME/overflow`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set: fusebox::BreakerSet<&str> =
+    ///     fusebox::BreakerSet::builder(fusebox::CircuitBreaker::builder()).name("hosts").build()?;
+    /// assert_eq!(set.overflow().name(), Some("hosts/overflow"));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The most breakers the set holds (at least 1); keys beyond it share
+    /// the overflow breaker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder())
+    ///     .max_keys(0)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "max_keys");
+    /// ```
+    pub fn max_keys(mut self, max_keys: usize) -> Self {
+        self.max_keys = max_keys;
+        self
+    }
+
+    /// How long a breaker must go unused before it may be evicted (closed
+    /// and held by nobody else, too). Zero makes every such breaker
+    /// evictable at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder())
+    ///     .idle_after(Duration::from_secs(30))
+    ///     .build()?;
+    /// assert_eq!(set.idle_after(), Duration::from_secs(30));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn idle_after(mut self, idle_after: Duration) -> Self {
+        self.idle_after = idle_after;
+        self
+    }
+
+    /// Builds the set (and its overflow breaker).
+    ///
+    /// # Errors
+    ///
+    /// The breaker settings' [`ConfigError`], or `max_keys` of 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert!(set.is_empty());
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<BreakerSet<K>, ConfigError> {
+        if self.max_keys == 0 {
+            return Err(ConfigError::of(
+                "breaker set",
+                "max_keys",
+                0,
+                "must be at least 1",
+            ));
+        }
+        let overflow = self
+            .template
+            .clone()
+            .name(key_name(self.name.as_deref(), &"overflow"))
+            .build()?;
+        Ok(BreakerSet {
+            inner: Arc::new(SetInner {
+                template: Mutex::new(self.template),
+                name: self.name,
+                max_keys: self.max_keys,
+                idle_after: crate::clock::nanos(self.idle_after),
+                breakers: RwLock::new(HashMap::new()),
+                overflow,
+                next_sweep: AtomicU64::new(0),
+                evicted: AtomicU64::new(0),
+                overflowed: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+fn key_name(set: Option<&str>, key: &dyn fmt::Display) -> String {
+    match set {
+        Some(set) => format!("{set}/{key}"),
+        None => key.to_string(),
+    }
+}
+
+impl<K> BreakerSet<K> {
+    /// A builder making each key's breaker from `breaker` (its settings,
+    /// clock and listeners; its name is replaced by the key's).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::BreakerSet;
+    /// let set: BreakerSet<String> = BreakerSet::builder(fusebox::CircuitBreaker::builder().failure_rate(0.5)).build()?;
+    /// assert_eq!(set.get("a").config().failure_rate, Some(0.5));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn builder(breaker: impl Into<Builder>) -> SetBuilder<K> {
+        SetBuilder {
+            template: breaker.into(),
+            name: None,
+            max_keys: DEFAULT_MAX_KEYS,
+            idle_after: DEFAULT_IDLE_AFTER,
+            keys: std::marker::PhantomData,
+        }
+    }
+
+    /// The breaker shared by the keys that found the set full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).max_keys(1).build()?;
+    /// set.get(&1);
+    /// assert!(set.get(&2).same_as(set.overflow())); // full: 2 shares the overflow breaker
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn overflow(&self) -> &CircuitBreaker {
+        &self.inner.overflow
+    }
+
+    /// How many keys have their own breaker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// set.get(&7);
+    /// assert_eq!(set.len(), 1);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn len(&self) -> usize {
+        read(&self.inner.breakers).len()
+    }
+
+    /// Whether no key has a breaker yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert!(set.is_empty());
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The most keys with a breaker of their own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert_eq!(set.max_keys(), fusebox::set::DEFAULT_MAX_KEYS);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn max_keys(&self) -> usize {
+        self.inner.max_keys
+    }
+
+    /// How long a breaker goes unused before it may be evicted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert_eq!(set.idle_after(), fusebox::set::DEFAULT_IDLE_AFTER);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn idle_after(&self) -> Duration {
+        Duration::from_nanos(self.inner.idle_after)
+    }
+
+    /// Breakers evicted so far, and calls that took the overflow breaker
+    /// because the set was full.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).max_keys(1).build()?;
+    /// set.get(&1);
+    /// set.get(&2);
+    /// assert_eq!(set.counts(), (0, 1));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.inner.evicted.load(Ordering::Relaxed),
+            self.inner.overflowed.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Puts `config` in force on every breaker of the set, the overflow one
+    /// and the ones made later, in place (each keeps its state).
+    ///
+    /// # Errors
+    ///
+    /// The settings' [`ConfigError`]; nothing changes then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{BreakerConfig, CircuitBreaker};
+    /// let set = fusebox::BreakerSet::<u8>::builder(CircuitBreaker::builder()).build()?;
+    /// let old = set.get(&1);
+    /// set.reconfigure(BreakerConfig { consecutive_failures: Some(2), ..Default::default() })?;
+    /// assert_eq!(old.config().consecutive_failures, Some(2));
+    /// assert_eq!(set.get(&9).config().consecutive_failures, Some(2));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, config: BreakerConfig) -> Result<(), ConfigError> {
+        config.settings()?;
+        let mut template = lock(&self.inner.template);
+        template.config = config;
+        let config = &template.config;
+        self.inner.overflow.reconfigure_if_changed(config)?;
+        for entry in read(&self.inner.breakers).values() {
+            entry.breaker.reconfigure_if_changed(config)?;
+        }
+        Ok(())
+    }
+
+    /// The set's time, on its breakers' clock.
+    fn now(&self) -> u64 {
+        self.inner.overflow.clock().now_nanos()
+    }
+}
+
+impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
+    /// The breaker of `key`, made now if it has none (or the overflow
+    /// breaker when the set is full and no breaker can be evicted).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<String>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert!(set.get("a").same_as(&set.get("a")));
+    /// assert!(!set.get("a").same_as(&set.get("b")));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn get<Q>(&self, key: &Q) -> CircuitBreaker
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = self.now();
+        if let Some(entry) = read(&self.inner.breakers).get(key) {
+            entry.last_used.store(now, Ordering::Relaxed);
+            return entry.breaker.clone();
+        }
+        self.insert(key.to_owned(), now)
+    }
+
+    /// Runs `f` through the breaker of `key` (see
+    /// [`CircuitBreaker::call`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`CircuitBreaker::call`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<String>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert_eq!(set.call("a", || Ok::<_, std::io::Error>(1)).unwrap(), 1);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn call<Q, T, E, F>(&self, key: &Q, f: F) -> Result<T, Error<E>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        F: FnOnce() -> Result<T, E>,
+    {
+        self.get(key).call(f)
+    }
+
+    /// Every key with a breaker of its own, with its breaker's snapshot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// set.get(&3).force_open();
+    /// let all = set.snapshot();
+    /// assert_eq!(all.len(), 1);
+    /// assert_eq!(all[0].1.state, fusebox::State::ForcedOpen);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> Vec<(K, Snapshot)> {
+        read(&self.inner.breakers)
+            .iter()
+            .map(|(k, e)| (k.clone(), e.breaker.snapshot()))
+            .collect()
+    }
+
+    /// Evicts every breaker idle for `idle_after` that is closed and held
+    /// by nobody else; how many.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder())
+    ///     .idle_after(std::time::Duration::ZERO)
+    ///     .build()?;
+    /// set.get(&1);
+    /// let kept = set.get(&2); // a handle is held: not evicted
+    /// assert_eq!(set.evict_idle(), 1);
+    /// assert_eq!(set.len(), 1);
+    /// # drop(kept);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn evict_idle(&self) -> usize {
+        let now = self.now();
+        self.sweep(&mut write(&self.inner.breakers), now)
+    }
+
+    fn sweep(&self, breakers: &mut HashMap<K, Entry>, now: u64) -> usize {
+        let idle_after = self.inner.idle_after;
+        let before = breakers.len();
+        breakers.retain(|_, e| {
+            let idle = now.saturating_sub(e.last_used.load(Ordering::Relaxed)) >= idle_after;
+            !(idle && e.breaker.handles() == 1 && e.breaker.state() == State::Closed)
+        });
+        let evicted = before - breakers.len();
+        self.inner
+            .evicted
+            .fetch_add(evicted as u64, Ordering::Relaxed);
+        evicted
+    }
+
+    #[cold]
+    fn insert(&self, key: K, now: u64) -> CircuitBreaker {
+        let inner = &*self.inner;
+        let mut breakers = write(&inner.breakers);
+        if let Some(entry) = breakers.get(&key) {
+            entry.last_used.store(now, Ordering::Relaxed); // made by a racing call
+            return entry.breaker.clone();
+        }
+        if breakers.len() >= inner.max_keys && now >= inner.next_sweep.load(Ordering::Relaxed) {
+            inner
+                .next_sweep
+                .store(now.saturating_add(inner.idle_after / 8), Ordering::Relaxed);
+            self.sweep(&mut breakers, now);
+        }
+        if breakers.len() >= inner.max_keys {
+            inner.overflowed.fetch_add(1, Ordering::Relaxed);
+            return inner.overflow.clone();
+        }
+        let built = lock(&inner.template)
+            .clone()
+            .name(key_name(inner.name.as_deref(), &key))
+            .build();
+        // The template's settings were validated when set.
+        let Ok(breaker) = built else {
+            return inner.overflow.clone();
+        };
+        breakers.insert(
+            key,
+            Entry {
+                breaker: breaker.clone(),
+                last_used: AtomicU64::new(now),
+            },
+        );
+        breaker
+    }
+}
+
+impl<K> fmt::Debug for BreakerSet<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BreakerSet")
+            .field("name", &self.inner.name)
+            .field("keys", &self.len())
+            .field("max_keys", &self.inner.max_keys)
+            .finish_non_exhaustive()
+    }
+}
