@@ -7,11 +7,13 @@
 //! then asks the storefront for stock: first while the inventory is flaky
 //! (every fifth answer is a 503, every seventh hangs: the retries and the
 //! attempt timeout hide both), then while it is down (the fallback answers,
-//! then the breaker opens and answers come at once). Last it prints the
-//! storefront's `/metrics`: series for every policy.
+//! then the breaker opens and answers come at once). Each answer is read
+//! to the end of its body inside the stack (`send_bytes`), so a body that
+//! stalls is a timeout and a failure, like a hang before the headers. Last
+//! it prints the storefront's `/metrics`: series for every policy.
 //!
 //! The protection is the TOML entry (`CONFIG`) and the lines between the
-//! `protection` markers: 5 lines of TOML and 30 of Rust, counted by
+//! `protection` markers: 5 lines of TOML and 28 of Rust, counted by
 //! `tests/http_standard.rs` (at most 12 and 30).
 //!
 //! Run: `cargo run -p fusebox --example http_standard --all-features`
@@ -67,10 +69,9 @@ fn protect(config: &str) -> Result<(Standard, Registry), Box<dyn std::error::Err
 async fn stock(State(app): State<Storefront>, Path(sku): Path<u32>) -> String {
     let url = format!("{}/stock/{sku}", app.inventory_url);
     // protection: rust
-    let answer = match app.inventory.send(app.client.get(url)).await {
-        Ok(response) => Ok(response.text().await.unwrap_or_default()),
-        Err(e) => Err(e),
-    };
+    // The whole response, body included, inside the timeouts and the breaker.
+    let answer = app.inventory.send_bytes(app.client.get(url)).await;
+    let answer = answer.map(|r| String::from_utf8_lossy(r.body()).into_owned());
     let fallback = |why: Cause<_>| Some(format!("stock unknown ({why})"));
     app.inventory
         .recover(answer, fallback)

@@ -654,3 +654,392 @@ async fn a_stack_from_the_registry_takes_its_rate_limit() {
     assert!(matches!(e, PipelineError::RateLimited(_)));
     assert_eq!(stack.breaker().state(), State::Closed);
 }
+
+/// The whole response under the policies: a real loopback server that
+/// answers its headers and then stalls or cuts its body.
+#[cfg(feature = "reqwest")]
+mod whole_response {
+    use super::*;
+    use std::time::Instant as StdInstant;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::sync::Notify;
+
+    /// What the server does after writing `head` and `body`.
+    #[derive(Clone, Copy)]
+    enum Then {
+        /// Keeps the connection open and writes nothing more.
+        Stall,
+        /// Closes the connection.
+        Close,
+    }
+
+    struct Server {
+        url: String,
+        /// Requests answered.
+        hits: Arc<AtomicU32>,
+        /// Notified each time a head has been written.
+        headed: Arc<Notify>,
+    }
+
+    /// Serves every request on loopback with `head` (status line and
+    /// headers), then `body`, then `then`.
+    async fn server(head: &'static str, body: &'static [u8], then: Then) -> Server {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/stock/7", listener.local_addr().unwrap());
+        let hits = Arc::new(AtomicU32::new(0));
+        let headed = Arc::new(Notify::new());
+        let (h, n) = (hits.clone(), headed.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let (h, n) = (h.clone(), n.clone());
+                tokio::spawn(async move {
+                    // Reads the request's head (these tests send no body).
+                    let mut seen = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(k) => seen.extend_from_slice(&buf[..k]),
+                        }
+                    }
+                    h.fetch_add(1, Ordering::Relaxed);
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(body).await;
+                    let _ = socket.flush().await;
+                    n.notify_one();
+                    match then {
+                        Then::Stall => std::future::pending::<()>().await,
+                        Then::Close => drop(socket),
+                    }
+                });
+            }
+        });
+        Server { url, hits, headed }
+    }
+
+    const STALLED_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n";
+
+    fn breaker(failures: u32) -> CircuitBreaker {
+        CircuitBreaker::builder()
+            .consecutive_failures(failures)
+            .build()
+            .unwrap()
+    }
+
+    fn attempts(n: u32) -> Retry {
+        Retry::builder()
+            .max_attempts(n)
+            .backoff(FullJitter::new(
+                Exponential::new(Duration::ZERO, 1.0, Duration::ZERO).unwrap(),
+            ))
+            .build()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_body_stalled_after_200_is_a_timeout_and_a_failure_for_the_breaker() {
+        let s = server(STALLED_HEAD, b"only a part", Then::Stall).await;
+        let stack = Standard::builder("inventory")
+            .attempt_timeout(Duration::from_millis(200))
+            .total_timeout(Duration::from_secs(5))
+            .retry(attempts(2))
+            .breaker(breaker(3))
+            .build();
+        let client = reqwest::Client::new();
+
+        let started = StdInstant::now();
+        let e = stack.send_bytes(client.get(&s.url)).await.unwrap_err();
+        let took = started.elapsed();
+        assert!(matches!(e, PipelineError::TimedOut(_)), "{e:?}");
+        // Two attempts of 200 ms each, nowhere near the server's stall.
+        assert!(took >= Duration::from_millis(400), "{took:?}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        assert_eq!(s.hits.load(Ordering::Relaxed), 2, "the GET was retried");
+        let b = stack.breaker().snapshot();
+        assert_eq!(b.consecutive_failures, 2, "both attempts failed: {b:?}");
+        assert_eq!(stack.bulkhead().snapshot().in_use, 0);
+        // One more stalled attempt trips the breaker.
+        let _ = stack.send_bytes(client.get(&s.url)).await.unwrap_err();
+        assert_eq!(stack.breaker().state(), State::Open);
+    }
+
+    #[tokio::test]
+    async fn send_covers_the_headers_only() {
+        // The documented limit of `send`: the same stall is a success.
+        let s = server(STALLED_HEAD, b"only a part", Then::Stall).await;
+        let stack = Standard::builder("inventory")
+            .attempt_timeout(Duration::from_millis(200))
+            .breaker(breaker(1))
+            .build();
+        let r = stack.send(reqwest::Client::new().get(&s.url)).await;
+        assert_eq!(r.unwrap().status(), 200);
+        assert_eq!(stack.breaker().snapshot().failures, 0);
+        assert_eq!(
+            stack.bulkhead().snapshot().in_use,
+            0,
+            "slot released at the headers"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_body_cut_short_is_a_transport_failure() {
+        let s = server(STALLED_HEAD, b"only a part", Then::Close).await;
+        let stack = Standard::builder("inventory")
+            .retry(attempts(1))
+            .breaker(breaker(5))
+            .build();
+        let e = stack
+            .send_bytes(reqwest::Client::new().get(&s.url))
+            .await
+            .unwrap_err();
+        let PipelineError::Failed(failed) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            failed.transport_error().unwrap().is::<reqwest::Error>(),
+            "{failed:?}"
+        );
+        assert_eq!(stack.breaker().snapshot().consecutive_failures, 1);
+    }
+
+    #[tokio::test]
+    async fn the_bulkhead_slot_is_held_until_the_body_is_complete() {
+        let s = server(STALLED_HEAD, b"", Then::Stall).await;
+        let stack = Standard::builder("inventory")
+            .attempt_timeout(Duration::from_millis(500))
+            .retry(attempts(1))
+            .bulkhead(Bulkhead::new(1))
+            .build();
+        let client = reqwest::Client::new();
+        let first = tokio::spawn({
+            let (stack, request) = (stack.clone(), client.get(&s.url));
+            async move { stack.send_bytes(request).await }
+        });
+        s.headed.notified().await;
+        // Time for the client to read the head the server has written.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(stack.bulkhead().snapshot().in_use, 1);
+        let second = stack.send_bytes(client.get(&s.url)).await.unwrap_err();
+        assert!(
+            matches!(second, PipelineError::BulkheadFull(_)),
+            "{second:?}"
+        );
+        let first = first.await.unwrap().unwrap_err();
+        assert!(matches!(first, PipelineError::TimedOut(_)), "{first:?}");
+        assert_eq!(stack.bulkhead().snapshot().in_use, 0);
+    }
+
+    #[tokio::test]
+    async fn send_bytes_returns_the_whole_body_and_a_failing_status_keeps_its_body() {
+        let ok = server(
+            "HTTP/1.1 200 OK\r\ncontent-length: 10\r\nx-stock: 7\r\n\r\n",
+            b"7 in stock",
+            Then::Stall,
+        )
+        .await;
+        let busy = server(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\n\r\n",
+            b"busy",
+            Then::Stall,
+        )
+        .await;
+        let stack = Standard::builder("inventory").retry(attempts(1)).build();
+        let client = reqwest::Client::new();
+
+        let r = stack.send_bytes(client.get(&ok.url)).await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["x-stock"], "7");
+        assert_eq!(&r.body()[..], b"7 in stock");
+
+        let e = stack.send_bytes(client.get(&busy.url)).await.unwrap_err();
+        let failed = e.into_inner().expect("the call's own error");
+        assert_eq!(failed.status(), Some(StatusCode::SERVICE_UNAVAILABLE));
+        assert_eq!(&failed.response().unwrap().body()[..], b"busy");
+        assert_eq!(stack.breaker().snapshot().failures, 1);
+    }
+
+    #[tokio::test]
+    async fn run_covers_an_attempt_that_reads_its_body() {
+        let s = server(STALLED_HEAD, b"", Then::Stall).await;
+        let stack = Standard::builder("inventory")
+            .attempt_timeout(Duration::from_millis(200))
+            .retry(attempts(1))
+            .breaker(breaker(1))
+            .build();
+        let client = reqwest::Client::new();
+        let e = stack
+            .run(&Method::GET, || {
+                let request = client.get(&s.url);
+                async move {
+                    let r = request.send().await?;
+                    let status = r.status();
+                    let body = r.bytes().await?;
+                    let mut full = Response::new(body);
+                    *full.status_mut() = status;
+                    Ok::<_, reqwest::Error>(full)
+                }
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(e, PipelineError::TimedOut(_)), "{e:?}");
+        assert_eq!(stack.breaker().state(), State::Open);
+    }
+
+    #[cfg(feature = "json")]
+    #[tokio::test]
+    async fn send_json_decodes_inside_the_attempt_and_an_invalid_body_is_a_failure() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Stock {
+            available: u32,
+        }
+        let good = server(
+            "HTTP/1.1 200 OK\r\ncontent-length: 15\r\n\r\n",
+            br#"{"available":7}"#,
+            Then::Stall,
+        )
+        .await;
+        let bad = server(
+            "HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n",
+            br#"{"avail""#,
+            Then::Stall,
+        )
+        .await;
+        let stack = Standard::builder("inventory")
+            .retry(attempts(3))
+            .breaker(breaker(5))
+            .build();
+        let client = reqwest::Client::new();
+
+        let stock: Stock = stack.send_json(client.get(&good.url)).await.unwrap();
+        assert_eq!(stock, Stock { available: 7 });
+
+        let e = stack
+            .send_json::<Stock>(client.get(&bad.url))
+            .await
+            .unwrap_err();
+        let failed = e.into_inner().expect("the call's own error");
+        assert!(failed.is_invalid_body(), "{failed:?}");
+        assert_eq!(&failed.response().unwrap().body()[..], br#"{"avail""#);
+        assert_eq!(bad.hits.load(Ordering::Relaxed), 1, "not retried");
+        assert_eq!(stack.breaker().snapshot().consecutive_failures, 1);
+
+        // A stalled body under send_json is the attempt's timeout too.
+        let stalled = server(STALLED_HEAD, b"{", Then::Stall).await;
+        let stack = Standard::builder("inventory")
+            .attempt_timeout(Duration::from_millis(100))
+            .retry(attempts(1))
+            .build();
+        let e = stack
+            .send_json::<Stock>(client.get(&stalled.url))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, PipelineError::TimedOut(_)), "{e:?}");
+    }
+}
+
+#[test]
+fn try_build_refuses_a_zero_timeout_and_build_keeps_what_it_was_given() {
+    let e = Standard::builder("pricing")
+        .total_timeout(Duration::ZERO)
+        .try_build()
+        .unwrap_err();
+    assert_eq!(e.setting(), "total_timeout");
+    assert!(e.to_string().contains("stack `pricing`"), "{e}");
+    assert!(e.to_string().contains("greater than zero"), "{e}");
+    let e = Standard::builder("pricing")
+        .attempt_timeout(Duration::ZERO)
+        .try_build()
+        .unwrap_err();
+    assert_eq!(e.setting(), "attempt_timeout");
+    let ok = Standard::builder("pricing")
+        .total_timeout(Duration::from_millis(1))
+        .try_build()
+        .unwrap();
+    assert_eq!(ok.total_timeout(), Duration::from_millis(1));
+    // The unchecked build keeps its signature and its settings.
+    let unchecked: Standard = Standard::builder("pricing")
+        .total_timeout(Duration::ZERO)
+        .build();
+    assert_eq!(unchecked.total_timeout(), Duration::ZERO);
+}
+
+#[cfg(feature = "config")]
+mod registry {
+    use super::*;
+    use fusebox::registry::{Fusebox, FuseboxConfig};
+
+    fn fusebox(toml: &str) -> Fusebox {
+        Fusebox::from_config(FuseboxConfig::from_toml(toml).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn try_from_registry_refuses_an_unknown_dependency_and_names_the_known_ones() {
+        let fb = fusebox(
+            r#"
+            [dependencies.pricing]
+            timeout = "300ms"
+            [dependencies.inventory]
+            timeout = "100ms"
+            "#,
+        );
+        let e = Standard::try_from_registry(&fb, "pricng").unwrap_err();
+        assert_eq!(e.name(), "pricng");
+        assert_eq!(e.known(), ["inventory", "pricing"]);
+        assert_eq!(e.suggestion(), Some("pricing"));
+        assert_eq!(
+            e.to_string(),
+            "no dependency `pricng` in the registry; did you mean `pricing`? (known: inventory, pricing)"
+        );
+        assert!(fb.get("pricng").is_none(), "the typo added nothing");
+        let far = Standard::try_from_registry(&fb, "search").unwrap_err();
+        assert_eq!(far.suggestion(), None);
+        assert!(!far.to_string().contains("did you mean"), "{far}");
+
+        let pricing = Standard::try_from_registry(&fb, "pricing").unwrap().build();
+        assert_eq!(pricing.attempt_timeout(), Duration::from_millis(300));
+        // A name with only a bulkhead table is known too.
+        let fb2 = fusebox("[bulkheads.search]\nmax_concurrent = 3");
+        let search = Standard::try_from_registry(&fb2, "search").unwrap().build();
+        assert_eq!(search.bulkhead().limit(), 3);
+        // The lenient constructor still builds a name it does not know.
+        let lenient = Standard::from_registry(&fb, "search").build();
+        assert_eq!(
+            lenient.attempt_timeout(),
+            fusebox::http::DEFAULT_ATTEMPT_TIMEOUT
+        );
+    }
+
+    #[test]
+    fn after_reload_the_breaker_follows_and_the_timeout_and_retry_stay() {
+        let before = r#"
+            [dependencies.pricing]
+            timeout = "300ms"
+            breaker = { consecutive_failures = 5 }
+            retry = { max_attempts = 2 }
+        "#;
+        let after = r#"
+            [dependencies.pricing]
+            timeout = "900ms"
+            breaker = { consecutive_failures = 1 }
+            retry = { max_attempts = 4 }
+        "#;
+        let fb = fusebox(before);
+        let stack = Standard::from_registry(&fb, "pricing").build();
+        fb.reload(FuseboxConfig::from_toml(after).unwrap()).unwrap();
+
+        // The breaker is the registry's: one failure opens it now.
+        let permit = stack.breaker().try_acquire().unwrap();
+        permit.record(Outcome::Failure);
+        assert_eq!(stack.breaker().state(), State::Open);
+        // The timeout and retry were read when the stack was built.
+        assert_eq!(stack.attempt_timeout(), Duration::from_millis(300));
+        assert_eq!(stack.retry().max_attempts(), 2);
+        // Building again takes the new ones.
+        let rebuilt = Standard::from_registry(&fb, "pricing").build();
+        assert_eq!(rebuilt.attempt_timeout(), Duration::from_millis(900));
+        assert_eq!(rebuilt.retry().max_attempts(), 4);
+    }
+}

@@ -86,6 +86,7 @@ pub struct HttpError<R> {
 
 enum Kind<R> {
     Status(R),
+    Body { response: R, error: BoxError },
     Transport { error: BoxError, connect: bool },
 }
 
@@ -102,6 +103,42 @@ impl<R: HttpResponse> HttpError<R> {
         HttpError {
             kind: Kind::Status(response),
         }
+    }
+
+    /// A failure answered with `response` whose body is not what the caller
+    /// expects (`error` says why, e.g. JSON that does not decode): the
+    /// dependency's failure whatever the status.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::HttpError;
+    /// let r = http::Response::builder().status(200).body("{").unwrap();
+    /// let e = HttpError::invalid_body(r, "truncated JSON");
+    /// assert!(e.is_invalid_body());
+    /// assert_eq!(e.status(), Some(http::StatusCode::OK));
+    /// assert_eq!(e.to_string(), "HTTP 200 OK with an invalid body: truncated JSON");
+    /// ```
+    pub fn invalid_body(response: R, error: impl Into<BoxError>) -> Self {
+        HttpError {
+            kind: Kind::Body {
+                response,
+                error: error.into(),
+            },
+        }
+    }
+
+    /// Whether the server answered with a body the caller could not use
+    /// (see [`invalid_body`](Self::invalid_body)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let r = http::Response::builder().status(503).body(()).unwrap();
+    /// assert!(!fusebox::http::HttpError::from_response(r).is_invalid_body());
+    /// ```
+    pub fn is_invalid_body(&self) -> bool {
+        matches!(self.kind, Kind::Body { .. })
     }
 
     /// A failure without a response.
@@ -147,7 +184,7 @@ impl<R: HttpResponse> HttpError<R> {
     /// ```
     pub fn response(&self) -> Option<&R> {
         match &self.kind {
-            Kind::Status(r) => Some(r),
+            Kind::Status(r) | Kind::Body { response: r, .. } => Some(r),
             Kind::Transport { .. } => None,
         }
     }
@@ -163,7 +200,7 @@ impl<R: HttpResponse> HttpError<R> {
     /// ```
     pub fn into_response(self) -> Option<R> {
         match self.kind {
-            Kind::Status(r) => Some(r),
+            Kind::Status(r) | Kind::Body { response: r, .. } => Some(r),
             Kind::Transport { .. } => None,
         }
     }
@@ -182,7 +219,7 @@ impl<R: HttpResponse> HttpError<R> {
     pub fn transport_error(&self) -> Option<&(dyn StdError + Send + Sync + 'static)> {
         match &self.kind {
             Kind::Transport { error, .. } => Some(&**error),
-            Kind::Status(_) => None,
+            Kind::Status(_) | Kind::Body { .. } => None,
         }
     }
 
@@ -218,6 +255,13 @@ impl<R: HttpResponse> fmt::Display for HttpError<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             Kind::Status(r) => write!(f, "HTTP {}", r.status()),
+            Kind::Body { response, error } => {
+                write!(
+                    f,
+                    "HTTP {} with an invalid body: {error}",
+                    response.status()
+                )
+            }
             Kind::Transport { error, .. } => write!(f, "transport error: {error}"),
         }
     }
@@ -227,6 +271,11 @@ impl<R: HttpResponse> fmt::Debug for HttpError<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             Kind::Status(r) => f.debug_tuple("Status").field(&r.status()).finish(),
+            Kind::Body { response, error } => f
+                .debug_struct("Body")
+                .field("status", &response.status())
+                .field("error", error)
+                .finish(),
             Kind::Transport { error, connect } => f
                 .debug_struct("Transport")
                 .field("error", error)
@@ -239,7 +288,7 @@ impl<R: HttpResponse> fmt::Debug for HttpError<R> {
 impl<R: HttpResponse> StdError for HttpError<R> {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match &self.kind {
-            Kind::Transport { error, .. } => Some(&**error),
+            Kind::Transport { error, .. } | Kind::Body { error, .. } => Some(&**error),
             Kind::Status(_) => None,
         }
     }
@@ -251,3 +300,170 @@ impl<R> PolicyError for HttpError<R> {
         Cause::Failed(self)
     }
 }
+
+/// A dependency the registry does not know, from
+/// [`Standard::try_from_registry`](super::Standard::try_from_registry): the
+/// name asked for, the names the registry has, and the closest of them.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::http::Standard;
+/// use fusebox::registry::{Fusebox, FuseboxConfig};
+/// let fusebox = Fusebox::from_config(FuseboxConfig::from_toml("[dependencies.pricing]")?)?;
+/// let e = Standard::try_from_registry(&fusebox, "pricng").unwrap_err();
+/// assert_eq!(e.name(), "pricng");
+/// assert_eq!(e.known(), ["pricing"]);
+/// assert_eq!(
+///     e.to_string(),
+///     "no dependency `pricng` in the registry; did you mean `pricing`? (known: pricing)"
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownDependency {
+    pub(super) name: String,
+    pub(super) known: Vec<String>,
+}
+
+impl UnknownDependency {
+    /// The name asked for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fusebox = fusebox::registry::Fusebox::new();
+    /// let e = fusebox::http::Standard::try_from_registry(&fusebox, "pricing").unwrap_err();
+    /// assert_eq!(e.name(), "pricing");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The names the registry knows, sorted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fusebox = fusebox::registry::Fusebox::new();
+    /// fusebox.breaker("db");
+    /// let e = fusebox::http::Standard::try_from_registry(&fusebox, "pricing").unwrap_err();
+    /// assert_eq!(e.known(), ["db"]);
+    /// ```
+    pub fn known(&self) -> &[String] {
+        &self.known
+    }
+
+    /// The known name closest to the one asked for, if one is within two
+    /// edits of it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let fusebox = fusebox::registry::Fusebox::new();
+    /// fusebox.breaker("inventory");
+    /// let e = fusebox::http::Standard::try_from_registry(&fusebox, "inventroy").unwrap_err();
+    /// assert_eq!(e.suggestion(), Some("inventory"));
+    /// ```
+    pub fn suggestion(&self) -> Option<&str> {
+        self.known
+            .iter()
+            .map(|k| (edit_distance(&self.name, k), k))
+            .filter(|(d, _)| *d <= 2)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, k)| k.as_str())
+    }
+}
+
+/// Levenshtein distance, counting an adjacent swap as one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+impl fmt::Display for UnknownDependency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no dependency `{}` in the registry", self.name)?;
+        if let Some(s) = self.suggestion() {
+            write!(f, "; did you mean `{s}`?")?;
+        }
+        if self.known.is_empty() {
+            write!(f, " (it has none)")
+        } else {
+            write!(f, " (known: {})", self.known.join(", "))
+        }
+    }
+}
+
+impl StdError for UnknownDependency {}
+
+/// Settings a [`Standard`](super::Standard) stack cannot work with, from
+/// [`StandardBuilder::try_build`](super::StandardBuilder::try_build): which
+/// stack, which setting and why.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::http::Standard;
+/// use std::time::Duration;
+/// let e = Standard::builder("pricing").total_timeout(Duration::ZERO).try_build().unwrap_err();
+/// assert_eq!(e.setting(), "total_timeout");
+/// assert_eq!(
+///     e.to_string(),
+///     "stack `pricing`: total_timeout is 0s; it must be greater than zero (every call would time out)"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidStandard {
+    pub(super) name: String,
+    pub(super) setting: &'static str,
+    pub(super) problem: String,
+}
+
+impl InvalidStandard {
+    /// The setting at fault: `"total_timeout"` or `"attempt_timeout"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = fusebox::http::Standard::builder("x")
+    ///     .attempt_timeout(std::time::Duration::ZERO)
+    ///     .try_build()
+    ///     .unwrap_err();
+    /// assert_eq!(e.setting(), "attempt_timeout");
+    /// ```
+    pub fn setting(&self) -> &'static str {
+        self.setting
+    }
+}
+
+impl fmt::Display for InvalidStandard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "stack `{}`: {} {}",
+            self.name, self.setting, self.problem
+        )
+    }
+}
+
+impl StdError for InvalidStandard {}

@@ -10,8 +10,9 @@
 //!   error; a `Retry-After` header (seconds or an HTTP date) is honoured up to
 //!   a cap, and past the cap the call is not retried.
 //! - [`Standard`]: the standard stack in one expression, for a
-//!   `reqwest::Client` (`Standard::send`, feature `reqwest`) and for any
-//!   tower HTTP client (`StandardLayer`, feature `tower`):
+//!   `reqwest::Client` (`Standard::send_bytes`, feature `reqwest`), for any
+//!   client through [`Standard::run`], and for any tower HTTP client
+//!   (`StandardLayer`, feature `tower`):
 //!
 //! ```text
 //! total timeout( retry with budget( breaker( bulkhead( attempt timeout( request ) ) ) ) )
@@ -25,6 +26,35 @@
 //! | bulkhead | 64 calls at once, no waiting | the registry's bulkhead `NAME`: the entry's `bulkhead`, then `[defaults.bulkhead]`, then 25 |
 //! | attempt timeout | 2 s | the entry's `timeout`, else 2 s |
 //! | classifier, retry predicate | as above | code only |
+//!
+//! # What the policies cover
+//!
+//! The timeouts, the bulkhead slot and the breaker's permit cover the
+//! attempt's future, and the breaker's verdict is that future's result. How
+//! much of the response that future holds depends on how the request is
+//! sent:
+//!
+//! | way of sending | covered | the verdict is given |
+//! |---|---|---|
+//! | `Standard::send_bytes` (feature `reqwest`) | the request, the headers and the whole body | when the body is complete |
+//! | `Standard::send_json` (feature `json`) | as `send_bytes`, and decoding the body | when the body is complete and decoded |
+//! | [`Standard::run`], an attempt that returns a fully read response (e.g. `http::Response<Bytes>`) | everything the attempt's future does | when that future ends |
+//! | `Standard::send`, `Standard::run` returning a streaming body, `StandardLayer` (feature `tower`) | the request and the headers only | when the headers arrive |
+//!
+//! Under the first three, a dependency that answers `200 OK` and then
+//! stalls its body is the attempt timeout's failure (then retried as the
+//! [`RetryPolicy`] says, within the total timeout), a body cut short is a
+//! transport error, and both are failures for the breaker; the bulkhead
+//! slot is held until the body is complete. Under the last row the body is
+//! read after the stack has let go: no deadline of the stack bounds it,
+//! the bulkhead slot is free again and the breaker has counted a success.
+//!
+//! # reqwest
+//!
+//! The `reqwest` feature supports reqwest **0.13** (`reqwest = "0.13"` in
+//! the application's manifest; the request builder's type must be the
+//! one fusebox was built against). fusebox enables no reqwest feature: the
+//! application picks its TLS backend (`rustls`, `native-tls`) and the rest.
 //!
 //! A status the classifier counts as a failure comes out of the stack as an
 //! error ([`HttpError`], the response inside), so a fallback sees the 503
@@ -85,7 +115,7 @@ mod retry;
 mod standard;
 
 pub use self::classify::{Classifier, HttpResponse};
-pub use self::error::{HttpError, TransportError};
+pub use self::error::{HttpError, InvalidStandard, TransportError, UnknownDependency};
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use self::layer::{StandardLayer, StandardService};
@@ -94,6 +124,21 @@ pub use self::standard::{
     Standard, StandardBuilder, StandardError, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_CONCURRENT,
     DEFAULT_TOTAL_TIMEOUT,
 };
+
+/// The body of a fully read response, as `Standard::send_bytes` returns it
+/// (feature `reqwest`; the `bytes` crate's type, re-exported so that a
+/// caller can name it without depending on `bytes`).
+///
+/// # Examples
+///
+/// ```
+/// let body = fusebox::http::Bytes::from_static(b"7 in stock");
+/// let response = http::Response::new(body);
+/// assert_eq!(&response.body()[..], b"7 in stock");
+/// ```
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub use bytes::Bytes;
 
 /// Any error, boxed (the same alias as `tower::BoxError`).
 ///

@@ -1,6 +1,11 @@
 //! The standard stack: [`Standard`] and its builder.
 
-use super::{Classifier, HttpError, HttpResponse, RetryPolicy, TransportError};
+#[cfg(feature = "reqwest")]
+use super::BoxError;
+use super::{
+    Classifier, HttpError, HttpResponse, InvalidStandard, RetryPolicy, TransportError,
+    UnknownDependency,
+};
 use crate::fallback::FallbackFn;
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Fusebox;
@@ -225,6 +230,18 @@ impl Standard {
     /// stack's defaults. The breaker and bulkhead are registered under
     /// `name`, so the registry's observers (metrics, tracing) see them.
     ///
+    /// A name the registry does not know builds on the defaults (and adds
+    /// a breaker of that name to the registry), so a misspelt name goes
+    /// unnoticed: [`try_from_registry`](Self::try_from_registry) refuses it.
+    ///
+    /// # Reload
+    ///
+    /// **The timeout and retry are read once, here.** After
+    /// [`Fusebox::reload`] the stack's breaker, bulkhead and rate limiter
+    /// follow the new file (they are the registry's live policies), but its
+    /// attempt timeout and retry stay as they were: build the stack again
+    /// from the registry to take the new ones.
+    ///
     /// # Examples
     ///
     /// ```
@@ -237,6 +254,58 @@ impl Standard {
     /// # Ok::<(), fusebox::registry::UnknownBreaker>(())
     /// ```
     pub fn from_registry(fusebox: &Fusebox, name: &str) -> StandardBuilder {
+        Self::registry_builder(fusebox, name)
+    }
+
+    /// As [`from_registry`](Self::from_registry), for a dependency the
+    /// registry knows only: one its configuration names (a
+    /// `[dependencies.NAME]`, `[breakers.NAME]` or `[bulkheads.NAME]`
+    /// table), or a policy the program has already asked it for.
+    ///
+    /// # Errors
+    ///
+    /// [`UnknownDependency`]: the name, the registry's names, and the
+    /// closest of them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::Standard;
+    /// use fusebox::registry::{Fusebox, FuseboxConfig};
+    /// let fusebox = Fusebox::from_config(FuseboxConfig::from_toml(r#"
+    ///     [dependencies.pricing]
+    ///     timeout = "300ms"
+    /// "#)?)?;
+    /// let pricing = Standard::try_from_registry(&fusebox, "pricing")?.try_build()?;
+    /// assert_eq!(pricing.attempt_timeout(), std::time::Duration::from_millis(300));
+    /// let typo = Standard::try_from_registry(&fusebox, "pricng").unwrap_err();
+    /// assert_eq!(typo.suggestion(), Some("pricing"));
+    /// assert!(fusebox.get("pricng").is_none()); // nothing was added
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_from_registry(
+        fusebox: &Fusebox,
+        name: &str,
+    ) -> Result<StandardBuilder, UnknownDependency> {
+        if fusebox.get(name).is_some() {
+            return Ok(Self::registry_builder(fusebox, name));
+        }
+        // Every name the registry has a policy for (a bulkhead or rate
+        // limiter of its own counts).
+        let mut known = fusebox.names();
+        known.extend(fusebox.policies().into_iter().map(|p| p.name));
+        known.sort();
+        known.dedup();
+        if known.iter().any(|k| k == name) {
+            return Ok(Self::registry_builder(fusebox, name));
+        }
+        Err(UnknownDependency {
+            name: name.to_owned(),
+            known,
+        })
+    }
+
+    fn registry_builder(fusebox: &Fusebox, name: &str) -> StandardBuilder {
         let p = fusebox.pipeline(name);
         let mut b = Standard::builder(name);
         b.breaker = p.breaker().cloned();
@@ -387,6 +456,12 @@ impl Standard {
     /// connection was refused (the request never left), never after a
     /// timeout or an answer.
     ///
+    /// The policies cover what `attempt`'s future does, and the breaker's
+    /// verdict is given when it ends: read the body inside it and return
+    /// the fully read response (e.g. `http::Response<Bytes>`) to put the
+    /// body under the timeouts, the bulkhead and the breaker. A response
+    /// whose body is still a stream is covered up to its headers only.
+    ///
     /// # Errors
     ///
     /// [`StandardError`]: the breaker or bulkhead refused, a timeout (an
@@ -438,11 +513,8 @@ impl Standard {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<R, E>>,
     {
-        let inner = &*self.inner;
-        #[cfg(feature = "tracing")]
-        let span = crate::trace::call_span(&inner.name);
-        let classifier = inner.classifier;
-        let mut once = || {
+        let classifier = self.inner.classifier;
+        self.run_attempts(mode, || {
             let fut = attempt();
             async move {
                 match fut.await {
@@ -451,7 +523,27 @@ impl Standard {
                     Err(e) => Err(HttpError::transport(e)),
                 }
             }
-        };
+        })
+        .await
+    }
+
+    /// The stack around `once`, one classified attempt: everything `once`'s
+    /// future does (sending, reading the body, decoding) is inside the
+    /// attempt timeout, the bulkhead slot and the breaker's permit, and its
+    /// result is the breaker's verdict.
+    async fn run_attempts<T, R, F, Fut>(
+        &self,
+        mode: Mode,
+        mut once: F,
+    ) -> Result<T, StandardError<R>>
+    where
+        R: HttpResponse,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, HttpError<R>>>,
+    {
+        let inner = &*self.inner;
+        #[cfg(feature = "tracing")]
+        let span = crate::trace::call_span(&inner.name);
         let call = async {
             match mode {
                 Mode::Retry => inner.pipeline.call_async(&mut once).await,
@@ -516,8 +608,20 @@ impl Standard {
 #[cfg(feature = "reqwest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl Standard {
-    /// Sends a reqwest request through the stack (feature `reqwest`). Each
-    /// attempt sends a copy ([`RequestBuilder::try_clone`](reqwest::RequestBuilder::try_clone));
+    /// Sends a reqwest request through the stack and returns once the
+    /// response's **headers** have arrived (feature `reqwest`).
+    ///
+    /// The policies cover the attempt up to the headers only: reading the
+    /// body afterwards (`response.text()`, `response.bytes()`) runs outside
+    /// the timeouts and the bulkhead, and the breaker has already counted
+    /// the call as a success. A dependency that answers `200 OK` and then
+    /// stalls its body holds the caller as long as reqwest lets it. Prefer
+    /// [`send_bytes`](Self::send_bytes) (or `send_json`, feature `json`),
+    /// which read the body inside the attempt; use `send` for a body you
+    /// stream yourself, with your own deadline.
+    ///
+    /// Each attempt sends a copy
+    /// ([`RequestBuilder::try_clone`](reqwest::RequestBuilder::try_clone));
     /// a request whose body cannot be copied (a stream) is sent once.
     ///
     /// # Errors
@@ -537,6 +641,121 @@ impl Standard {
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, StandardError<reqwest::Response>> {
+        let classifier = self.inner.classifier;
+        self.send_with(request, move |r: reqwest::Response| {
+            std::future::ready(if classifier.is_failure(r.status()) {
+                Err(HttpError::from_response(r))
+            } else {
+                Ok(r)
+            })
+        })
+        .await
+    }
+
+    /// Sends a reqwest request through the stack and reads the **whole
+    /// response** inside each attempt (feature `reqwest`): the attempt
+    /// timeout, the total timeout, the bulkhead slot and the breaker's
+    /// permit cover the body to its last byte, and the breaker's verdict is
+    /// given when the body is complete. A body that stalls is the attempt's
+    /// timeout; a body that breaks off (a reset, fewer bytes than
+    /// `content-length`) is a transport error; both are failures, retried
+    /// as the [`RetryPolicy`] says.
+    ///
+    /// The body of a failing status is read too (bounded by the same
+    /// deadlines), so the error's [`response`](HttpError::response) carries
+    /// it. The body is [`Bytes`](super::Bytes); `into_parts()` splits the
+    /// response into its head and body. Retries as [`send`](Self::send).
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = reqwest::Client::new();
+    /// let inventory = fusebox::http::Standard::builder("inventory").build();
+    /// let response = inventory.send_bytes(client.get("http://127.0.0.1:9/stock/42")).await?;
+    /// let (parts, body) = response.into_parts();
+    /// println!("{}: {} bytes", parts.status, body.len());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn send_bytes(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<::http::Response<super::Bytes>, StandardError<::http::Response<super::Bytes>>> {
+        let classifier = self.inner.classifier;
+        self.send_with(request, move |r: reqwest::Response| async move {
+            let full = read_full(r).await.map_err(HttpError::transport)?;
+            if classifier.is_failure(full.status()) {
+                Err(HttpError::from_response(full))
+            } else {
+                Ok(full)
+            }
+        })
+        .await
+    }
+
+    /// As [`send_bytes`](Self::send_bytes), then decodes the body as JSON
+    /// into `T`, inside the attempt (feature `json`). A body that does not
+    /// decode is a failure for the breaker and is not retried (the answer
+    /// would be the same): the error's
+    /// [`is_invalid_body`](HttpError::is_invalid_body) is true and its
+    /// response carries the body.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run), and an invalid body.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+    /// #[derive(serde::Deserialize)]
+    /// struct Stock {
+    ///     available: u32,
+    /// }
+    /// let client = reqwest::Client::new();
+    /// let inventory = fusebox::http::Standard::builder("inventory").build();
+    /// let stock: Stock = inventory.send_json(client.get("http://127.0.0.1:9/stock/42")).await?;
+    /// println!("{} available", stock.available);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "json")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+    pub async fn send_json<T: serde::de::DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, StandardError<::http::Response<super::Bytes>>> {
+        let classifier = self.inner.classifier;
+        self.send_with(request, move |r: reqwest::Response| async move {
+            let full = read_full(r).await.map_err(HttpError::transport)?;
+            if classifier.is_failure(full.status()) {
+                return Err(HttpError::from_response(full));
+            }
+            match serde_json::from_slice::<T>(full.body()) {
+                Ok(value) => Ok(value),
+                Err(e) => Err(HttpError::invalid_body(full, e)),
+            }
+        })
+        .await
+    }
+
+    /// Sends `request` through the stack; `finish` turns each attempt's
+    /// response into its result inside the attempt.
+    async fn send_with<T, R, F, Fut>(
+        &self,
+        request: reqwest::RequestBuilder,
+        finish: F,
+    ) -> Result<T, StandardError<R>>
+    where
+        R: HttpResponse,
+        F: Fn(reqwest::Response) -> Fut + Clone,
+        Fut: Future<Output = Result<T, HttpError<R>>>,
+    {
         let (client, request) = request.build_split();
         let request = match request {
             Ok(r) => r,
@@ -548,7 +767,7 @@ impl Standard {
             None => Mode::Single, // a streamed body: it can be sent once
         };
         let mut first = Some(request);
-        self.run_as(mode, || {
+        self.run_attempts(mode, || {
             // A copy per attempt while the request can be copied; the
             // original for the one attempt of a streamed body.
             let next = match first.as_ref().and_then(reqwest::Request::try_clone) {
@@ -556,15 +775,38 @@ impl Standard {
                 None => first.take(),
             };
             let client = client.clone();
+            let finish = finish.clone();
             async move {
-                match next {
-                    Some(r) => client.execute(r).await,
-                    None => unreachable!("a request that cannot be copied has one attempt"),
+                let Some(request) = next else {
+                    // Not reached: a request that cannot be copied has one attempt.
+                    return Err(HttpError::transport(BoxError::from(
+                        "the request's body cannot be sent twice",
+                    )));
+                };
+                match client.execute(request).await {
+                    Ok(response) => finish(response).await,
+                    Err(e) => Err(HttpError::transport(e)),
                 }
             }
         })
         .await
     }
+}
+
+/// Reads `response` to the end of its body.
+#[cfg(feature = "reqwest")]
+async fn read_full(
+    response: reqwest::Response,
+) -> Result<::http::Response<super::Bytes>, reqwest::Error> {
+    let status = response.status();
+    let version = response.version();
+    let headers = response.headers().clone();
+    let body = response.bytes().await?;
+    let mut full = ::http::Response::new(body);
+    *full.status_mut() = status;
+    *full.version_mut() = version;
+    *full.headers_mut() = headers;
+    Ok(full)
 }
 
 impl StandardBuilder {
@@ -706,7 +948,46 @@ impl StandardBuilder {
         self
     }
 
-    /// Builds the stack.
+    /// Builds the stack, checking its settings: both timeouts must be
+    /// greater than zero (a zero deadline fails every call).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidStandard`]: the setting at fault and why.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::http::Standard;
+    /// use std::time::Duration;
+    /// let s = Standard::builder("x").total_timeout(Duration::from_secs(1)).try_build()?;
+    /// assert_eq!(s.total_timeout(), Duration::from_secs(1));
+    /// assert!(Standard::builder("x").total_timeout(Duration::ZERO).try_build().is_err());
+    /// # Ok::<(), fusebox::http::InvalidStandard>(())
+    /// ```
+    pub fn try_build(self) -> Result<Standard, InvalidStandard> {
+        for (setting, value) in [
+            ("total_timeout", self.total),
+            ("attempt_timeout", self.attempt),
+        ] {
+            if value.is_zero() {
+                return Err(InvalidStandard {
+                    name: self.name,
+                    setting,
+                    problem: format!(
+                        "is {}; it must be greater than zero (every call would time out)",
+                        crate::duration::format(value)
+                    ),
+                });
+            }
+        }
+        Ok(self.build())
+    }
+
+    /// Builds the stack without checking its settings: what the builder
+    /// was given is what the stack runs on, so a zero timeout fails every
+    /// call. Use [`try_build`](Self::try_build) when the settings come from
+    /// outside the program.
     ///
     /// # Examples
     ///
