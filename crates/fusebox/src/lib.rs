@@ -27,7 +27,7 @@
 //! `tracing`, `prometheus` (`fusebox::metrics`), `config` (a
 //! [`registry`] of named breakers loaded from TOML or YAML), `http` (HTTP
 //! presets and the standard stack, `fusebox::http`; `reqwest` adds
-//! `Standard::send`), `dashboard` (a live page of every breaker, an axum
+//! `Standard::send_bytes`; `json` adds `send_json`), `dashboard` (a live page of every breaker, an axum
 //! `Router`), `fleet` (replicas sharing breaker state through Redis;
 //! `fleet-tls` adds `rediss://`; `test-util` adds `fleet::LocalRedis`, a
 //! throwaway `redis-server` for tests), `ratelimit` (rate limiters, on
