@@ -401,10 +401,10 @@ mod counting {
             if ON.with(Cell::get) {
                 COUNT.with(|c| c.set(c.get() + 1));
             }
-            System.alloc(layout)
+            unsafe { System.alloc(layout) }
         }
         unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            System.dealloc(ptr, layout)
+            unsafe { System.dealloc(ptr, layout) }
         }
     }
 

@@ -65,8 +65,7 @@ fn capture(f: impl FnOnce()) -> Vec<Captured> {
     let rec = Recorder::default();
     let out = rec.0.clone();
     tracing::subscriber::with_default(rec, f);
-    let v = out.lock().unwrap().clone();
-    v
+    out.lock().unwrap().clone()
 }
 
 fn field<'a>(c: &'a Captured, k: &str) -> &'a str {

@@ -370,7 +370,10 @@ impl CircuitBreaker {
     /// #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
     /// # }
     /// ```
-    pub fn call_async<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, Error<E>>>
+    pub fn call_async<T, E, F, Fut>(
+        &self,
+        f: F,
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<T, E, F, Fut>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -402,7 +405,7 @@ impl CircuitBreaker {
         &self,
         classify: C,
         f: F,
-    ) -> impl Future<Output = Result<T, Error<E>>>
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<T, E, F, Fut, C>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
