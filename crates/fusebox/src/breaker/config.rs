@@ -3,8 +3,13 @@
 //! front for it that also carries the name, clock and listeners.
 
 use super::listener::{Listener, OnTransition};
-use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
+use super::open_period::OpenPeriod;
 use super::protocol::Settings;
+use super::rules::consecutive::Consecutive;
+use super::rules::failure_rate::FailureRate;
+use super::rules::slow_calls::SlowCalls;
+use super::rules::windowed::{WindowSpec, Windowed};
+use super::rules::Rules;
 use super::types::Transition;
 use super::CircuitBreaker;
 use crate::clock::{nanos, Clock, MonotonicClock};
@@ -501,18 +506,19 @@ impl BreakerConfig {
 
     /// The settings the state machine runs on, or the first bad key.
     pub(crate) fn settings(&self) -> Result<Settings, ConfigError> {
-        if let Some(n) = self.consecutive_failures {
-            rule::count("consecutive_failures", n)?;
-        }
+        let mut consecutive = self
+            .consecutive_failures
+            .map(|n| rule::count("consecutive_failures", n).map(Consecutive::new))
+            .transpose()?;
         let failure_rate = self
             .failure_rate
-            .map(|r| rule::rate("failure_rate", r))
+            .map(|r| rule::rate("failure_rate", r).map(FailureRate::new))
             .transpose()?;
         let slow = match (self.slow_call_duration, self.slow_call_rate) {
             (None, None) => None,
             (Some(d), Some(r)) => {
                 rule::period("slow_call_duration", d)?;
-                Some((nanos(d), rule::rate("slow_call_rate", r)?))
+                Some(SlowCalls::new(nanos(d), rule::rate("slow_call_rate", r)?))
             }
             (Some(d), None) => {
                 return Err(ConfigError::new(
@@ -596,10 +602,10 @@ impl BreakerConfig {
             (None, Some(WindowSpec::Count(n))) => (n as u64).min(10),
             (None, _) => 10,
         };
-        let consecutive = match (self.consecutive_failures, rated) {
-            (None, false) => Some(5),
-            (c, _) => c,
-        };
+        // "consecutive_failures(5) when no trip rule is set"
+        if !Rules::keys().any(|key| self.is_set(key)) {
+            consecutive = Some(Consecutive::new(5));
+        }
         let open = match (self.open_for, self.open_backoff) {
             (Some(_), Some(b)) => {
                 return Err(ConfigError::new(
@@ -637,12 +643,14 @@ impl BreakerConfig {
         let probes = rule::count("half_open_probes", self.half_open_probes.unwrap_or(1))?;
         let successes = rule::count("successes_to_close", self.successes_to_close.unwrap_or(1))?;
         Ok(Settings {
-            policy: TripPolicy {
+            rules: Rules {
                 consecutive,
-                failure_rate,
-                slow,
-                window,
-                min_calls,
+                windowed: window.map(|window| Windowed {
+                    window,
+                    min_calls,
+                    failure_rate,
+                    slow_calls: slow,
+                }),
             },
             open,
             probes,
@@ -653,9 +661,10 @@ impl BreakerConfig {
 
     /// The config that describes `settings` with every default written out.
     pub(crate) fn from_settings(settings: &Settings) -> BreakerConfig {
-        let p = &settings.policy;
+        let rules = &settings.rules;
+        let windowed = rules.windowed.as_ref();
         let d = Duration::from_nanos;
-        let (count_window, time_window, buckets) = match p.window {
+        let (count_window, time_window, buckets) = match windowed.map(|w| w.window) {
             Some(WindowSpec::Count(n)) => (Some(n), None, None),
             Some(WindowSpec::Time { span, buckets }) => (None, Some(d(span)), Some(buckets)),
             None => (None, None, None),
@@ -676,16 +685,16 @@ impl BreakerConfig {
             ),
         };
         BreakerConfig {
-            consecutive_failures: p.consecutive,
-            failure_rate: p.failure_rate,
+            consecutive_failures: rules.consecutive.map(|c| c.n()),
+            failure_rate: windowed.and_then(|w| w.failure_rate).map(|r| r.rate()),
             count_window,
             time_window,
             buckets,
-            min_calls: p
-                .window
-                .map(|_| u32::try_from(p.min_calls).unwrap_or(u32::MAX)),
-            slow_call_duration: p.slow.map(|(t, _)| d(t)),
-            slow_call_rate: p.slow.map(|(_, r)| r),
+            min_calls: windowed.map(|w| u32::try_from(w.min_calls).unwrap_or(u32::MAX)),
+            slow_call_duration: windowed
+                .and_then(|w| w.slow_calls)
+                .map(|s| d(s.threshold())),
+            slow_call_rate: windowed.and_then(|w| w.slow_calls).map(|s| s.rate()),
             open_for,
             open_backoff,
             half_open_probes: Some(settings.probes),
@@ -710,7 +719,7 @@ impl From<BreakerConfig> for Builder {
 ///
 /// | setting | default |
 /// |---|---|
-/// | trip policy | `consecutive_failures(5)` when no policy is set |
+/// | trip rule | `consecutive_failures(5)` when no trip rule is set |
 /// | window of a rate policy | `count_window(100)`; a time window has `buckets(10)` |
 /// | `min_calls` | 10, or the count window's size if smaller |
 /// | `open_for` | 30 s, fixed |
@@ -720,8 +729,8 @@ impl From<BreakerConfig> for Builder {
 /// | clock | [`MonotonicClock`] |
 /// | listeners | none (no cost) |
 ///
-/// Policies combine: with `consecutive_failures` and `failure_rate` both set,
-/// the breaker trips on whichever is reached first.
+/// Trip rules combine: with `consecutive_failures` and `failure_rate` both
+/// set, the breaker trips on whichever is reached first.
 ///
 /// # Examples
 ///

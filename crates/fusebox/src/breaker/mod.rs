@@ -6,8 +6,8 @@
 mod config;
 mod fast;
 mod listener;
+mod open_period;
 mod permit;
-mod policy;
 mod protocol;
 #[cfg(feature = "fleet")]
 mod remote;
