@@ -647,10 +647,14 @@ impl Core {
             slow: slow_call,
         };
         let period = ClosedPeriod::new(self, generation, now);
-        match live.cells.record(&self.resident, verdict, &period) {
+        let mut trip = None;
+        match live
+            .cells
+            .record(&self.resident, verdict, &period, &mut trip)
+        {
             // Stale: this permit's closed period is over.
             Counted::Stale => None,
-            Counted::Fresh(trip) => self.trip_checked(generation, trip, now),
+            Counted::Fresh => self.trip_checked(generation, trip, now),
         }
     }
 

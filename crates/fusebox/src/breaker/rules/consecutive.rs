@@ -44,11 +44,18 @@ impl TripRule for Consecutive {
     }
 
     #[inline(always)]
-    fn record(&self, streak: &Streak, _: &(), verdict: Verdict, period: &impl Period) -> Counted {
+    fn record(
+        &self,
+        streak: &Streak,
+        _: &(),
+        verdict: Verdict,
+        period: &impl Period,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
         if verdict.failed && !period.is_current() {
             return Counted::Stale; // this permit's closed period is over
         }
-        streak.record(period.generation(), verdict.failed, self.n)
+        streak.record(period.generation(), verdict.failed, self.n, trip)
     }
 
     fn reached(&self, streak: &Streak, _: &(), period: &impl Period) -> Option<Reason> {
@@ -145,10 +152,16 @@ impl Streak {
     }
 
     /// Counts a verdict of `generation` against a threshold of `n`:
-    /// [`Counted::Stale`] if the count belongs to another generation,
-    /// otherwise `Some` reason once the count reaches `n`.
+    /// [`Counted::Stale`] if the count belongs to another generation; the
+    /// reason goes to `trip` once the count reaches `n`.
     #[inline]
-    pub(crate) fn record(&self, generation: u64, failed: bool, n: u32) -> Counted {
+    pub(crate) fn record(
+        &self,
+        generation: u64,
+        failed: bool,
+        n: u32,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
         let mut cur = self.0.load(Ordering::Relaxed);
         loop {
             if tag_of(cur) != tag(generation) {
@@ -161,7 +174,7 @@ impl Streak {
                 0
             };
             if next == count {
-                return Counted::Fresh(None); // a success with nothing to reset: no write
+                return Counted::Fresh; // a success with nothing to reset: no write
             }
             match self.0.compare_exchange_weak(
                 cur,
@@ -170,9 +183,10 @@ impl Streak {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    let trip = (next >= u64::from(n))
-                        .then_some(Reason::ConsecutiveFailures { count: next as u32 });
-                    return Counted::Fresh(trip);
+                    if next >= u64::from(n) {
+                        trip.get_or_insert(Reason::ConsecutiveFailures { count: next as u32 });
+                    }
+                    return Counted::Fresh;
                 }
                 Err(actual) => cur = actual,
             }
@@ -196,10 +210,13 @@ mod tests {
         let c = Streak::default();
         c.reset(7);
         assert!(c.is_zero(7));
-        assert!(matches!(c.record(7, true, 2), Counted::Fresh(None)));
-        assert!(matches!(c.record(7, true, 2), Counted::Fresh(Some(_))));
+        let mut trip = None;
+        assert_eq!(c.record(7, true, 2, &mut trip), Counted::Fresh);
+        assert_eq!(trip, None);
+        assert_eq!(c.record(7, true, 2, &mut trip), Counted::Fresh);
+        assert_eq!(trip, Some(Reason::ConsecutiveFailures { count: 2 }));
         assert_eq!(c.count(7), 2);
-        assert!(matches!(c.record(7, false, 2), Counted::Fresh(None)));
+        assert_eq!(c.record(7, false, 2, &mut None), Counted::Fresh);
         assert!(c.is_zero(7));
     }
 
@@ -207,7 +224,7 @@ mod tests {
     fn a_verdict_of_another_generation_is_stale() {
         let c = Streak::default();
         c.reset(3);
-        assert!(matches!(c.record(2, true, 1), Counted::Stale));
+        assert_eq!(c.record(2, true, 1, &mut None), Counted::Stale);
         assert_eq!(c.count(3), 0);
         assert_eq!(c.count(2), 0);
     }
@@ -216,7 +233,9 @@ mod tests {
     fn the_count_saturates() {
         let c = Streak::default();
         c.0.store(tagged(1, COUNT_MASK), Ordering::Relaxed);
-        assert!(matches!(c.record(1, true, 5), Counted::Fresh(None)));
+        let mut trip = None;
+        assert_eq!(c.record(1, true, 5, &mut trip), Counted::Fresh);
+        assert_eq!(trip, None);
         assert_eq!(u64::from(c.count(1)), COUNT_MASK);
     }
 }

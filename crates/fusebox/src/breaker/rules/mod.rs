@@ -74,15 +74,17 @@ pub(crate) struct Verdict {
     pub(crate) slow: bool,
 }
 
-/// What a rule did with a verdict.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What a rule did with a verdict. A rule that calls for a trip says why in
+/// the `trip` its [`record`](TripRule::record) is given, unless an earlier
+/// rule did (`trip.get_or_insert(reason)`); the verdict still counts for the
+/// rules after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Counted {
+    /// Counted (or nothing to change).
+    Fresh,
     /// The verdict's closed period is over: it counts for nothing (and no
     /// later rule sees it).
     Stale,
-    /// Counted (or nothing to change); `Some` when the rule calls for a
-    /// trip.
-    Fresh(Option<Reason>),
 }
 
 /// The closed period a verdict belongs to, as the protocol shows it to the
@@ -138,14 +140,15 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
     /// reconfigure then keeps their counts).
     fn keeps_cells_of(&self, old: &Self) -> bool;
 
-    /// Counts a closed-state verdict of `period`; the reason to trip if the
-    /// counts now call for one.
+    /// Counts a closed-state verdict of `period`; the reason to trip, if
+    /// the counts now call for one, goes to `trip` (see [`Counted`]).
     fn record(
         &self,
         resident: &Self::Resident,
         cells: &Self::Cells,
         verdict: Verdict,
         period: &impl Period,
+        trip: &mut Option<Reason>,
     ) -> Counted;
 
     /// The reason to trip on the counts of `period` as they are (asked
@@ -325,23 +328,22 @@ macro_rules! trip_rules {
 
         impl Cells {
             /// Counts a closed-state verdict by every rule in force; the
-            /// first reason to trip, if any.
+            /// first reason to trip goes to `trip`.
             #[inline(always)]
             pub(crate) fn record(
                 &self,
                 resident: &Resident,
                 verdict: Verdict,
                 period: &impl Period,
+                trip: &mut Option<Reason>,
             ) -> Counted {
-                let trip = None;
-                $( let trip = match &self.$name {
-                    Some(armed) => match armed.rule.record(&resident.$name, &armed.cells, verdict, period) {
-                        Counted::Stale => return Counted::Stale,
-                        Counted::Fresh(reason) => trip.or(reason),
-                    },
-                    None => trip,
-                }; )*
-                Counted::Fresh(trip)
+                $( if let Some(armed) = &self.$name {
+                    let counted = armed.rule.record(&resident.$name, &armed.cells, verdict, period, trip);
+                    if counted == Counted::Stale {
+                        return Counted::Stale;
+                    }
+                } )*
+                Counted::Fresh
             }
 
             /// The first reason to trip on the counts as they are.

@@ -111,7 +111,14 @@ impl TripRule for Windowed {
     /// Kept out of line so that its registers and the other rules' do not
     /// crowd one frame.
     #[inline(never)]
-    fn record(&self, _: &(), window: &Window, verdict: Verdict, period: &impl Period) -> Counted {
+    fn record(
+        &self,
+        _: &(),
+        window: &Window,
+        verdict: Verdict,
+        period: &impl Period,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
         let Verdict { failed, slow } = verdict;
         // A stale verdict must not even take a ring position: it would
         // push a call of the current period out of the last n. (One that
@@ -123,7 +130,7 @@ impl TripRule for Windowed {
         // A plain success over a plain success changes nothing but the
         // ring position: no write.
         let Some(claim) = window.claim(failed, slow) else {
-            return Counted::Fresh(None);
+            return Counted::Fresh;
         };
         let recorded = period.while_current(|| {
             let now = if window.needs_time() { period.now() } else { 0 };
@@ -133,10 +140,13 @@ impl TripRule for Windowed {
             }
             totals
         });
-        match recorded {
-            None => Counted::Stale, // this permit's closed period is over
-            Some(totals) => Counted::Fresh(totals.and_then(|t| self.judge(&t))),
+        let Some(totals) = recorded else {
+            return Counted::Stale; // this permit's closed period is over
+        };
+        if let Some(reason) = totals.and_then(|t| self.judge(&t)) {
+            trip.get_or_insert(reason);
         }
+        Counted::Fresh
     }
 
     fn reached(&self, _: &(), window: &Window, period: &impl Period) -> Option<Reason> {
