@@ -148,8 +148,8 @@ pub mod tower;
 pub mod trace;
 
 pub use breaker::{
-    Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener,
-    Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
+    Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, FailureBurst,
+    Listener, Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
 };
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};

@@ -18,7 +18,7 @@ mod types;
 mod window;
 
 use crate::policy::Mode;
-pub use config::{Backoff, BreakerConfig, Builder, ConfigError};
+pub use config::{Backoff, BreakerConfig, Builder, ConfigError, FailureBurst};
 pub use listener::Listener;
 pub use permit::Permit;
 #[cfg(feature = "fleet")]

@@ -7,6 +7,7 @@
 //! - [`consecutive`]: `n` failures in a row.
 //! - [`windowed`]: the rules over one window of calls (the last N, or the
 //!   last T) and its `min_calls`: [`failure_rate`] and [`slow_calls`].
+//! - [`failures_within`]: `n` failures within a period.
 //!
 //! The rules in force are a [`Rules`]: one field per built-in rule, each
 //! `None` or the rule, declared once by [`trip_rules!`], which derives the
@@ -403,6 +404,8 @@ trip_rules! {
     consecutive: Consecutive,
     /// The failure and slow-call rates over one window.
     windowed: Windowed,
+    /// `n` failures within a period.
+    failures_within: FailuresWithin,
 }
 
 #[cfg(all(test, not(loom)))]
