@@ -146,8 +146,8 @@ pub mod set {
 
 pub use breaker::set::BreakerSet;
 pub use breaker::{
-    Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener,
-    Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
+    Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, FailureBurst,
+    Listener, Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
 };
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};
