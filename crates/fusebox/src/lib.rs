@@ -99,6 +99,9 @@ mod breaker;
 mod clock;
 pub mod duration;
 mod ext;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod facade;
 pub mod policy;
 mod stats;
 mod sync;
@@ -119,6 +122,8 @@ pub mod http;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod metrics;
+#[cfg(feature = "metrics")]
+mod names;
 pub mod observe;
 pub mod pipeline;
 pub mod prelude;
