@@ -8,39 +8,14 @@
 //!
 //! # Naming
 //!
-//! One scheme for the three observers: this one, the Prometheus observer
-//! (`fusebox::metrics`, feature `prometheus`) and the OpenTelemetry one
-//! (`fusebox::otel`, feature `opentelemetry`). The facade registers the
-//! names of the first column as they are (a counter's name ends in
-//! `_total`); an OpenTelemetry instrument is called by the base name (the
-//! name without `_total` and `_seconds`), which the OpenTelemetry
-//! Prometheus exporters turn back into the first column. So dashboards and
-//! alert rules work from any of the three.
-//!
-//! | series (Prometheus name) | OpenTelemetry instrument | type | labels | value | facade: updated |
-//! |---|---|---|---|---|---|
-//! | `fusebox_calls_total` | `fusebox_calls` | counter | `name`, `outcome` | calls by outcome: `success`, `failure`, `ignored`, `rejected`, `shadowed` | at each call |
-//! | `fusebox_call_duration_seconds` | `fusebox_call_duration` (unit `s`) | histogram | `name` | admission to verdict, in seconds | at each call |
-//! | `fusebox_transitions_total` | `fusebox_transitions` | counter | `name`, `from`, `to` | state changes | at each change |
-//! | `fusebox_circuit_state` | same | gauge | `name`, `state` | 1 for the current state, 0 for the four others | at each change and [`sample`](MetricsFacade::sample) |
-//! | `fusebox_failure_rate` | same | gauge | `name` | failure rate in the window, 0 to 1 | `sample` |
-//! | `fusebox_slow_call_rate` | same | gauge | `name` | slow-call rate in the window, 0 to 1 | `sample` |
-//! | `fusebox_failure_rate_threshold` | same | gauge | `name` | the failure rate the breaker trips at (failure-rate breakers only) | `sample` |
-//! | `fusebox_slow_call_rate_threshold` | same | gauge | `name` | the slow-call rate it trips at (slow-call rule only) | `sample` |
-//! | `fusebox_breaker_info` | same | gauge | `name` + one label per tag | always 1 | `sample` |
-//! | `fusebox_{kind}_{figure}` (`_total` for a counter figure), e.g. `fusebox_bulkhead_in_use`, `fusebox_bulkhead_rejections_total`, `fusebox_rate_limiter_refused_total` | `fusebox_{kind}_{figure}` | the figure's | `name` | every [`Figure`](crate::policy::Figure) of every other policy | `sample` |
-//! | `fusebox_policy_mode` | same | gauge | `name`, `policy`, `mode` | 1 for the mode each policy runs in | `sample` |
-//! | `fusebox_policy_calls_total`, `fusebox_retry_attempts_total`, `fusebox_retries_total`, `fusebox_retry_budget_refused_total`, `fusebox_timeouts_total` | the same without `_total` | counter | `name` | a pipeline's or HTTP stack's [`PolicyStats`] | `sample` |
-//! | `fusebox_fallbacks_total` | `fusebox_fallbacks` | counter | `name`, `cause` | fallback answers by cause | `sample` |
-//!
-//! # Label cardinality
-//!
-//! At most [`MetricsFacade::with_max_names`] distinct `name` labels
-//! (default 1,000): the first names seen keep their own; every later one
-//! is reported under `name="other"`. Counters and the histogram of those
-//! names add up there; of the gauges, the state gauge and the policy
-//! figures add up (`fusebox_circuit_state{name="other",state="open"}` is
-//! how many of them are open), and rates, thresholds and info are left out.
+//! The [naming scheme](crate::observe#series-names) of every fusebox
+//! observer: the facade registers the Prometheus names as they are (a
+//! counter's name ends in `_total`, the duration histogram's in
+//! `_seconds`), with the same labels, so dashboards and alert rules written
+//! for the Prometheus observer work unchanged. Names past the limit are
+//! reported under `name="other"` ([label
+//! cardinality](crate::observe#label-cardinality));
+//! [`MetricsFacade::with_max_names`] sets the limit.
 //!
 //! # When the values are written
 //!
@@ -49,7 +24,7 @@
 //! - the call counters, the duration histogram and the transitions from a
 //!   [`FacadeListener`] on the breaker, at each event: a few atomic adds
 //!   through handles made once, no lock, no allocation;
-//! - the state gauge at each transition too (exact except for an open
+//! - the state gauge at each transition too, and when a breaker is tracked (exact except for an open
 //!   breaker whose open period ended without a call: it turns half-open
 //!   when read, at the next sample or call);
 //! - everything read from snapshots (rates, thresholds, info, policy

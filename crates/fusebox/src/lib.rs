@@ -122,9 +122,12 @@ pub mod http;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod metrics;
-#[cfg(feature = "metrics")]
+#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
 mod names;
 pub mod observe;
+#[cfg(feature = "opentelemetry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "opentelemetry")))]
+pub mod otel;
 pub mod pipeline;
 pub mod prelude;
 #[cfg(feature = "ratelimit")]

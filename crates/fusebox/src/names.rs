@@ -1,6 +1,6 @@
 //! The one naming scheme of fusebox's series, shared by the `metrics`
-//! facade observer ([`crate::facade`]) and the OpenTelemetry observer
-//! ([`crate::otel`]); the Prometheus observer (`crate::metrics`) writes the
+//! facade observer (`crate::facade`) and the OpenTelemetry observer
+//! (`crate::otel`); the Prometheus observer (`crate::metrics`) writes the
 //! same names (a test compares the three). Also what both read at a sample
 //! or a collection: the tracked breakers, policies and pipeline counters,
 //! with the limit on distinct `name` labels.
@@ -58,6 +58,7 @@ pub(crate) const STATES: [State; 5] = [
     State::Disabled,
 ];
 
+#[cfg(feature = "metrics")]
 pub(crate) fn state_index(s: State) -> usize {
     STATES.iter().position(|x| *x == s).unwrap_or(0)
 }
@@ -79,6 +80,7 @@ pub(crate) enum Kind {
 
 /// The Prometheus name of a series: the base name, plus `_total` for a
 /// counter.
+#[cfg(feature = "metrics")]
 pub(crate) fn exported(base: &str, kind: Kind) -> String {
     match kind {
         Kind::Gauge => base.to_owned(),
@@ -196,10 +198,6 @@ impl Sources {
 
     pub(crate) fn untrack(&self, name: &str) -> bool {
         lock(&self.breakers).remove(name).is_some()
-    }
-
-    pub(crate) fn is_tracked(&self, name: &str) -> bool {
-        lock(&self.breakers).contains_key(name)
     }
 
     pub(crate) fn track_policy(&self, name: &str, policy: Arc<dyn Inspect>) {
@@ -416,7 +414,8 @@ impl Sources {
         out
     }
 
-    /// The figures (base name, kind, help) of every policy of `kind` now.
+    /// The figures (base name, kind, help) of `policy`.
+    #[cfg(feature = "opentelemetry")]
     pub(crate) fn figure_names(policy: &dyn Inspect) -> Vec<(String, Kind, &'static str)> {
         policy
             .figures()
