@@ -355,6 +355,32 @@ impl MetricsFacade {
         pipeline.into_builder().stats(stats).build()
     }
 
+    /// Reports everything an HTTP [`Standard`](crate::http::Standard) stack
+    /// counts, under its name: its counters, its budget's refusals, its
+    /// breaker's gauges and its bulkhead's figures (feature `http`). Its
+    /// breaker's calls are counted by a listener only if it was built with
+    /// one (by a registry with this observer, or by hand).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::facade::MetricsFacade;
+    /// let metrics = MetricsFacade::new();
+    /// metrics.track_standard(&fusebox::http::Standard::builder("inventory").build());
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    pub fn track_standard(&self, stack: &crate::http::Standard) {
+        let name = stack.name();
+        self.track_stats(name, stack.stats(), stack.retry().budget());
+        for policy in stack.stages().iter().filter_map(Stage::inspect) {
+            self.track_policy(name, policy);
+        }
+        if !self.shared.sources.is_tracked(name) {
+            self.track(name, &Tags::new(), stack.breaker());
+        }
+    }
+
     /// Builds a breaker named `name` from `builder` with a
     /// [`FacadeListener`], and tracks it.
     ///

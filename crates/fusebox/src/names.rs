@@ -200,6 +200,11 @@ impl Sources {
         lock(&self.breakers).remove(name).is_some()
     }
 
+    #[cfg(feature = "http")]
+    pub(crate) fn is_tracked(&self, name: &str) -> bool {
+        lock(&self.breakers).contains_key(name)
+    }
+
     pub(crate) fn track_policy(&self, name: &str, policy: Arc<dyn Inspect>) {
         let label = self.names.label(name);
         lock(&self.policies).insert(
