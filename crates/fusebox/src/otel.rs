@@ -17,12 +17,18 @@
 //! OpenTelemetry exporters derive (a counter gets `_total`, unit `s` gets
 //! `_seconds`) are exactly those of the Prometheus observer: one set of
 //! dashboards and alert rules for every exporter.
+//! Through `opentelemetry-prometheus`, for instance, the series, labels
+//! and values are those of the Prometheus observer for the same calls, plus
+//! the exporter's own `otel_scope_*` labels and `target_info`.
 //!
 //! # When the values are read
 //!
 //! Calls, durations and transitions are counted at each event through a
 //! [`OtelListener`] on the breaker (instruments made once; attribute sets
-//! made when the listener is). Everything else (state, rates, thresholds,
+//! made when the listener is). The call counters and the automatic
+//! transitions exist from the start, at 0; a breaker's duration histogram
+//! appears with its first call (OpenTelemetry has no empty histogram
+//! point), where the Prometheus observer shows it empty from the start. Everything else (state, rates, thresholds,
 //! info, policy figures, pipeline counters) is an observable instrument
 //! whose callback reads the tracked policies at each collection, so it is
 //! exact when collected and costs nothing between collections.
@@ -319,7 +325,11 @@ impl OtelMetrics {
             name_attr: [KeyValue::new("name", label.clone())],
             name: label.into(),
         };
-        // The automatic edges exist from the start, at 0.
+        // Every outcome and the automatic edges exist from the start, at 0
+        // (so that the first failure or trip shows in a rate).
+        for attrs in &listener.outcomes {
+            listener.calls.add(0, attrs);
+        }
         for (from, to) in names::AUTOMATIC_EDGES {
             listener.transitions.add(0, &listener.edge(from, to));
         }

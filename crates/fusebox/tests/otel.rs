@@ -1,6 +1,7 @@
-//! The OpenTelemetry observer through the SDK's in-memory exporter: the
-//! breaker's state, calls by outcome and a bulkhead figure, under the
-//! names the Prometheus observer exports.
+//! The OpenTelemetry observer through the SDK's in-memory exporter (the
+//! breaker's state, calls by outcome, a bulkhead figure) and through the
+//! OpenTelemetry Prometheus exporter (the same series, labels and values
+//! as the Prometheus observer for the same calls).
 
 use fusebox::metrics::{encode_text, Metrics};
 use fusebox::otel::OtelMetrics;
@@ -276,4 +277,119 @@ fn names_past_the_limit_add_up_under_other() {
         })
         .collect();
     assert_eq!(names.into_iter().collect::<Vec<_>>(), ["a", "other"]);
+}
+
+/// `series{sorted labels}` -> value, for every `fusebox_` sample line, without
+/// the OpenTelemetry exporter's scope labels.
+fn parse_text(text: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        if line.starts_with('#') || !line.starts_with("fusebox_") {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("a sample line");
+        let (name, labels) = match series.split_once('{') {
+            Some((n, l)) => (n, l.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        let mut pairs: Vec<(String, String)> = labels
+            .split("\",")
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (k, v) = p.split_once('=').expect("label=value");
+                let v = v.trim_matches('"');
+                let v = match (k, v.parse::<f64>()) {
+                    ("le", Ok(b)) => format!("{b}"),
+                    _ => v.to_owned(),
+                };
+                (k.to_owned(), v)
+            })
+            .filter(|(k, _)| !k.starts_with("otel_scope_"))
+            .collect();
+        pairs.sort();
+        let labels: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+        out.insert(
+            format!("{name}{{{}}}", labels.join(",")),
+            value.parse().expect("a number"),
+        );
+    }
+    out
+}
+
+#[test]
+fn through_the_prometheus_exporter_the_names_of_the_prometheus_observer() {
+    use prometheus::{Encoder, TextEncoder};
+    let otel_registry = prometheus::Registry::new();
+    let exporter = opentelemetry_prometheus::exporter()
+        .with_registry(otel_registry.clone())
+        .without_target_info()
+        .build()
+        .unwrap();
+    let provider = SdkMeterProvider::builder().with_reader(exporter).build();
+    let otel = OtelMetrics::new(&provider.meter("fusebox"));
+    let mut registry = Registry::default();
+    let prom = Metrics::new(&mut registry);
+    let config = FuseboxConfig::from_toml(
+        "[breakers.db]\nconsecutive_failures = 2\n\
+         [breakers.db.tags]\nservice = \"orders\"\n\
+         [bulkheads.reviews]\nmax_concurrent = 1\n",
+    )
+    .unwrap();
+    let fusebox = Fusebox::builder()
+        .config(config)
+        .observer(otel.clone())
+        .observer(prom.clone())
+        .build()
+        .unwrap();
+    let db = fusebox.breaker("db");
+    db.call(|| Ok::<_, std::io::Error>(())).unwrap();
+    for _ in 0..2 {
+        let _ = db.call(|| Err::<(), _>(std::io::Error::other("down")));
+    }
+    assert!(db.call(|| Ok::<_, std::io::Error>(())).is_err());
+    fusebox.breaker("cache").force_open();
+    let reviews = fusebox.bulkhead("reviews");
+    let _slot = reviews.try_acquire().unwrap();
+    assert!(reviews.try_acquire().is_err());
+    let stats = fusebox::PolicyStats::new();
+    prom.track_stats("search", &stats, None);
+    otel.track_stats("search", &stats, None);
+    let p = fusebox::Pipeline::builder()
+        .fallback_value(0)
+        .stats(stats)
+        .build();
+    let _ = p.call(|| Err::<u8, _>(std::io::Error::other("down")));
+
+    let mut text = Vec::new();
+    TextEncoder::new()
+        .encode(&otel_registry.gather(), &mut text)
+        .unwrap();
+    let from_otel = parse_text(&String::from_utf8(text).unwrap());
+    // A breaker with no call yet has no duration histogram point in
+    // OpenTelemetry; prometheus-client shows it empty.
+    let mut from_prom = parse_text(&encode_text(&registry));
+    from_prom
+        .retain(|k, _| !(k.starts_with("fusebox_call_duration") && k.contains("name=\"cache\"")));
+    let keys = |m: &BTreeMap<String, f64>| m.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&from_prom), keys(&from_otel), "the same series");
+    for (series, v) in &from_prom {
+        let w = from_otel[series];
+        if series.contains("_sum{") {
+            assert!((v - w).abs() < 1e-6, "{series}: {v} vs {w}");
+        } else {
+            assert_eq!(*v, w, "{series}");
+        }
+    }
+    assert_eq!(
+        from_otel[r#"fusebox_calls_total{name="db",outcome="failure"}"#],
+        2.0
+    );
+    assert_eq!(
+        from_otel[r#"fusebox_circuit_state{name="db",state="open"}"#],
+        1.0
+    );
+    assert_eq!(
+        from_otel[r#"fusebox_bulkhead_rejections_total{name="reviews"}"#],
+        1.0
+    );
 }
