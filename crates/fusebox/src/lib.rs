@@ -99,6 +99,9 @@ mod breaker;
 mod clock;
 pub mod duration;
 mod ext;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod facade;
 pub mod policy;
 mod stats;
 mod sync;
@@ -122,7 +125,12 @@ pub mod http;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod metrics;
+#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
+mod names;
 pub mod observe;
+#[cfg(feature = "opentelemetry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "opentelemetry")))]
+pub mod otel;
 pub mod pipeline;
 pub mod prelude;
 #[cfg(feature = "ratelimit")]
