@@ -24,7 +24,9 @@
 //!
 //! Integrations behind features: `tokio` (async waiting and timeouts),
 //! `tower` (the same policies as tower middleware, in `fusebox::tower`),
-//! `tracing`, `prometheus` (`fusebox::metrics`), `config` (a
+//! `tracing`, `prometheus` (`fusebox::metrics`), `metrics` (the same series
+//! through the `metrics` facade, `fusebox::facade`), `opentelemetry`
+//! (`fusebox::otel`), `config` (a
 //! [`registry`] of named breakers loaded from TOML or YAML), `http` (HTTP
 //! presets and the standard stack, `fusebox::http`; `reqwest` adds
 //! `Standard::send_bytes`; `json` adds `send_json`), `dashboard` (a live page of every breaker, an axum
