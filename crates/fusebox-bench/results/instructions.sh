@@ -25,7 +25,7 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 
 cargo build --release -p fusebox-bench --bin instructions >&2
-BIN=target/release/instructions
+BIN=${CARGO_TARGET_DIR:-target}/release/instructions
 
 count() {
     valgrind --tool=callgrind --callgrind-out-file=/dev/null \

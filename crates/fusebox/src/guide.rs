@@ -10,8 +10,8 @@
 //! - [`tower`]: every policy as tower middleware.
 //! - [`http`]: the HTTP presets and the standard stack.
 //! - [`registry`]: named policies from TOML or YAML files, reloaded live.
-//! - [`observability`]: Prometheus series, tracing, alerts, `/metrics`
-//!   with axum.
+//! - [`observability`]: Prometheus series (also through the `metrics`
+//!   facade or OpenTelemetry), tracing, alerts, `/metrics` with axum.
 //! - [`fleet`]: replicas sharing their breakers through Redis.
 //! - [`dashboard`]: the live page, exposing it safely, Grafana.
 //!
@@ -44,7 +44,14 @@ chapter!(registry, "registry.md", ["config"]);
 chapter!(
     observability,
     "observability.md",
-    ["prometheus", "tracing", "config", "tokio"]
+    [
+        "prometheus",
+        "tracing",
+        "config",
+        "tokio",
+        "metrics",
+        "opentelemetry"
+    ]
 );
 chapter!(fleet, "fleet.md", ["fleet"]);
 chapter!(dashboard, "dashboard.md", ["dashboard"]);

@@ -24,7 +24,9 @@
 //!
 //! Integrations behind features: `tokio` (async waiting and timeouts),
 //! `tower` (the same policies as tower middleware, in `fusebox::tower`),
-//! `tracing`, `prometheus` (`fusebox::metrics`), `config` (a
+//! `tracing`, `prometheus` (`fusebox::metrics`), `metrics` (the same series
+//! through the `metrics` facade, `fusebox::facade`), `opentelemetry`
+//! (`fusebox::otel`), `config` (a
 //! [`registry`] of named breakers loaded from TOML or YAML), `http` (HTTP
 //! presets and the standard stack, `fusebox::http`; `reqwest` adds
 //! `Standard::send_bytes`; `json` adds `send_json`), `dashboard` (a live page of every breaker, an axum
@@ -99,6 +101,9 @@ mod breaker;
 mod clock;
 pub mod duration;
 mod ext;
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod facade;
 pub mod policy;
 mod stats;
 mod sync;
@@ -122,7 +127,12 @@ pub mod http;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod metrics;
+#[cfg(any(feature = "metrics", feature = "opentelemetry"))]
+mod names;
 pub mod observe;
+#[cfg(feature = "opentelemetry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "opentelemetry")))]
+pub mod otel;
 pub mod pipeline;
 pub mod prelude;
 #[cfg(feature = "ratelimit")]
@@ -146,8 +156,8 @@ pub mod set {
 
 pub use breaker::set::BreakerSet;
 pub use breaker::{
-    Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, Listener,
-    Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
+    Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, FailureBurst,
+    Listener, Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
 };
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};

@@ -28,8 +28,9 @@ fn read(keys: &[Key<'_>]) -> Result<BreakerConfig, toml::de::Error> {
 }
 
 /// Every duration of `c`, by key.
-fn durations(c: &BreakerConfig) -> [(&'static str, Option<Duration>); 5] {
+fn durations(c: &BreakerConfig) -> [(&'static str, Option<Duration>); 6] {
     [
+        ("failures_within", c.failures_within.map(|f| f.within)),
         ("time_window", c.time_window),
         ("slow_call_duration", c.slow_call_duration),
         ("open_for", c.open_for),

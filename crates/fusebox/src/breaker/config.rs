@@ -3,8 +3,14 @@
 //! front for it that also carries the name, clock and listeners.
 
 use super::listener::{Listener, OnTransition};
-use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
+use super::open_period::OpenPeriod;
 use super::protocol::Settings;
+use super::rules::consecutive::Consecutive;
+use super::rules::failure_rate::FailureRate;
+use super::rules::failures_within::FailuresWithin;
+use super::rules::slow_calls::SlowCalls;
+use super::rules::windowed::{WindowSpec, Windowed};
+use super::rules::Rules;
 use super::types::Transition;
 use super::CircuitBreaker;
 use crate::clock::{nanos, Clock, MonotonicClock};
@@ -17,6 +23,8 @@ use std::time::Duration;
 const MAX_COUNT_WINDOW: (usize, &str) = (10_000_000, "must be at most 10000000");
 /// Largest number of time-window buckets accepted.
 const MAX_BUCKETS: (usize, &str) = (100_000, "must be at most 100000");
+/// Largest `failures_within.count` (eight bytes of memory per failure).
+const MAX_BURST: u32 = 100_000;
 /// Largest `min_calls`, `half_open_probes` and `successes_to_close`: beyond
 /// it a breaker could in practice never trip or never close.
 const MAX_COUNT: u32 = 10_000_000;
@@ -212,6 +220,39 @@ pub struct Backoff {
     pub max: Duration,
 }
 
+/// Trip on the `count`th failure within `within`, however many successes
+/// come between (see [`Builder::failures_within`]).
+///
+/// In a config file: `failures_within = { count = 5, within = "10s" }`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::{BreakerConfig, FailureBurst};
+/// use std::time::Duration;
+/// let config = BreakerConfig {
+///     failures_within: Some(FailureBurst { count: 5, within: Duration::from_secs(10) }),
+///     ..Default::default()
+/// };
+/// let full = config.resolved()?;
+/// assert_eq!(full.consecutive_failures, None, "a trip rule is set: no default one");
+/// assert_eq!(full.failures_within, config.failures_within);
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(deny_unknown_fields)
+)]
+pub struct FailureBurst {
+    /// The failures that trip (at least 1, at most 100000).
+    pub count: u32,
+    /// The period they must fall within (above zero).
+    #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str"))]
+    pub within: Duration,
+}
+
 /// Declares [`BreakerConfig`] once: its fields (every one an `Option`, named
 /// by its config key), their docs and serde attributes; from the same list
 /// come [`BreakerConfig::KEYS`] and [`BreakerConfig::is_set`], so a key
@@ -304,6 +345,7 @@ breaker_config! {
 /// min_calls = 20
 /// slow_call_duration = "2s"
 /// slow_call_rate = 0.8
+/// failures_within = { count = 5, within = "10s" }
 /// open_backoff = { initial = "1s", factor = 2.0, max = "5m" }
 /// half_open_probes = 3
 /// successes_to_close = 2
@@ -368,6 +410,10 @@ pub struct BreakerConfig {
     /// Trip when slow calls / calls in the window reach this rate, in `(0, 1]`.
     #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
     pub slow_call_rate: Option<f64>,
+    /// Trip on the `count`th failure within `within` (no window or
+    /// `min_calls` of its own).
+    #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
+    pub failures_within: Option<FailureBurst>,
     /// Fixed open period; excludes `open_backoff`.
     #[cfg_attr(
         feature = "config",
@@ -437,6 +483,7 @@ impl BreakerConfig {
             min_calls: self.min_calls.or(base.min_calls),
             slow_call_duration: self.slow_call_duration.or(base.slow_call_duration),
             slow_call_rate: self.slow_call_rate.or(base.slow_call_rate),
+            failures_within: self.failures_within.or(base.failures_within),
             open_for: open_src.open_for,
             open_backoff: open_src.open_backoff,
             half_open_probes: self.half_open_probes.or(base.half_open_probes),
@@ -467,7 +514,8 @@ impl BreakerConfig {
     /// threshold, count or period, a rate outside (0, 1], both a count and a
     /// time window, a window or `min_calls` with no rate policy to use it,
     /// `min_calls` above the count window, only one of `slow_call_duration`
-    /// and `slow_call_rate`, both `open_for` and `open_backoff`, a backoff
+    /// and `slow_call_rate`, a `failures_within` count above 100000, both
+    /// `open_for` and `open_backoff`, a backoff
     /// factor below 1 or a backoff maximum below its start.
     ///
     /// # Examples
@@ -501,18 +549,19 @@ impl BreakerConfig {
 
     /// The settings the state machine runs on, or the first bad key.
     pub(crate) fn settings(&self) -> Result<Settings, ConfigError> {
-        if let Some(n) = self.consecutive_failures {
-            rule::count("consecutive_failures", n)?;
-        }
+        let mut consecutive = self
+            .consecutive_failures
+            .map(|n| rule::count("consecutive_failures", n).map(Consecutive::new))
+            .transpose()?;
         let failure_rate = self
             .failure_rate
-            .map(|r| rule::rate("failure_rate", r))
+            .map(|r| rule::rate("failure_rate", r).map(FailureRate::new))
             .transpose()?;
         let slow = match (self.slow_call_duration, self.slow_call_rate) {
             (None, None) => None,
             (Some(d), Some(r)) => {
                 rule::period("slow_call_duration", d)?;
-                Some((nanos(d), rule::rate("slow_call_rate", r)?))
+                Some(SlowCalls::new(nanos(d), rule::rate("slow_call_rate", r)?))
             }
             (Some(d), None) => {
                 return Err(ConfigError::new(
@@ -596,10 +645,25 @@ impl BreakerConfig {
             (None, Some(WindowSpec::Count(n))) => (n as u64).min(10),
             (None, _) => 10,
         };
-        let consecutive = match (self.consecutive_failures, rated) {
-            (None, false) => Some(5),
-            (c, _) => c,
-        };
+        let failures_within = self
+            .failures_within
+            .map(|FailureBurst { count, within }| {
+                let count = match rule::count("failures_within.count", count)? {
+                    n if n > MAX_BURST => Err(ConfigError::new(
+                        "failures_within.count",
+                        n,
+                        "must be at most 100000",
+                    )),
+                    n => Ok(n),
+                }?;
+                rule::period("failures_within.within", within)?;
+                Ok(FailuresWithin::new(count, nanos(within)))
+            })
+            .transpose()?;
+        // "consecutive_failures(5) when no trip rule is set"
+        if !Rules::keys().any(|key| self.is_set(key)) {
+            consecutive = Some(Consecutive::new(5));
+        }
         let open = match (self.open_for, self.open_backoff) {
             (Some(_), Some(b)) => {
                 return Err(ConfigError::new(
@@ -637,12 +701,15 @@ impl BreakerConfig {
         let probes = rule::count("half_open_probes", self.half_open_probes.unwrap_or(1))?;
         let successes = rule::count("successes_to_close", self.successes_to_close.unwrap_or(1))?;
         Ok(Settings {
-            policy: TripPolicy {
+            rules: Rules {
                 consecutive,
-                failure_rate,
-                slow,
-                window,
-                min_calls,
+                windowed: window.map(|window| Windowed {
+                    window,
+                    min_calls,
+                    failure_rate,
+                    slow_calls: slow,
+                }),
+                failures_within,
             },
             open,
             probes,
@@ -653,9 +720,10 @@ impl BreakerConfig {
 
     /// The config that describes `settings` with every default written out.
     pub(crate) fn from_settings(settings: &Settings) -> BreakerConfig {
-        let p = &settings.policy;
+        let rules = &settings.rules;
+        let windowed = rules.windowed.as_ref();
         let d = Duration::from_nanos;
-        let (count_window, time_window, buckets) = match p.window {
+        let (count_window, time_window, buckets) = match windowed.map(|w| w.window) {
             Some(WindowSpec::Count(n)) => (Some(n), None, None),
             Some(WindowSpec::Time { span, buckets }) => (None, Some(d(span)), Some(buckets)),
             None => (None, None, None),
@@ -676,16 +744,20 @@ impl BreakerConfig {
             ),
         };
         BreakerConfig {
-            consecutive_failures: p.consecutive,
-            failure_rate: p.failure_rate,
+            consecutive_failures: rules.consecutive.map(|c| c.n()),
+            failure_rate: windowed.and_then(|w| w.failure_rate).map(|r| r.rate()),
             count_window,
             time_window,
             buckets,
-            min_calls: p
-                .window
-                .map(|_| u32::try_from(p.min_calls).unwrap_or(u32::MAX)),
-            slow_call_duration: p.slow.map(|(t, _)| d(t)),
-            slow_call_rate: p.slow.map(|(_, r)| r),
+            min_calls: windowed.map(|w| u32::try_from(w.min_calls).unwrap_or(u32::MAX)),
+            slow_call_duration: windowed
+                .and_then(|w| w.slow_calls)
+                .map(|s| d(s.threshold())),
+            slow_call_rate: windowed.and_then(|w| w.slow_calls).map(|s| s.rate()),
+            failures_within: rules.failures_within.map(|f| FailureBurst {
+                count: f.count(),
+                within: d(f.within()),
+            }),
             open_for,
             open_backoff,
             half_open_probes: Some(settings.probes),
@@ -710,7 +782,7 @@ impl From<BreakerConfig> for Builder {
 ///
 /// | setting | default |
 /// |---|---|
-/// | trip policy | `consecutive_failures(5)` when no policy is set |
+/// | trip rule | `consecutive_failures(5)` when no trip rule is set |
 /// | window of a rate policy | `count_window(100)`; a time window has `buckets(10)` |
 /// | `min_calls` | 10, or the count window's size if smaller |
 /// | `open_for` | 30 s, fixed |
@@ -720,8 +792,8 @@ impl From<BreakerConfig> for Builder {
 /// | clock | [`MonotonicClock`] |
 /// | listeners | none (no cost) |
 ///
-/// Policies combine: with `consecutive_failures` and `failure_rate` both set,
-/// the breaker trips on whichever is reached first.
+/// Trip rules combine: with `consecutive_failures` and `failure_rate` both
+/// set, the breaker trips on whichever is reached first.
 ///
 /// # Examples
 ///
@@ -926,6 +998,40 @@ impl Builder {
     pub fn slow_calls(mut self, threshold: Duration, rate: f64) -> Self {
         self.config.slow_call_duration = Some(threshold);
         self.config.slow_call_rate = Some(rate);
+        self
+    }
+
+    /// Trips on the `count`th failure within `within`, however many
+    /// successes come between: a dependency that fails now and then never
+    /// trips it, a burst of failures does, whatever the traffic around it.
+    /// It has no window or `min_calls` of its own (the times of the last
+    /// `count` failures are kept, emptied when the breaker closes); a
+    /// reconfigure that changes `count` starts them afresh.
+    ///
+    /// In a config file: `failures_within = { count = 5, within = "10s" }`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, ManualClock, Reason, State};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let b = CircuitBreaker::builder()
+    ///     .failures_within(3, Duration::from_secs(10))
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// for _ in 0..2 {
+    ///     let _ = b.call(|| Err::<(), _>("down"));
+    ///     let _ = b.call(|| Ok::<_, &str>(()));
+    ///     clock.advance(Duration::from_secs(4));
+    /// }
+    /// assert_eq!(b.state(), State::Closed);
+    /// let _ = b.call(|| Err::<(), _>("down")); // the third within 8 s
+    /// assert_eq!(b.state(), State::Open);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn failures_within(mut self, count: u32, within: Duration) -> Self {
+        self.config.failures_within = Some(FailureBurst { count, within });
         self
     }
 

@@ -62,8 +62,8 @@ const SEEN_STEP: Nanos = 1_000_000;
 /// listeners need each call's duration).
 const TIME_CALLS: u8 = 1;
 /// Bit of [`Inner::path`]: a closed-state success may be settled by
-/// [`Core::success_is_noop`] alone (consecutive policy only, no window, no
-/// listener).
+/// [`Core::success_is_noop`] alone (no rule in force counts successes
+/// beyond its resident cells, as the consecutive rule does; no listener).
 const QUIET: u8 = 2;
 
 /// Bit of [`Inner::path`]: the settings use a time window, which counts
@@ -162,12 +162,12 @@ impl Inner {
 
     /// The hot-path bits `settings` call for.
     fn path_for(&self, settings: &Settings) -> u8 {
-        let rules = &settings.policy;
-        let time_calls = rules.times_calls() || !self.listeners.is_empty();
-        let settled = !rules.counts_successes() && !self.core.tallied();
+        let needs = settings.rules.needs();
+        let time_calls = needs.times_calls || !self.listeners.is_empty();
+        let settled = !needs.counts_successes && !self.core.tallied();
         let quiet = settled && !time_calls;
-        let time_window = rules.records_every_call();
-        let full = rules.counts_last_calls() && !time_calls;
+        let time_window = needs.records_every_call;
+        let full = needs.counts_last_calls && !time_calls;
         // Stored Relaxed (see `set_path`): a hint for the hot path. A call
         // that reads the old bits is timed (or settled) by the old
         // settings, as if it had finished just before the reconfigure.
@@ -453,7 +453,7 @@ impl Inner {
             && self.listeners.is_empty()
             && self.core.with_live(|live| {
                 let noop = self.changes_nothing(live, path, &ticket, outcome);
-                if noop && live.window.is_some() {
+                if noop && path & FULL_QUIET != 0 {
                     self.core.mark_full(live, ticket.generation);
                 }
                 noop
@@ -469,7 +469,7 @@ impl Inner {
         // Everyone is told inside, so that no transition is carried out of
         // the closure (a wide copy on every call, though rarely `Some`).
         self.core.with_live(|live| {
-            let slow = live.settings.policy.is_slow(elapsed);
+            let slow = live.settings.rules.is_slow(elapsed);
             self.core.count(&ticket, outcome, slow);
             let transition = if !slow && self.changes_nothing(live, path, &ticket, outcome) {
                 None
@@ -497,19 +497,16 @@ impl Inner {
 
     /// Whether a closed-state success that was not slow changes nothing, so
     /// that [`Core::record`] (which would find the same) can be skipped: no
-    /// consecutive failure to reset, and no window or a count
-    /// window full of plain successes. A time window counts every call.
-    /// `path` is the [`Inner::path`] the verdict read.
+    /// rule in force would change its cells ([`Core::settled`]: no
+    /// consecutive failure to reset, no window or a count window full of
+    /// plain successes). A time window counts every call. `path` is the
+    /// [`Inner::path`] the verdict read.
     #[inline(always)]
     fn changes_nothing(&self, live: &Live, path: u8, ticket: &Ticket, outcome: Outcome) -> bool {
         outcome == Outcome::Success
             && ticket.kind == Kind::Normal
             && path & TIME_WINDOW == 0
-            && (live.settings.policy.consecutive.is_none() || self.core.success_is_noop(ticket))
-            && live
-                .window
-                .as_ref()
-                .is_none_or(|w| w.plain_success_is_noop())
+            && self.core.settled(live, ticket.generation)
     }
 
     #[inline(always)]

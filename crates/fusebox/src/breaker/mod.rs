@@ -6,8 +6,8 @@
 mod config;
 mod fast;
 mod listener;
+mod open_period;
 mod permit;
-mod policy;
 mod protocol;
 #[cfg(feature = "fleet")]
 mod remote;
@@ -19,7 +19,7 @@ mod types;
 mod window;
 
 use crate::policy::Mode;
-pub use config::{Backoff, BreakerConfig, Builder, ConfigError};
+pub use config::{Backoff, BreakerConfig, Builder, ConfigError, FailureBurst};
 pub use listener::Listener;
 pub use permit::Permit;
 #[cfg(feature = "fleet")]

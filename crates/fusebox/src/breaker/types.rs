@@ -364,6 +364,14 @@ pub enum Reason {
         /// The rate, in [0, 1].
         rate: f64,
     },
+    /// `count` failures fell within `within` (Closed -> Open; see
+    /// [`Builder::failures_within`](crate::Builder::failures_within)).
+    FailuresWithin {
+        /// The failures it takes to trip.
+        count: u32,
+        /// The period they fell within.
+        within: Duration,
+    },
     /// The open period is over and a probe may be tried (Open -> HalfOpen).
     CooldownElapsed,
     /// A probe failed (HalfOpen -> Open).
@@ -383,7 +391,7 @@ pub enum Reason {
 impl Reason {
     /// The reason's name in lower snake case, as in traces and metrics:
     /// `consecutive_failures`, `failure_rate`, `slow_call_rate`,
-    /// `cooldown_elapsed`, `probe_failed`, `probes_succeeded`, `manual`,
+    /// `failures_within`, `cooldown_elapsed`, `probe_failed`, `probes_succeeded`, `manual`,
     /// `remote`.
     ///
     /// # Examples
@@ -398,6 +406,7 @@ impl Reason {
             Reason::ConsecutiveFailures { .. } => "consecutive_failures",
             Reason::FailureRate { .. } => "failure_rate",
             Reason::SlowCallRate { .. } => "slow_call_rate",
+            Reason::FailuresWithin { .. } => "failures_within",
             Reason::CooldownElapsed => "cooldown_elapsed",
             Reason::ProbeFailed => "probe_failed",
             Reason::ProbesSucceeded { .. } => "probes_succeeded",
@@ -421,6 +430,11 @@ impl fmt::Display for Reason {
                     rate * 100.0
                 )
             }
+            Reason::FailuresWithin { count, within } => write!(
+                f,
+                "{count} failures within {}",
+                crate::duration::format(*within)
+            ),
             Reason::CooldownElapsed => f.write_str("open period elapsed"),
             Reason::ProbeFailed => f.write_str("a probe failed"),
             Reason::ProbesSucceeded { successes } => write!(f, "{successes} probes succeeded"),

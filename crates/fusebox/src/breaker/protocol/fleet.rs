@@ -87,14 +87,15 @@ impl Core {
     }
 
     /// Trips a closed breaker if totals counted elsewhere (a fleet's window)
-    /// call for it by this breaker's own rate policy.
+    /// call for it by this breaker's own rate rules (and `min_calls`).
     pub(crate) fn judge_totals(&self, totals: Totals, now: Nanos) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let w = self.load();
         if w.state() != State::Closed {
             return None;
         }
-        let reason = self.live.load().settings.policy.rate_trip(&totals)?;
+        let windowed = self.live.load().settings.rules.windowed?;
+        let reason = windowed.judge(&totals)?;
         Some(self.open(&mut slow, w, now, reason))
     }
 }

@@ -1,20 +1,20 @@
 //! The protocol: the only place where a breaker changes state. It owns the
 //! state word and its generations, admission, probe slots and the
-//! publication of transitions; the trip rules (`super::rules`,
-//! `super::policy`) decide on numbers, and the handle (`super::fast`)
-//! reads the clock and tells the listeners.
+//! publication of transitions; the trip rules (`super::rules`) decide on
+//! numbers, and the handle (`super::fast`) reads the clock and tells the
+//! listeners.
 //!
 //! The state and its generation live in one atomic word, read without a lock
 //! on every admission. Transitions happen under a mutex that is never taken
 //! on the closed-state success path; they write everything the new state needs
 //! and then publish the word with a release store.
 
-use super::policy::{OpenPeriod, TripPolicy, WindowSpec};
-use super::rules::consecutive::{Consecutive, Counted};
+use super::open_period::OpenPeriod;
+use super::rules::{Cells, Counted, Period, Resident, Rules, Verdict};
 #[cfg(feature = "fleet")]
 use super::tally::TallyCells;
 use super::types::{Outcome, Reason, Rejected, State, Transition};
-use super::window::{CountWindow, TimeWindow, Totals, Window};
+use super::window::Totals;
 use crate::policy::Mode;
 use crate::sync::{
     lock, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Striped, Swap, SwapGuard,
@@ -43,7 +43,7 @@ pub(crate) type Nanos = u64;
 /// `Ticket::start` when the call is not timed.
 pub(crate) const NO_START: Nanos = Nanos::MAX;
 
-/// Bit of `Core::recorders` set while a close empties the window.
+/// Bit of `Core::recorders` set while a close empties the rules' cells.
 const SEAL: u64 = 1 << 63;
 
 /// The breaker's time, read at most once per operation and only if
@@ -52,6 +52,14 @@ const SEAL: u64 = 1 << 63;
 pub(crate) trait Now {
     /// The breaker's time now (read on the first call, then kept).
     fn get(&self) -> Nanos;
+}
+
+/// A time already read.
+impl Now for Nanos {
+    #[inline(always)]
+    fn get(&self) -> Nanos {
+        *self
+    }
 }
 
 /// State word: generation in the high 56 bits, state tag in the low 8. At a
@@ -97,23 +105,13 @@ impl Ticket {
 /// How an admitted call's verdict is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// Closed state: the verdict feeds the trip policy.
+    /// Closed state: the verdict feeds the trip rules.
     Normal,
     /// Half-open: the verdict decides whether to close or reopen.
     Probe,
     /// Disabled, in [`Mode::Off`], or admitted in [`Mode::Shadow`] though
     /// refused: the verdict counts for nothing.
     Bypass,
-}
-
-/// What [`Core::record_window`] did with a verdict.
-enum Recorded {
-    /// The verdict's closed period is over: it counts for nothing.
-    Stale,
-    /// Recorded (or changed nothing); nothing can trip on it.
-    Quiet,
-    /// Recorded; the window's totals after it, for the rate rules.
-    Totals(Totals),
 }
 
 /// What the lock guards: half-open bookkeeping and the trip counter.
@@ -130,28 +128,20 @@ struct Slow {
 /// Validated breaker settings, as the state machine needs them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Settings {
-    pub(crate) policy: TripPolicy,
+    pub(crate) rules: Rules,
     pub(crate) open: OpenPeriod,
     pub(crate) probes: u32,
     pub(crate) successes: u32,
     pub(crate) mode: Mode,
 }
 
-/// The settings in force and the window they use, replaced whole by a
-/// reconfigure. A verdict reads one `Live` and decides by it alone.
+/// The settings in force and their rules armed with their cells, replaced
+/// whole by a reconfigure. A verdict reads one `Live` and decides by it
+/// alone.
 #[derive(Debug)]
 pub(crate) struct Live {
     pub(crate) settings: Settings,
-    pub(crate) window: Option<Arc<Window>>,
-}
-
-fn new_window(spec: WindowSpec) -> Window {
-    match spec {
-        WindowSpec::Count(n) => Window::Count(CountWindow::new(n)),
-        WindowSpec::Time { span, buckets } => {
-            Window::Time(Box::new(TimeWindow::new(span, buckets)))
-        }
-    }
+    pub(crate) cells: Cells,
 }
 
 /// The figures behind a [`Snapshot`](crate::Snapshot).
@@ -170,17 +160,17 @@ pub(crate) struct Core {
     word: AtomicU64,
     /// When the current open period ends (meaningful while Open).
     open_until: AtomicU64,
-    /// Consecutive failures, tagged with the generation they belong to: the
-    /// generation's low 40 bits above a 24-bit count (see [`tagged`]).
-    consecutive: Consecutive,
+    /// The rules' cells kept for the breaker's life (the consecutive
+    /// count), each tagged with the generation it counts for.
+    resident: Resident,
     /// Refusals decided, shadowed ones included (a fleet's demand).
     rejected: Striped,
     /// Refusals let through in [`Mode::Shadow`].
     pub(crate) shadowed: AtomicU64,
     last_transition: AtomicU64,
     /// Closed-state verdicts between their generation check and the end of
-    /// their window record, plus the `SEAL` bit while a close empties the
-    /// window. Everything about the seal is one variable, so its read-modify-
+    /// their record into the rules' cells ([`Period::while_current`]), plus
+    /// the `SEAL` bit while a close empties the cells. Everything about the seal is one variable, so its read-modify-
     /// writes are totally ordered and no SeqCst reasoning is needed.
     recorders: Striped,
     slow: Mutex<Slow>,
@@ -201,12 +191,12 @@ pub(crate) struct Core {
     /// Cumulative closed-state verdicts, once something asked for them.
     #[cfg(feature = "fleet")]
     tally: OnceLock<Box<TallyCells>>,
-    /// `generation + 1` of a closed period whose count window was found full
-    /// of plain successes, or 0: lets such a success settle without the
-    /// settings (see [`Core::window_full`]). Cleared by every record that
-    /// can leave the window otherwise and by every reconfigure; a close
-    /// needs no clearing, since the next closed period has another
-    /// generation.
+    /// `generation + 1` of a closed period whose rules' cells were found
+    /// settled (a count window full of plain successes), or 0: lets such a
+    /// success settle without the settings (see [`Core::window_full`]).
+    /// Cleared by every record that can unsettle the cells
+    /// ([`Period::unsettle`]) and by every reconfigure; a close needs no
+    /// clearing, since the next closed period has another generation.
     full: AtomicU64,
 }
 
@@ -238,16 +228,13 @@ impl fmt::Debug for Core {
 
 impl Core {
     pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
-        let window = settings
-            .policy
-            .window
-            .map(|spec| Arc::new(new_window(spec)));
-        let live = Swap::new(Live { settings, window });
+        let cells = settings.rules.arm(None);
+        let live = Swap::new(Live { settings, cells });
         let current = AtomicUsize::new(live_addr(&live.load()));
         Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
             open_until: AtomicU64::new(0),
-            consecutive: Consecutive::new(),
+            resident: Resident::default(),
             rejected: Striped::new(),
             shadowed: AtomicU64::new(0),
             last_transition: AtomicU64::new(now),
@@ -265,17 +252,18 @@ impl Core {
         }
     }
 
-    /// The settings in force (and their window).
+    /// The settings in force (and their cells).
     #[inline]
     pub(crate) fn live(&self) -> SwapGuard<Live> {
         self.live.load()
     }
 
-    /// Puts `settings` in force for everything decided from now on. The
-    /// window and its counts are kept if its shape is unchanged; otherwise
-    /// the new shape starts empty. The state, the open period in progress and
-    /// the consecutive count are untouched. A closed breaker whose counts
-    /// reach a changed trip policy trips now.
+    /// Puts `settings` in force for everything decided from now on. A
+    /// rule's cells and their counts are kept if they serve the new rule
+    /// (a window of the same shape); otherwise the rule starts empty. The
+    /// state, the open period in progress and the resident counts (the
+    /// consecutive one) are untouched. A closed breaker whose counts reach
+    /// changed trip rules trips now.
     pub(crate) fn reconfigure(&self, settings: Settings, now: Nanos) -> Option<Transition> {
         self.update_settings(now, |_| settings)
     }
@@ -291,16 +279,9 @@ impl Core {
         let mut slow = lock(&self.slow);
         let old = self.live.load();
         let settings = change(&old.settings);
-        let same_rules = old.settings.policy == settings.policy;
-        let window = if old.settings.policy.window == settings.policy.window {
-            old.window.clone()
-        } else {
-            settings
-                .policy
-                .window
-                .map(|spec| Arc::new(new_window(spec)))
-        };
-        let new = Arc::new(Live { settings, window });
+        let same_rules = old.settings.rules == settings.rules;
+        let cells = settings.rules.arm(Some(&old.cells));
+        let new = Arc::new(Live { settings, cells });
         let addr = live_addr(&new);
         self.live.store(new);
         // Relaxed: only compared with the address of a `Live` a thread already
@@ -318,18 +299,9 @@ impl Core {
             return None;
         }
         let live = self.live.load();
-        let policy = &live.settings.policy;
-        // We hold the lock; the count is tagged with its generation.
-        let reason = match policy
-            .consecutive
-            .and_then(|n| self.consecutive.reached(w.generation(), n))
-        {
-            Some(reason) => Some(reason),
-            None => live
-                .window
-                .as_ref()
-                .and_then(|win| policy.rate_trip(&win.totals(now))),
-        }?;
+        // We hold the lock: the closed period cannot end meanwhile.
+        let period = ClosedPeriod::new(self, w.generation(), &now);
+        let reason = live.cells.reached(&self.resident, &period)?;
         Some(self.open(&mut slow, w, now, reason))
     }
 
@@ -412,17 +384,25 @@ impl Core {
         })
     }
 
-    /// Whether a success of `ticket` would change nothing: a closed-state
-    /// permit of the current closed period with no failure counted. One load.
+    /// Whether a success of `ticket` would change none of the rules'
+    /// resident cells: a closed-state permit of the current closed period
+    /// with no failure counted. One load.
     #[inline]
     pub(crate) fn success_is_noop(&self, ticket: &Ticket) -> bool {
         // A stale answer only sends the verdict down the full path.
-        ticket.kind == Kind::Normal && self.consecutive.is_zero(ticket.generation)
+        ticket.kind == Kind::Normal && self.resident.settled(ticket.generation)
     }
 
-    /// Whether the count window of `ticket`'s closed period was found full
-    /// of plain successes and nothing that could change that has been
-    /// recorded since. One load. A stale `true` is a success settled just
+    /// Whether a plain success of `generation` changes nothing by the rules
+    /// of `live`: neither their resident cells nor their own.
+    #[inline(always)]
+    pub(crate) fn settled(&self, live: &Live, generation: u64) -> bool {
+        live.cells.settled(&self.resident, generation)
+    }
+
+    /// Whether the rules' cells of `ticket`'s closed period were found
+    /// settled (a count window full of plain successes) and nothing that
+    /// could change that has been recorded since. One load. A stale `true` is a success settled just
     /// before the record that cleared it, as with a stale read of the
     /// window's sums.
     #[inline(always)]
@@ -431,14 +411,14 @@ impl Core {
         self.full.load(Ordering::Relaxed) == ticket.generation + 1
     }
 
-    /// Marks the count window of `live` full of plain successes for the
-    /// closed period `generation`, after a success found it so.
+    /// Marks the rules' cells of `live` settled for the closed period
+    /// `generation`, after a success found them so.
     ///
     /// The protocol (checked by the loom models `full_window_mark_*`): the
     /// mark is a read-modify-write of `full` followed by a check of the
-    /// window's sums and of the `Live` in force; a record that leaves the
-    /// window not full of plain successes, and a reconfigure, change their
-    /// data first and then swap `full` to 0. All of them write `full` by
+    /// cells (a count window's sums) and of the `Live` in force; a record
+    /// that unsettles the cells ([`Period::unsettle`]), and a reconfigure,
+    /// change their data first and then swap `full` to 0. All of them write `full` by
     /// read-modify-writes, so they are ordered: if the clearing swap comes
     /// after the mark, the mark is gone; if before, the mark's Acquire
     /// synchronises with the clearing swap's Release (or with a later
@@ -456,10 +436,7 @@ impl Core {
         // AcqRel: see above.
         self.full.swap(token, Ordering::AcqRel);
         // Relaxed: ordered after the swap's Acquire.
-        let valid = live
-            .window
-            .as_ref()
-            .is_some_and(|w| w.plain_success_is_noop())
+        let valid = live.cells.cells_settled()
             && self.current.load(Ordering::Relaxed) == std::ptr::from_ref(live) as usize;
         if !valid {
             // Relaxed: withdrawing only ever makes calls take the full path.
@@ -564,7 +541,7 @@ impl Core {
         reason: Reason,
     ) -> Transition {
         // Published by the Release store of the word just below.
-        self.consecutive.reset(generation);
+        self.resident.reset(generation);
         // Relaxed: published likewise.
         self.last_transition.store(now, Ordering::Relaxed);
         // Release: makes the writes above visible to every Acquire load that
@@ -595,11 +572,12 @@ impl Core {
         *slow = Slow::default();
         let generation = from.generation() + 1;
         let live = self.live.load();
-        let Some(window) = &live.window else {
+        let rules = &live.settings.rules;
+        if !rules.needs().empties_on_close {
             return self.publish_as(generation, from.state(), State::Closed, now, reason);
-        };
+        }
         // Seal, drain, empty, publish, unseal. A verdict that announced itself
-        // before the seal is waited for (Acquire: its window writes happen
+        // before the seal is waited for (Acquire: its writes into the cells happen
         // before the emptying); one that comes later backs off until the
         // unseal, after which it sees the new generation and bails.
         for cell in self.recorders.all() {
@@ -610,7 +588,7 @@ impl Core {
                 crate::sync::spin_wait();
             }
         }
-        window.clear();
+        live.cells.clear();
         let t = self.publish_as(generation, from.state(), State::Closed, now, reason);
         // Release: whoever sees the seal gone also sees the new generation.
         for cell in self.recorders.all() {
@@ -664,80 +642,19 @@ impl Core {
             Outcome::Failure => true,
             Outcome::Success => false,
         };
-        let policy = &live.settings.policy;
-        let mut trip = None;
-        if let Some(n) = policy.consecutive {
-            if failed && self.load().generation() != generation {
-                return None; // stale: this permit's closed period is over
-            }
-            match self.consecutive.record(generation, failed, n) {
-                // Stale: this permit's closed period is over.
-                Counted::Stale => return None,
-                Counted::Fresh(reason) => trip = reason,
-            }
-        }
-        if let Some(window) = &live.window {
-            match self.record_window(window, generation, failed, slow_call, now) {
-                Recorded::Stale => return None,
-                Recorded::Totals(totals) => trip = trip.or_else(|| policy.rate_trip(&totals)),
-                Recorded::Quiet => {}
-            }
-        }
-        self.trip_checked(generation, trip, now)
-    }
-
-    /// Records a closed-state verdict of `generation` in `window`. Kept out
-    /// of [`Core::record_closed`] so that its registers and the consecutive
-    /// count's do not crowd one frame.
-    #[inline(never)]
-    fn record_window(
-        &self,
-        window: &Window,
-        generation: u64,
-        failed: bool,
-        slow_call: bool,
-        now: &impl Now,
-    ) -> Recorded {
-        // A stale verdict must not even take a ring position: it would
-        // push a call of the current period out of the last n. (One that
-        // races the close itself may still take one: the seal below
-        // guards the counts, not the position.)
-        if self.load().generation() != generation {
-            return Recorded::Stale;
-        }
-        // A plain success over a plain success changes nothing but the
-        // ring position: no write.
-        let Some(claim) = window.claim(failed, slow_call) else {
-            return Recorded::Quiet;
+        let verdict = Verdict {
+            failed,
+            slow: slow_call,
         };
-        // Announce, then check the generation (see `close`).
-        // Acquire: a fetch_add that finds the seal gone synchronises with
-        // the unseal, so the generation read below is the new one.
-        // Each thread announces in its own cell; the closer seals them all.
-        let cell = self.recorders.mine();
-        while cell.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
-            // Relaxed: we wrote nothing the closer needs to see.
-            cell.fetch_sub(1, Ordering::Relaxed);
-            while cell.load(Ordering::Relaxed) & SEAL != 0 {
-                crate::sync::spin_wait();
-            }
-        }
-        if self.load().generation() != generation {
-            // Release (here and below): our window writes happen before
-            // the closer's emptying that waits for this decrement.
-            cell.fetch_sub(1, Ordering::Release);
-            return Recorded::Stale; // this permit's closed period is over
-        }
-        let t = if window.needs_time() { now.get() } else { 0 };
-        let totals = window.record(claim, t, failed, slow_call);
-        if (failed || slow_call) && !window.needs_time() {
-            // Release: after the window write (see `mark_full`).
-            self.full.swap(0, Ordering::Release);
-        }
-        cell.fetch_sub(1, Ordering::Release);
-        match totals {
-            Some(totals) => Recorded::Totals(totals),
-            None => Recorded::Quiet,
+        let period = ClosedPeriod::new(self, generation, now);
+        let mut trip = None;
+        match live
+            .cells
+            .record(&self.resident, verdict, &period, &mut trip)
+        {
+            // Stale: this permit's closed period is over.
+            Counted::Stale => None,
+            Counted::Fresh => self.trip_checked(generation, trip, now),
         }
     }
 
@@ -754,36 +671,18 @@ impl Core {
     }
 
     #[inline(never)]
-    fn trip_locked(
-        &self,
-        generation: u64,
-        mut reason: Reason,
-        now: &impl Now,
-    ) -> Option<Transition> {
+    fn trip_locked(&self, generation: u64, reason: Reason, now: &impl Now) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let w = self.load();
         if w.generation() != generation || w.state() != State::Closed {
             return None; // someone else already moved the breaker on
         }
-        // Under the lock the settings cannot change: decide by those in force.
+        // Under the lock the settings cannot change: decide by those in
+        // force (a reconfigure may have changed or removed the rule, or
+        // replaced its cells).
         let live = self.live.load();
-        let policy = &live.settings.policy;
-        match reason {
-            Reason::FailureRate { .. } | Reason::SlowCallRate { .. } => {
-                // The totals were read one counter at a time while others
-                // recorded (perhaps into a window since replaced); decide
-                // again on a fresh reading of the window in force.
-                let window = live.window.as_ref()?;
-                reason = policy.rate_trip(&window.totals(now.get()))?;
-            }
-            // A reconfigure may have raised or removed the threshold.
-            Reason::ConsecutiveFailures { count }
-                if policy.consecutive.is_none_or(|n| count < n) =>
-            {
-                return None;
-            }
-            _ => {}
-        }
+        let period = ClosedPeriod::new(self, generation, now);
+        let reason = live.cells.confirm(reason, &self.resident, &period)?;
         Some(self.open(&mut slow, w, now.get(), reason))
     }
 
@@ -813,12 +712,9 @@ impl Core {
                 // Enough successes: slow ones are judged by the slow-call rate
                 // over this half-open period's successes.
                 let successes = slow.probe_successes;
-                if let Some((_, limit)) = live.settings.policy.slow {
-                    let rate = f64::from(slow.probe_slow) / f64::from(successes);
-                    if rate >= limit {
-                        let reason = Reason::SlowCallRate { rate };
-                        return Some(self.open(&mut slow, w, now.get(), reason));
-                    }
+                let rules = &live.settings.rules;
+                if let Some(reason) = rules.judge_probes(successes, slow.probe_slow) {
+                    return Some(self.open(&mut slow, w, now.get(), reason));
                 }
                 Some(self.close(
                     &mut slow,
@@ -898,12 +794,13 @@ impl Core {
         let totals = self
             .live
             .load()
-            .window
+            .cells
+            .windowed
             .as_ref()
-            .map(|win| win.totals(now))
+            .map(|win| win.cells.totals(now))
             .unwrap_or_default();
         let consecutive = if state == State::Closed {
-            self.consecutive.count(w.generation())
+            self.resident.consecutive.count(w.generation())
         } else {
             0
         };
@@ -934,6 +831,73 @@ impl Core {
     /// Probes admitted and not yet finished (for tests and models).
     pub(crate) fn probes_in_flight(&self) -> u32 {
         lock(&self.slow).probes_in_flight
+    }
+}
+
+/// A closed period as the rules see it: the protocol's side of
+/// [`Period`].
+struct ClosedPeriod<'a, N> {
+    core: &'a Core,
+    generation: u64,
+    now: &'a N,
+}
+
+impl<'a, N: Now> ClosedPeriod<'a, N> {
+    #[inline(always)]
+    fn new(core: &'a Core, generation: u64, now: &'a N) -> Self {
+        ClosedPeriod {
+            core,
+            generation,
+            now,
+        }
+    }
+}
+
+impl<N: Now> Period for ClosedPeriod<'_, N> {
+    #[inline(always)]
+    fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    #[inline(always)]
+    fn now(&self) -> u64 {
+        self.now.get()
+    }
+
+    #[inline(always)]
+    fn is_current(&self) -> bool {
+        self.core.load().generation() == self.generation
+    }
+
+    /// Announce, then check the generation (see [`Core::close`]).
+    #[inline(always)]
+    fn while_current<R>(&self, write: impl FnOnce() -> R) -> Option<R> {
+        // Acquire: a fetch_add that finds the seal gone synchronises with
+        // the unseal, so the generation read below is the new one.
+        // Each thread announces in its own cell; the closer seals them all.
+        let cell = self.core.recorders.mine();
+        while cell.fetch_add(1, Ordering::Acquire) & SEAL != 0 {
+            // Relaxed: we wrote nothing the closer needs to see.
+            cell.fetch_sub(1, Ordering::Relaxed);
+            while cell.load(Ordering::Relaxed) & SEAL != 0 {
+                crate::sync::spin_wait();
+            }
+        }
+        if !self.is_current() {
+            // Release (here and below): our writes into the cells happen
+            // before the closer's emptying that waits for this decrement.
+            cell.fetch_sub(1, Ordering::Release);
+            return None; // this permit's closed period is over
+        }
+        let written = write();
+        cell.fetch_sub(1, Ordering::Release);
+        Some(written)
+    }
+
+    #[inline(always)]
+    fn unsettle(&self) {
+        // Release: after the write into the cells (see `mark_full`).
+        self.core.full.swap(0, Ordering::Release);
     }
 }
 

@@ -1,10 +1,90 @@
 //! The consecutive-failures rule: trip after `n` failures in a row. Its one
-//! cell is a count tagged with the closed period (generation) it belongs
-//! to, so a verdict of an earlier period can never touch a later count, and
-//! a success with nothing to reset writes nothing at all.
+//! cell ([`Streak`], resident) is a count tagged with the closed period
+//! (generation) it belongs to, so a verdict of an earlier period can never
+//! touch a later count, and a success with nothing to reset writes nothing
+//! at all.
 
+use super::{Counted, Needs, Period, TripRule, Verdict};
 use crate::breaker::types::Reason;
 use crate::sync::{AtomicU64, Ordering};
+
+/// Trip after `n` failures in a row (`consecutive_failures`); any success
+/// starts the count again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Consecutive {
+    n: u32,
+}
+
+impl Consecutive {
+    /// `n` is validated (at least 1).
+    pub(crate) fn new(n: u32) -> Self {
+        Consecutive { n }
+    }
+
+    pub(crate) fn n(&self) -> u32 {
+        self.n
+    }
+}
+
+impl TripRule for Consecutive {
+    const KEYS: &'static [&'static str] = &["consecutive_failures"];
+    type Resident = Streak;
+    type Cells = ();
+
+    fn needs(&self) -> Needs {
+        // A success resets the streak, which the hot path reads itself
+        // (`resident_settled`): nothing else to ask for.
+        Needs::default()
+    }
+
+    fn new_cells(&self) {}
+
+    fn keeps_cells_of(&self, _: &Self) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn record(
+        &self,
+        streak: &Streak,
+        _: &(),
+        verdict: Verdict,
+        period: &impl Period,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
+        if verdict.failed && !period.is_current() {
+            return Counted::Stale; // this permit's closed period is over
+        }
+        streak.record(period.generation(), verdict.failed, self.n, trip)
+    }
+
+    fn reached(&self, streak: &Streak, _: &(), period: &impl Period) -> Option<Reason> {
+        streak.reached(period.generation(), self.n)
+    }
+
+    fn owns(reason: &Reason) -> bool {
+        matches!(reason, Reason::ConsecutiveFailures { .. })
+    }
+
+    /// The failures counted stand (a success since does not undo them);
+    /// only a reconfigure that raised the threshold above them does.
+    fn confirm(&self, reason: Reason, _: &Streak, _: &(), _: &impl Period) -> Option<Reason> {
+        match reason {
+            Reason::ConsecutiveFailures { count } if count >= self.n => Some(reason),
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    fn resident_settled(streak: &Streak, generation: u64) -> bool {
+        streak.is_zero(generation)
+    }
+
+    #[inline(always)]
+    fn reset_resident(streak: &Streak, generation: u64) {
+        streak.reset(generation);
+    }
+}
 
 /// Bits of the count; it saturates there, far above any threshold the
 /// config accepts (10 000 000).
@@ -31,15 +111,6 @@ fn tag(generation: u64) -> u64 {
     tag_of(tagged(generation, 0))
 }
 
-/// What a verdict did to the count.
-pub(crate) enum Counted {
-    /// The verdict's closed period is over: it counts for nothing.
-    Stale,
-    /// Counted (or nothing to change); `Some` when the count reached the
-    /// threshold.
-    Fresh(Option<Reason>),
-}
-
 /// Failures in a row in the current closed period.
 ///
 /// Relaxed throughout: the count is tagged with its generation, so a stale
@@ -47,12 +118,15 @@ pub(crate) enum Counted {
 /// under the breaker's lock; `reset` is published by the release store of
 /// the state word that follows it.
 #[derive(Debug)]
-pub(crate) struct Consecutive(AtomicU64);
+pub(crate) struct Streak(AtomicU64);
 
-impl Consecutive {
-    pub(crate) fn new() -> Self {
-        Consecutive(AtomicU64::new(tagged(0, 0)))
+impl Default for Streak {
+    fn default() -> Self {
+        Streak(AtomicU64::new(tagged(0, 0)))
     }
+}
+
+impl Streak {
 
     /// Starts the count of `generation` at zero (every transition does).
     #[inline]
@@ -77,9 +151,17 @@ impl Consecutive {
         }
     }
 
-    /// Counts a verdict of `generation` against a threshold of `n`.
+    /// Counts a verdict of `generation` against a threshold of `n`:
+    /// [`Counted::Stale`] if the count belongs to another generation; the
+    /// reason goes to `trip` once the count reaches `n`.
     #[inline]
-    pub(crate) fn record(&self, generation: u64, failed: bool, n: u32) -> Counted {
+    pub(crate) fn record(
+        &self,
+        generation: u64,
+        failed: bool,
+        n: u32,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
         let mut cur = self.0.load(Ordering::Relaxed);
         loop {
             if tag_of(cur) != tag(generation) {
@@ -92,7 +174,7 @@ impl Consecutive {
                 0
             };
             if next == count {
-                return Counted::Fresh(None); // a success with nothing to reset: no write
+                return Counted::Fresh; // a success with nothing to reset: no write
             }
             match self.0.compare_exchange_weak(
                 cur,
@@ -101,9 +183,10 @@ impl Consecutive {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    let trip = (next >= u64::from(n))
-                        .then_some(Reason::ConsecutiveFailures { count: next as u32 });
-                    return Counted::Fresh(trip);
+                    if next >= u64::from(n) {
+                        trip.get_or_insert(Reason::ConsecutiveFailures { count: next as u32 });
+                    }
+                    return Counted::Fresh;
                 }
                 Err(actual) => cur = actual,
             }
@@ -124,30 +207,35 @@ mod tests {
 
     #[test]
     fn counts_trips_and_resets_within_one_generation() {
-        let c = Consecutive::new();
+        let c = Streak::default();
         c.reset(7);
         assert!(c.is_zero(7));
-        assert!(matches!(c.record(7, true, 2), Counted::Fresh(None)));
-        assert!(matches!(c.record(7, true, 2), Counted::Fresh(Some(_))));
+        let mut trip = None;
+        assert_eq!(c.record(7, true, 2, &mut trip), Counted::Fresh);
+        assert_eq!(trip, None);
+        assert_eq!(c.record(7, true, 2, &mut trip), Counted::Fresh);
+        assert_eq!(trip, Some(Reason::ConsecutiveFailures { count: 2 }));
         assert_eq!(c.count(7), 2);
-        assert!(matches!(c.record(7, false, 2), Counted::Fresh(None)));
+        assert_eq!(c.record(7, false, 2, &mut None), Counted::Fresh);
         assert!(c.is_zero(7));
     }
 
     #[test]
     fn a_verdict_of_another_generation_is_stale() {
-        let c = Consecutive::new();
+        let c = Streak::default();
         c.reset(3);
-        assert!(matches!(c.record(2, true, 1), Counted::Stale));
+        assert_eq!(c.record(2, true, 1, &mut None), Counted::Stale);
         assert_eq!(c.count(3), 0);
         assert_eq!(c.count(2), 0);
     }
 
     #[test]
     fn the_count_saturates() {
-        let c = Consecutive::new();
+        let c = Streak::default();
         c.0.store(tagged(1, COUNT_MASK), Ordering::Relaxed);
-        assert!(matches!(c.record(1, true, 5), Counted::Fresh(None)));
+        let mut trip = None;
+        assert_eq!(c.record(1, true, 5, &mut trip), Counted::Fresh);
+        assert_eq!(trip, None);
         assert_eq!(u64::from(c.count(1)), COUNT_MASK);
     }
 }

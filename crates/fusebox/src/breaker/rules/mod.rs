@@ -1,10 +1,432 @@
-//! The trip rules, one file each, apart from the lock-free protocol that
-//! carries out what they decide: a rule owns its cells and decides on
-//! numbers; the protocol owns the state word, generations and admission.
+//! The trip rules, one file each, behind one trait ([`TripRule`]), apart
+//! from the lock-free protocol that carries out what they decide: a rule
+//! owns its cells and decides on numbers; the protocol owns the state word,
+//! generations and admission, and shows a rule the closed period a verdict
+//! belongs to ([`Period`]).
 //!
 //! - [`consecutive`]: `n` failures in a row.
-//! - The rate rules (failure rate and slow-call rate over a count or time
-//!   window) decide in `breaker::policy` on the totals of
-//!   `breaker::window`.
+//! - [`windowed`]: the rules over one window of calls (the last N, or the
+//!   last T) and its `min_calls`: [`failure_rate`] and [`slow_calls`].
+//! - [`failures_within`]: `n` failures within a period.
+//!
+//! The rules in force are a [`Rules`]: one field per built-in rule, each
+//! `None` or the rule, declared once by [`trip_rules!`], which derives the
+//! rest (the cells, what the hot path needs, the dispatch) from that list.
+//! Every call is static: a rule not in force costs one test of its field.
+//!
+//! A rule keeps its counts in one of two places, by what reads them:
+//! [`TripRule::Resident`] cells live as long as the breaker, tagged with
+//! the closed period they count for, so that the hot path can read them
+//! without the settings (the consecutive count); [`TripRule::Cells`] live
+//! with the settings in force, are replaced when the rule's shape changes
+//! and are emptied by every close (windows, failure times).
 
-pub(crate) mod consecutive;
+pub(crate) mod failure_rate;
+pub(crate) mod slow_calls;
+
+use crate::breaker::types::Reason;
+use std::fmt;
+use std::sync::Arc;
+
+/// What a rule asks of the hot path (see `breaker::fast`). Each is `false`
+/// unless the rule says otherwise; the rules in force ask for the union.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Needs {
+    /// It needs every call's duration (the slow-call rule).
+    pub(crate) times_calls: bool,
+    /// A plain success may change its [`TripRule::Cells`]: a closed-state
+    /// success then cannot settle on the resident cells alone.
+    pub(crate) counts_successes: bool,
+    /// It records every call, successes over successes included (a time
+    /// window: its buckets move with time), so a success never settles
+    /// without it.
+    pub(crate) records_every_call: bool,
+    /// It looks at the last N calls: once they are all plain successes, a
+    /// success over them changes nothing (but a position), and the
+    /// protocol's mark of that lets such successes settle without the
+    /// settings.
+    pub(crate) counts_last_calls: bool,
+    /// Its [`TripRule::Cells`] are emptied when the breaker closes: the close
+    /// waits for the verdicts recording into them
+    /// ([`Period::while_current`]).
+    pub(crate) empties_on_close: bool,
+}
+
+impl Needs {
+    /// What `self` and `other` ask for together.
+    #[inline]
+    pub(crate) const fn and(self, other: Needs) -> Needs {
+        Needs {
+            times_calls: self.times_calls || other.times_calls,
+            counts_successes: self.counts_successes || other.counts_successes,
+            records_every_call: self.records_every_call || other.records_every_call,
+            counts_last_calls: self.counts_last_calls || other.counts_last_calls,
+            empties_on_close: self.empties_on_close || other.empties_on_close,
+        }
+    }
+}
+
+/// A closed-state verdict, as the rules count it (an ignored call never
+/// reaches them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    pub(crate) failed: bool,
+    /// The call took at least a slow-call threshold ([`Rules::is_slow`]).
+    pub(crate) slow: bool,
+}
+
+/// What a rule did with a verdict. A rule that calls for a trip says why in
+/// the `trip` its [`record`](TripRule::record) is given, unless an earlier
+/// rule did (`trip.get_or_insert(reason)`); the verdict still counts for the
+/// rules after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// Counted (or nothing to change).
+    Fresh,
+    /// The verdict's closed period is over: it counts for nothing (and no
+    /// later rule sees it).
+    Stale,
+}
+
+/// The closed period a verdict belongs to, as the protocol shows it to the
+/// rules: its generation, the breaker's time, and the protocol's guard
+/// against a close that empties the cells meanwhile.
+pub(crate) trait Period {
+    /// The generation of the closed period.
+    fn generation(&self) -> u64;
+    /// The breaker's time now, in ns (read on the first call, then kept).
+    fn now(&self) -> u64;
+    /// Whether the closed period is still the breaker's current one.
+    fn is_current(&self) -> bool;
+    /// Runs `write` while the closed period cannot end: `None`, without
+    /// running it, if it has ended. A close that empties the cells waits
+    /// for every `write` begun before it, so a verdict of an earlier period
+    /// can never land in a later period's cells.
+    fn while_current<R>(&self, write: impl FnOnce() -> R) -> Option<R>;
+    /// Tells the protocol that a plain success may change the cells again
+    /// (after a failure or a slow call in a window of the last N calls), so
+    /// that it withdraws its mark of "a plain success changes nothing".
+    /// Called inside [`while_current`](Period::while_current), after the
+    /// write.
+    fn unsettle(&self);
+}
+
+/// A trip rule: validated settings (built by `breaker::config`, the only
+/// validation), the cells it counts in, and its decisions on them.
+///
+/// Only the protocol calls these, as it carries out their verdicts: a
+/// closed-state verdict is [`record`](TripRule::record)ed by every rule in
+/// force; a trip one suggests is [`confirm`](TripRule::confirm)ed under the
+/// breaker's lock; a reconfigure asks whether the counts kept already
+/// [`reach`](TripRule::reached) the new rules.
+pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
+    /// The config keys (of `BreakerConfig`) that set this rule.
+    const KEYS: &'static [&'static str];
+
+    /// Cells kept for the breaker's life (`()` for none): tagged with the
+    /// generation they count for, read by the hot path without the
+    /// settings.
+    type Resident: Default + fmt::Debug + Send + Sync;
+
+    /// Cells kept with the settings in force (`()` for none).
+    type Cells: fmt::Debug + Send + Sync;
+
+    /// What the hot path must do for this rule.
+    fn needs(&self) -> Needs;
+
+    /// Empty cells for this rule.
+    fn new_cells(&self) -> Self::Cells;
+
+    /// Whether the cells made for `old` serve this rule as they are (a
+    /// reconfigure then keeps their counts).
+    fn keeps_cells_of(&self, old: &Self) -> bool;
+
+    /// Counts a closed-state verdict of `period`; the reason to trip, if
+    /// the counts now call for one, goes to `trip` (see [`Counted`]).
+    fn record(
+        &self,
+        resident: &Self::Resident,
+        cells: &Self::Cells,
+        verdict: Verdict,
+        period: &impl Period,
+        trip: &mut Option<Reason>,
+    ) -> Counted;
+
+    /// The reason to trip on the counts of `period` as they are (asked
+    /// under the breaker's lock, after a reconfigure).
+    fn reached(
+        &self,
+        resident: &Self::Resident,
+        cells: &Self::Cells,
+        period: &impl Period,
+    ) -> Option<Reason>;
+
+    /// Whether `reason` is one this rule trips for.
+    fn owns(reason: &Reason) -> bool;
+
+    /// Under the breaker's lock: whether the trip for `reason` (one this
+    /// rule [`owns`](TripRule::owns), suggested by a [`record`](TripRule::record)
+    /// of `period`) still stands, and why. By default the counts are judged
+    /// afresh.
+    fn confirm(
+        &self,
+        reason: Reason,
+        resident: &Self::Resident,
+        cells: &Self::Cells,
+        period: &impl Period,
+    ) -> Option<Reason> {
+        let _ = reason;
+        self.reached(resident, cells, period)
+    }
+
+    /// Whether a call that took `elapsed` ns is slow by this rule.
+    fn is_slow(&self, elapsed: u64) -> bool {
+        let _ = elapsed;
+        false
+    }
+
+    /// Whether the probes of a half-open period, `successes` of them
+    /// successful and `slow` of those slow, reopen the breaker instead of
+    /// closing it.
+    fn judge_probes(&self, successes: u32, slow: u32) -> Option<Reason> {
+        let _ = (successes, slow);
+        None
+    }
+
+    /// Whether a plain success of `generation` leaves the resident cells as
+    /// they are (the hot path asks, without the settings).
+    #[inline(always)]
+    fn resident_settled(resident: &Self::Resident, generation: u64) -> bool {
+        let _ = (resident, generation);
+        true
+    }
+
+    /// Starts the resident cells of `generation` (every transition does).
+    #[inline(always)]
+    fn reset_resident(resident: &Self::Resident, generation: u64) {
+        let _ = (resident, generation);
+    }
+
+    /// Whether a plain success leaves `cells` as they are.
+    #[inline(always)]
+    fn settled(&self, cells: &Self::Cells) -> bool {
+        let _ = cells;
+        true
+    }
+
+    /// Empties `cells` for a new closed period (under the protocol's guard:
+    /// no verdict is recording into them).
+    fn clear(cells: &Self::Cells) {
+        let _ = cells;
+    }
+}
+
+/// A rule in force with its cells.
+#[derive(Debug)]
+pub(crate) struct Armed<R: TripRule> {
+    pub(crate) rule: R,
+    pub(crate) cells: Arc<R::Cells>,
+}
+
+impl<R: TripRule> Armed<R> {
+    /// `rule` with the cells of `old` if they serve it, new ones otherwise.
+    fn new(rule: R, old: Option<&Armed<R>>) -> Self {
+        let cells = match old {
+            Some(old) if rule.keeps_cells_of(&old.rule) => Arc::clone(&old.cells),
+            _ => Arc::new(rule.new_cells()),
+        };
+        Armed { rule, cells }
+    }
+}
+
+/// Declares the built-in rules, one line each (`module: Type`, in the
+/// order they judge a verdict: the rule `Type` of the file `module.rs`, and
+/// the field `module` of [`Rules`]), and derives from that list the
+/// modules, [`Rules`] (the rules in force), [`Resident`] (their resident
+/// cells), [`Cells`] (the rules in force armed with their cells) and the
+/// static dispatch over them.
+macro_rules! trip_rules {
+    ($( $(#[$doc:meta])* $name:ident: $ty:ident, )*) => {
+        $( pub(crate) mod $name; )*
+
+        trip_rules!(@ $( $(#[$doc])* $name: $name::$ty, )*);
+    };
+    (@ $( $(#[$doc:meta])* $name:ident: $rule:ty, )*) => {
+        /// The trip rules in force: each built-in rule, or `None`.
+        #[derive(Debug, Clone, Copy, Default, PartialEq)]
+        pub(crate) struct Rules {
+            $( $(#[$doc])* pub(crate) $name: Option<$rule>, )*
+        }
+
+        /// The rules' cells that live as long as the breaker.
+        #[derive(Debug, Default)]
+        pub(crate) struct Resident {
+            $( pub(crate) $name: <$rule as TripRule>::Resident, )*
+        }
+
+        /// The rules in force, each armed with its cells (`None` for a rule
+        /// not in force).
+        #[derive(Debug)]
+        pub(crate) struct Cells {
+            $( pub(crate) $name: Option<Armed<$rule>>, )*
+        }
+
+        impl Resident {
+            /// Whether a plain success of `generation` leaves every resident
+            /// cell as it is.
+            #[inline(always)]
+            pub(crate) fn settled(&self, generation: u64) -> bool {
+                true $( && <$rule as TripRule>::resident_settled(&self.$name, generation) )*
+            }
+
+            /// Starts every resident cell of `generation`.
+            #[inline(always)]
+            pub(crate) fn reset(&self, generation: u64) {
+                $( <$rule as TripRule>::reset_resident(&self.$name, generation); )*
+            }
+        }
+
+        impl Rules {
+            /// Every config key of every rule.
+            pub(crate) fn keys() -> impl Iterator<Item = &'static str> {
+                [$( <$rule as TripRule>::KEYS ),*].into_iter().flatten().copied()
+            }
+
+            /// What the hot path must do for the rules in force.
+            pub(crate) fn needs(&self) -> Needs {
+                let needs = Needs::default();
+                $( let needs = match &self.$name {
+                    Some(rule) => needs.and(rule.needs()),
+                    None => needs,
+                }; )*
+                needs
+            }
+
+            /// These rules armed: with the cells of `old` that still serve,
+            /// new ones for the rest.
+            pub(crate) fn arm(&self, old: Option<&Cells>) -> Cells {
+                Cells {
+                    $( $name: self.$name.map(|rule| {
+                        Armed::new(rule, old.and_then(|old| old.$name.as_ref()))
+                    }), )*
+                }
+            }
+
+            /// Whether a call that took `elapsed` ns (`None`: not timed) is
+            /// slow by a rule in force.
+            #[inline]
+            pub(crate) fn is_slow(&self, elapsed: Option<u64>) -> bool {
+                let Some(elapsed) = elapsed else { return false };
+                false $( || self.$name.is_some_and(|rule| rule.is_slow(elapsed)) )*
+            }
+
+            /// Whether a half-open period's probes reopen the breaker (see
+            /// [`TripRule::judge_probes`]).
+            pub(crate) fn judge_probes(&self, successes: u32, slow: u32) -> Option<Reason> {
+                None $( .or_else(|| self.$name.and_then(|rule| rule.judge_probes(successes, slow))) )*
+            }
+        }
+
+        impl Cells {
+            /// Counts a closed-state verdict by every rule in force; the
+            /// first reason to trip goes to `trip`.
+            #[inline(always)]
+            pub(crate) fn record(
+                &self,
+                resident: &Resident,
+                verdict: Verdict,
+                period: &impl Period,
+                trip: &mut Option<Reason>,
+            ) -> Counted {
+                $( if let Some(armed) = &self.$name {
+                    let counted = armed.rule.record(&resident.$name, &armed.cells, verdict, period, trip);
+                    if counted == Counted::Stale {
+                        return Counted::Stale;
+                    }
+                } )*
+                Counted::Fresh
+            }
+
+            /// The first reason to trip on the counts as they are.
+            pub(crate) fn reached(&self, resident: &Resident, period: &impl Period) -> Option<Reason> {
+                $( if let Some(armed) = &self.$name {
+                    if let Some(reason) = armed.rule.reached(&resident.$name, &armed.cells, period) {
+                        return Some(reason);
+                    }
+                } )*
+                None
+            }
+
+            /// Whether the trip for `reason` still stands by the rule in
+            /// force that trips for it (`None` if no rule in force does).
+            pub(crate) fn confirm(
+                &self,
+                reason: Reason,
+                resident: &Resident,
+                period: &impl Period,
+            ) -> Option<Reason> {
+                $( if <$rule as TripRule>::owns(&reason) {
+                    let armed = self.$name.as_ref()?;
+                    return armed.rule.confirm(reason, &resident.$name, &armed.cells, period);
+                } )*
+                None
+            }
+
+            /// Whether a plain success of `generation` changes nothing: not
+            /// in the resident cells of a rule in force, nor in its cells.
+            #[inline(always)]
+            pub(crate) fn settled(&self, resident: &Resident, generation: u64) -> bool {
+                true $( && self.$name.as_ref().is_none_or(|armed| {
+                    <$rule as TripRule>::resident_settled(&resident.$name, generation)
+                        && armed.rule.settled(&armed.cells)
+                }) )*
+            }
+
+            /// Whether a plain success leaves the cells of every rule in
+            /// force as they are (the resident ones aside).
+            #[inline]
+            pub(crate) fn cells_settled(&self) -> bool {
+                true $( && self.$name.as_ref().is_none_or(|armed| armed.rule.settled(&armed.cells)) )*
+            }
+
+            /// Empties the cells of every rule in force.
+            pub(crate) fn clear(&self) {
+                $( if let Some(armed) = &self.$name {
+                    <$rule as TripRule>::clear(&armed.cells);
+                } )*
+            }
+        }
+    };
+}
+
+trip_rules! {
+    /// `n` failures in a row.
+    consecutive: Consecutive,
+    /// The failure and slow-call rates over one window.
+    windowed: Windowed,
+    /// `n` failures within a period.
+    failures_within: FailuresWithin,
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_key_is_a_config_key_and_every_trip_key_a_rule_key() {
+        let config = crate::BreakerConfig::KEYS;
+        for key in Rules::keys() {
+            assert!(config.contains(&key), "{key} is no BreakerConfig key");
+        }
+        let not_trip = [
+            "open_for",
+            "open_backoff",
+            "half_open_probes",
+            "successes_to_close",
+            "mode",
+        ];
+        for key in config.iter().filter(|k| !not_trip.contains(k)) {
+            assert!(Rules::keys().any(|k| k == *key), "no rule reads {key}");
+        }
+    }
+}
