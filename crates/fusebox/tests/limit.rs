@@ -232,3 +232,85 @@ fn stress_admission_never_exceeds_the_limit_and_loses_no_permit() {
     assert!((3..=12).contains(&s.limit));
     assert!(s.generation > 0, "the limit moved during the run");
 }
+
+mod pipeline {
+    use super::*;
+    use fusebox::pipeline::Stage;
+    use fusebox::{Bulkhead, CircuitBreaker, Pipeline, PipelineError};
+
+    #[test]
+    fn the_limit_sits_inside_the_breaker_and_outside_the_bulkhead() {
+        let (l, clock) = limit(LimitConfig::default());
+        let breaker = CircuitBreaker::builder().clock(clock).build().unwrap();
+        let p = Pipeline::builder()
+            .bulkhead(Bulkhead::new(4))
+            .limit(l)
+            .breaker(breaker)
+            .build();
+        let kinds: Vec<_> = p.stages().iter().map(Stage::kind).collect();
+        assert_eq!(kinds, ["breaker", "limit", "bulkhead"]);
+        assert!(p.adaptive_limit().is_some());
+    }
+
+    #[test]
+    fn answers_are_samples_timeouts_drops_inner_refusals_nothing() {
+        let (l, clock) = limit(
+            LimitConfig::new(Algorithm::Aimd)
+                .initial(2)
+                .window(Duration::from_secs(1), 1),
+        );
+        let breaker = CircuitBreaker::builder()
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let p = Pipeline::builder()
+            .breaker(breaker)
+            .limit(l.clone())
+            .timeout(100 * MS)
+            .build();
+        // An answer in 40 ms: a sample.
+        let c = clock.clone();
+        p.call(|| {
+            c.advance(40 * MS);
+            Ok::<_, std::io::Error>(())
+        })
+        .unwrap();
+        assert_eq!((l.snapshot().in_flight, l.snapshot().dropped), (0, 0));
+        // An answer after the timeout: a drop.
+        let c = clock.clone();
+        let e = p
+            .call(|| {
+                c.advance(Duration::from_secs(1));
+                Ok::<_, std::io::Error>(())
+            })
+            .unwrap_err();
+        assert!(matches!(e, PipelineError::TimedOut(_)));
+        assert_eq!(l.snapshot().dropped, 1);
+        assert_eq!(l.snapshot().sample_rtt, 40 * MS, "the window closed");
+        assert_eq!(l.limit(), 1, "2 x 0.9, floored; min 1");
+        // Full: refused, the call does not run.
+        let _held = l.try_acquire().unwrap();
+        let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+        assert!(matches!(e, PipelineError::LimitExceeded(_)));
+        assert!(e.is_refusal());
+    }
+
+    #[test]
+    fn a_refusal_from_inside_and_a_panic_give_the_slot_back() {
+        let (l, _clock) = limit(LimitConfig::default());
+        let p = Pipeline::builder()
+            .limit(l.clone())
+            .bulkhead(Bulkhead::new(0))
+            .build();
+        let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+        assert!(matches!(e, PipelineError::BulkheadFull(_)));
+        assert_eq!(l.snapshot().in_flight, 0);
+        let p = Pipeline::builder().limit(l.clone()).build();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            p.call(|| -> Result<(), std::io::Error> { panic!("boom") })
+        }));
+        assert!(r.is_err());
+        let s = l.snapshot();
+        assert_eq!((s.in_flight, s.admitted, s.dropped), (0, 2, 0));
+    }
+}
