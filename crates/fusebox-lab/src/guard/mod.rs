@@ -127,6 +127,11 @@ pub trait Guard: Send + Sync {
     fn breaker(&self) -> Option<::fusebox::CircuitBreaker> {
         None
     }
+    /// The adaptive limit in force over time: one entry at the first
+    /// admission and one per change (empty for a guard without one).
+    fn limit_trace(&self) -> Vec<(Duration, u32)> {
+        Vec::new()
+    }
 }
 
 /// A call the guard let through; consumed by its verdict.
@@ -183,6 +188,7 @@ pub fn build(
             c,
             spec.max_concurrent,
             spec.rate_limit,
+            spec.limit,
             clock,
         )),
         StrategyKind::Peer(c) => peers::build(*c, clock)
