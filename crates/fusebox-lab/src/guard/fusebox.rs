@@ -12,10 +12,10 @@
 
 use super::{Admission, Guard, LabClock, Ticket, TransitionRecord};
 use crate::scenario::fusebox::BreakerConfig;
-use crate::scenario::CallResult;
+use crate::scenario::{CallResult, StrategySpec};
 use crate::sync::lock;
-use fusebox::limit::{AdaptiveLimit, LimitConfig, LimitPermit};
-use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+use fusebox::limit::{AdaptiveLimit, LimitPermit};
+use fusebox::ratelimit::RateLimiter;
 use fusebox::registry::{
     BulkheadConfig, DependencyConfig, Fusebox, FuseboxBuilder, FuseboxConfig, Observer, Tags,
 };
@@ -156,8 +156,8 @@ impl Breakers {
     }
 
     /// The guard of one run: the breaker `name` built from `config`, behind
-    /// a bulkhead of `max_concurrent` slots and a rate limiter of
-    /// `rate_limit`, of the same name, if given. A
+    /// the spec's bulkhead of `max_concurrent` slots, rate limiter of
+    /// `rate_limit` (both of the same name) and adaptive `limit`, if given. A
     /// name already taken (the same scenario run twice) gets `#2`, `#3`,
     /// ...: each run starts with a fresh breaker. Both are tagged
     /// `service = SCENARIO` (a run's name is `SCENARIO/STRATEGY`; a
@@ -170,11 +170,11 @@ impl Breakers {
         name: &str,
         shares_as: Option<&str>,
         config: &BreakerConfig,
-        max_concurrent: Option<usize>,
-        rate_limit: Option<RateLimitConfig>,
-        limit: Option<LimitConfig>,
+        spec: &StrategySpec,
         clock: &LabClock,
     ) -> FuseboxGuard {
+        let (max_concurrent, rate_limit, limit) =
+            (spec.max_concurrent, spec.rate_limit, spec.limit);
         let mut unique = name.to_string();
         let mut k = 1;
         while self.registry.get(&unique).is_some() {

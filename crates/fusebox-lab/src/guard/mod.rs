@@ -182,15 +182,7 @@ pub fn build(
     match &spec.kind {
         StrategyKind::None => Arc::new(NoGuard),
         StrategyKind::Seed(c) => Arc::new(SeedBreaker::new(*c)),
-        StrategyKind::Fusebox(c) => Arc::new(breakers.guard(
-            name,
-            shares_as,
-            c,
-            spec.max_concurrent,
-            spec.rate_limit,
-            spec.limit,
-            clock,
-        )),
+        StrategyKind::Fusebox(c) => Arc::new(breakers.guard(name, shares_as, c, spec, clock)),
         StrategyKind::Peer(c) => peers::build(*c, clock)
             .unwrap_or_else(|| panic!("{}", peers::unavailable(&spec.name, c.peer))),
     }
