@@ -564,7 +564,7 @@ impl Builder {
     ///
     /// ```
     /// let b = fusebox::limit::AdaptiveLimit::builder()
-    ///     .config(fusebox::limit::LimitConfig::default().max(10));
+    ///     .config(fusebox::limit::LimitConfig::default().max(10).initial(5));
     /// assert_eq!(b.build()?.config().max, 10);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
@@ -603,7 +603,7 @@ impl Builder {
     ///     .config(fusebox::limit::LimitConfig::default().initial(0))
     ///     .build()
     ///     .unwrap_err();
-    /// assert_eq!(e.field(), "min"); // min (1) is checked before initial
+    /// assert_eq!(e.field(), "initial"); // below `min` (1)
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<AdaptiveLimit, LimitConfigError> {
