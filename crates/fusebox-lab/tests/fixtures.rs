@@ -41,6 +41,11 @@ fn every_shipped_scenario_gives_the_same_json_as_before() {
         let path = entry.unwrap().path();
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let sc = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        // 52000 requests over 160 s: a 75 MB report; its figures are
+        // asserted by tests/eight_workers.rs instead.
+        if stem == "eight-workers" {
+            continue;
+        }
         if stem == "peers-seed000-50rps" {
             assert!(fusebox_lab::guard::peers::check(&sc, Mode::Virtual).is_err());
             continue;

@@ -338,6 +338,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     kind: StrategyKind::None,
                     max_concurrent: None,
                     rate_limit: None,
+                    limit: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -347,18 +348,21 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     }),
                     max_concurrent: None,
                     rate_limit: None,
+                    limit: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
                     kind: StrategyKind::Fusebox(fusebox_config(&mut g)),
                     max_concurrent: None,
                     rate_limit: None,
+                    limit: None,
                 },
             ];
             Scenario {
                 name: format!("generated-{seed}-{k}"),
                 duration: ms(1000 + g.next(3000)),
                 rate,
+                rate_until: None,
                 workers: 1 + g.next(12) as usize,
                 queue: if g.next(3) == 0 {
                     1 + g.next(20) as usize
@@ -370,6 +374,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     latency: ms(1 + g.next(20)),
                     faults,
                     transport: Default::default(),
+                    server: None,
                 },
                 client: Client {
                     timeout,

@@ -15,6 +15,8 @@
 //! - [`Fallback`]: what to return instead, knowing why ([`Cause`]);
 //! - `ratelimit::RateLimiter` (feature `ratelimit`): at most so many calls a
 //!   second, direct or per key, on governor's GCRA.
+//! - `limit::AdaptiveLimit` (feature `limit`): a concurrency limit that
+//!   follows the dependency's latency (Vegas, Gradient2 or AIMD).
 //!
 //! The breaker, the bulkhead and the rate limiters have a [`Mode`]: `enforce` (the default), `shadow` (decide
 //! and report what it would have refused, but let every call run: how a new
@@ -33,7 +35,7 @@
 //! `Router`), `fleet` (replicas sharing breaker state through Redis;
 //! `fleet-tls` adds `rediss://`; `test-util` adds `fleet::LocalRedis`, a
 //! throwaway `redis-server` for tests), `ratelimit` (rate limiters, on
-//! `governor`), `quanta` (a TSC clock: cheaper readings, see
+//! `governor`), `limit` (the adaptive concurrency limit), `quanta` (a TSC clock: cheaper readings, see
 //! [`MonotonicClock`]). With no
 //! feature, fusebox depends on `arc-swap` alone (the breaker's live settings).
 //!
@@ -124,6 +126,9 @@ pub mod hedge;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
+#[cfg(feature = "limit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "limit")))]
+pub mod limit;
 #[cfg(feature = "prometheus")]
 #[cfg_attr(docsrs, doc(cfg(feature = "prometheus")))]
 pub mod metrics;

@@ -3,7 +3,7 @@
 //! Outermost first:
 //!
 //! ```text
-//! fallback( retry( breaker( rate_limiter( bulkhead( timeout( call ) ) ) ) ) )
+//! fallback( retry( breaker( rate_limiter( limit( bulkhead( timeout( call ) ) ) ) ) ) )
 //! ```
 //!
 //! - **fallback** outermost, so it answers for whatever stopped the call,
@@ -18,6 +18,9 @@
 //! - **rate limiter** (feature `ratelimit`) inside the breaker, so an open
 //!   breaker spends none of the rate, and outside the bulkhead, so a call
 //!   over the rate takes no slot;
+//! - **adaptive limit** (feature `limit`) where a bulkhead would be: inside
+//!   the rate limiter, outside the bulkhead and the timeout, so it measures
+//!   each attempt's round-trip time and hears a timeout as a drop;
 //! - **bulkhead** outside the timeout, so a slot is held until the call is
 //!   over or cancelled;
 //! - **timeout** innermost, so a timed-out attempt is a failure to the breaker
@@ -66,13 +69,15 @@ use crate::breaker::{CircuitBreaker, Outcome, Rejected};
 use crate::bulkhead::{Bulkhead, BulkheadFull};
 use crate::clock::Stopwatch;
 use crate::fallback::{FallbackFn, Value};
+#[cfg(feature = "limit")]
+use crate::limit::{AdaptiveLimit, LimitExceeded};
 use crate::policy::{Cause, PolicyError};
 #[cfg(feature = "ratelimit")]
 use crate::ratelimit::{RateLimited, RateLimiter};
 use crate::retry::{AnyError, BoxBackoff, DefaultBackoff, Retry, RetryIf};
 use crate::stats::PolicyStats;
 use crate::timeout::Elapsed;
-use stage::{Entered, HELD};
+use stage::{Entered, Verdict, HELD};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,6 +104,9 @@ pub enum PipelineError<E> {
     /// The rate limiter refused the call (feature `ratelimit`); it never ran.
     #[cfg(feature = "ratelimit")]
     RateLimited(RateLimited),
+    /// The adaptive limit was reached (feature `limit`); the call never ran.
+    #[cfg(feature = "limit")]
+    LimitExceeded(LimitExceeded),
     /// The call did not answer within the timeout.
     TimedOut(Elapsed),
     /// The call ran and failed.
@@ -162,6 +170,8 @@ impl<E: std::error::Error + Send + Sync + 'static> PipelineError<E> {
             PipelineError::BulkheadFull(b) => Box::new(b),
             #[cfg(feature = "ratelimit")]
             PipelineError::RateLimited(r) => Box::new(r),
+            #[cfg(feature = "limit")]
+            PipelineError::LimitExceeded(l) => Box::new(l),
             PipelineError::TimedOut(t) => Box::new(t),
             PipelineError::Failed(f) => Box::new(f),
         }
@@ -176,6 +186,8 @@ impl<E> PolicyError for PipelineError<E> {
             PipelineError::BulkheadFull(b) => Cause::BulkheadFull(b),
             #[cfg(feature = "ratelimit")]
             PipelineError::RateLimited(r) => Cause::Refused(r),
+            #[cfg(feature = "limit")]
+            PipelineError::LimitExceeded(l) => Cause::Refused(l),
             PipelineError::TimedOut(t) => Cause::TimedOut(t),
             PipelineError::Failed(e) => Cause::Failed(e),
         }
@@ -189,6 +201,8 @@ impl<E: fmt::Display> fmt::Display for PipelineError<E> {
             PipelineError::BulkheadFull(b) => fmt::Display::fmt(b, f),
             #[cfg(feature = "ratelimit")]
             PipelineError::RateLimited(r) => fmt::Display::fmt(r, f),
+            #[cfg(feature = "limit")]
+            PipelineError::LimitExceeded(l) => fmt::Display::fmt(l, f),
             PipelineError::TimedOut(t) => fmt::Display::fmt(t, f),
             PipelineError::Failed(e) => fmt::Display::fmt(e, f),
         }
@@ -220,6 +234,13 @@ impl<E> From<BulkheadFull> for PipelineError<E> {
 impl<E> From<RateLimited> for PipelineError<E> {
     fn from(r: RateLimited) -> Self {
         PipelineError::RateLimited(r)
+    }
+}
+
+#[cfg(feature = "limit")]
+impl<E> From<LimitExceeded> for PipelineError<E> {
+    fn from(l: LimitExceeded) -> Self {
+        PipelineError::LimitExceeded(l)
     }
 }
 
@@ -545,6 +566,31 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
         self.place(Stage::RateLimiter(limiter))
     }
 
+    /// The adaptive concurrency limit (feature `limit`; a shared handle),
+    /// inside the rate limiter and outside the bulkhead. It never waits: an
+    /// attempt over the limit is refused at once with
+    /// [`PipelineError::LimitExceeded`]. It hears each attempt: an answer
+    /// is a sample of its round-trip time, a timeout is a drop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::limit::{AdaptiveLimit, LimitConfig};
+    /// use fusebox::{Pipeline, PipelineError};
+    /// let limit = AdaptiveLimit::new(LimitConfig::default().initial(1))?;
+    /// let p = Pipeline::builder().limit(limit.clone()).build();
+    /// assert!(p.call(|| Ok::<_, std::io::Error>(())).is_ok());
+    /// let _held = limit.try_acquire().unwrap();
+    /// let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+    /// assert!(matches!(e, PipelineError::LimitExceeded(_)));
+    /// assert_eq!(e.stopped_by(), "limit");
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    #[cfg(feature = "limit")]
+    pub fn limit(self, limit: AdaptiveLimit) -> Self {
+        self.place(Stage::Limit(limit))
+    }
+
     /// Adds `stage` inside every stage added so far (outermost first): the
     /// order of `stage` calls is the order of the policies. The named
     /// setters ([`breaker`](Self::breaker), [`bulkhead`](Self::bulkhead),
@@ -787,15 +833,20 @@ where
     /// a rate limit) says nothing about the dependency (no verdict); a
     /// timeout is a failure; the call's own error is what the classifier
     /// says.
-    fn verdict<T, E>(&self, result: &Result<T, PipelineError<E>>) -> Outcome
+    fn verdict<T, E>(&self, result: &Result<T, PipelineError<E>>) -> Verdict
     where
         C: Classify<E>,
     {
-        match result {
+        let outcome = match result {
             Ok(_) => Outcome::Success,
             Err(PipelineError::Failed(e)) => self.classify.classify(e),
             Err(PipelineError::TimedOut(_)) => Outcome::Failure,
             Err(_) => Outcome::Ignore,
+        };
+        Verdict {
+            outcome,
+            #[cfg(feature = "limit")]
+            timed_out: matches!(result, Err(PipelineError::TimedOut(_))),
         }
     }
 
@@ -823,6 +874,22 @@ where
     pub fn bulkhead(&self) -> Option<&Bulkhead> {
         self.layers.stages.iter().find_map(|s| match s {
             Stage::Bulkhead(b) => Some(b),
+            _ => None,
+        })
+    }
+
+    /// The (first) adaptive limit, if the pipeline has one (feature
+    /// `limit`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Pipeline::builder().build().adaptive_limit().is_none());
+    /// ```
+    #[cfg(feature = "limit")]
+    pub fn adaptive_limit(&self) -> Option<&AdaptiveLimit> {
+        self.layers.stages.iter().find_map(|s| match s {
+            Stage::Limit(l) => Some(l),
             _ => None,
         })
     }

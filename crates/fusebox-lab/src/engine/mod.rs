@@ -121,6 +121,9 @@ pub struct RunResult {
     pub transitions: Vec<TransitionRecord>,
     /// A fleet scenario's replicas (`None` without `[fleet]`).
     pub fleet: Option<FleetRun>,
+    /// The adaptive limit in force over time (replica 1's): one entry at
+    /// the start and one per change (empty without a `limit`).
+    pub limits: Vec<(Duration, u32)>,
 }
 
 /// What each replica of a fleet run went through; replica `r` (from 0)
@@ -197,6 +200,12 @@ impl FleetRun {
 /// ```
 pub fn check(scenario: &Scenario, mode: Mode) -> Result<(), String> {
     crate::guard::peers::check(scenario, mode)?;
+    if mode == Mode::Real && scenario.downstream.server.is_some() {
+        return Err(format!(
+            "scenario {:?}: [downstream] server (a simulated server with workers) runs in virtual mode only",
+            scenario.name
+        ));
+    }
     if mode == Mode::Real && scenario.shares_trips() {
         if let Some(s) = scenario
             .strategies

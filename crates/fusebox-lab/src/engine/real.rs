@@ -215,6 +215,7 @@ fn run_threads(
             .fleet
             .is_some()
             .then(|| FleetRun::from_transitions(per_replica)),
+        limits: shared.replicas[0].guard.limit_trace(),
     })
 }
 

@@ -14,7 +14,7 @@ use super::fleet_virtual::VirtualFleet;
 use super::rules::{end_attempt, queue_admits, start_attempt};
 use super::{CallRecord, FleetRun, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, LabClock, Ticket};
-use crate::scenario::{CallResult, Scenario, StrategySpec};
+use crate::scenario::{CallResult, Scenario, ServerQueue, StrategySpec};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -77,6 +77,8 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
     let mut calls: Vec<CallRecord> = Vec::new();
     let mut next_arrival = 0usize;
     let mut seq = 0u64;
+    // One server behind every replica, when the dependency is modelled as one.
+    let mut server = scenario.downstream.server.map(ServerQueue::new);
 
     loop {
         let next_completion = replicas
@@ -168,6 +170,10 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                 match started {
                     None => workers[w] = Worker::Idle,
                     Some((ticket, plan)) => {
+                        let plan = match server.as_mut() {
+                            Some(s) => s.plan(t, scenario.client.timeout),
+                            None => plan,
+                        };
                         seq += 1;
                         calls.push(CallRecord {
                             request,
@@ -220,5 +226,6 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             .fleet
             .is_some()
             .then(|| FleetRun::from_transitions(per_replica)),
+        limits: replicas[0].guard.limit_trace(),
     }
 }

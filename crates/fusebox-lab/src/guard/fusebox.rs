@@ -12,9 +12,10 @@
 
 use super::{Admission, Guard, LabClock, Ticket, TransitionRecord};
 use crate::scenario::fusebox::BreakerConfig;
-use crate::scenario::CallResult;
+use crate::scenario::{CallResult, StrategySpec};
 use crate::sync::lock;
-use fusebox::ratelimit::{RateLimitConfig, RateLimiter};
+use fusebox::limit::{AdaptiveLimit, LimitPermit};
+use fusebox::ratelimit::RateLimiter;
 use fusebox::registry::{
     BulkheadConfig, DependencyConfig, Fusebox, FuseboxBuilder, FuseboxConfig, Observer, Tags,
 };
@@ -155,8 +156,8 @@ impl Breakers {
     }
 
     /// The guard of one run: the breaker `name` built from `config`, behind
-    /// a bulkhead of `max_concurrent` slots and a rate limiter of
-    /// `rate_limit`, of the same name, if given. A
+    /// the spec's bulkhead of `max_concurrent` slots, rate limiter of
+    /// `rate_limit` (both of the same name) and adaptive `limit`, if given. A
     /// name already taken (the same scenario run twice) gets `#2`, `#3`,
     /// ...: each run starts with a fresh breaker. Both are tagged
     /// `service = SCENARIO` (a run's name is `SCENARIO/STRATEGY`; a
@@ -169,10 +170,11 @@ impl Breakers {
         name: &str,
         shares_as: Option<&str>,
         config: &BreakerConfig,
-        max_concurrent: Option<usize>,
-        rate_limit: Option<RateLimitConfig>,
+        spec: &StrategySpec,
         clock: &LabClock,
     ) -> FuseboxGuard {
+        let (max_concurrent, rate_limit, limit) =
+            (spec.max_concurrent, spec.rate_limit, spec.limit);
         let mut unique = name.to_string();
         let mut k = 1;
         while self.registry.get(&unique).is_some() {
@@ -220,10 +222,20 @@ impl Breakers {
         let breaker = self.registry.breaker(&unique);
         let bulkhead = max_concurrent.map(|_| self.registry.bulkhead(&unique));
         let rate_limiter = self.registry.rate_limiter(&unique);
+        // Not (yet) a registry policy: built here, on the run's clock.
+        let limit = limit.map(|config| LimitTrace {
+            limit: AdaptiveLimit::builder()
+                .config(config)
+                .clock(clock.clone())
+                .build()
+                .expect("limit configuration checked when loaded"),
+            trace: Arc::default(),
+        });
         FuseboxGuard {
             breaker,
             bulkhead,
             rate_limiter,
+            limit,
             log,
         }
     }
@@ -236,7 +248,26 @@ pub struct FuseboxGuard {
     breaker: fusebox::CircuitBreaker,
     bulkhead: Option<Bulkhead>,
     rate_limiter: Option<RateLimiter>,
+    limit: Option<LimitTrace>,
     log: Log,
+}
+
+/// An adaptive limit and the record of its limit over time.
+#[derive(Debug, Clone)]
+struct LimitTrace {
+    limit: AdaptiveLimit,
+    trace: Arc<Mutex<Vec<(Duration, u32)>>>,
+}
+
+impl LimitTrace {
+    /// Notes the limit in force at `now` if it changed.
+    fn note(&self, now: Duration) {
+        let mut trace = lock(&self.trace);
+        let limit = self.limit.limit();
+        if trace.last().is_none_or(|&(_, last)| last != limit) {
+            trace.push((now, limit));
+        }
+    }
 }
 
 /// A call the guard let through: the breaker's permit, and the bulkhead's
@@ -244,20 +275,31 @@ pub struct FuseboxGuard {
 struct FuseboxTicket {
     permit: fusebox::Permit,
     _slot: Option<BulkheadPermit>,
+    /// The adaptive limit's permit: an answer is a sample, a timeout a
+    /// drop, an error no sample.
+    limit: Option<(LimitPermit, LimitTrace)>,
 }
 
 impl Ticket for FuseboxTicket {
-    fn finish(self: Box<Self>, _now: Duration, result: CallResult) {
+    fn finish(self: Box<Self>, now: Duration, result: CallResult) {
         if result.is_ok() {
             self.permit.success()
         } else {
             self.permit.failure()
         }
+        if let Some((permit, trace)) = self.limit {
+            match result {
+                CallResult::Success => permit.success(),
+                CallResult::Timeout => permit.dropped(),
+                CallResult::Error => permit.ignore(),
+            }
+            trace.note(now);
+        }
     }
 }
 
 impl Guard for FuseboxGuard {
-    fn admit(&self, _now: Duration) -> Admission {
+    fn admit(&self, now: Duration) -> Admission {
         // The breaker reads the run's clock itself (set by the simulation in
         // virtual mode), which is the same time as `now`.
         // The rate first: it is spent whatever happens next (a cell has
@@ -266,6 +308,18 @@ impl Guard for FuseboxGuard {
         if let Some(Err(_)) = self.rate_limiter.as_ref().map(RateLimiter::try_acquire) {
             return Admission::FastFail;
         }
+        // The adaptive limit next (where the pipeline puts it: inside the
+        // rate limiter, outside the bulkhead); a refused call takes nothing.
+        let limit = match &self.limit {
+            None => None,
+            Some(l) => {
+                l.note(now);
+                match l.limit.try_acquire() {
+                    Ok(permit) => Some((permit, l.clone())),
+                    Err(_) => return Admission::FastFail,
+                }
+            }
+        };
         // The slot next: a call the bulkhead refuses never takes a
         // breaker permit it would drop without a verdict.
         let slot = match self.bulkhead.as_ref().map(Bulkhead::try_acquire) {
@@ -277,9 +331,17 @@ impl Guard for FuseboxGuard {
             Ok(permit) => Admission::Call(Box::new(FuseboxTicket {
                 permit,
                 _slot: slot,
+                limit,
             })),
             Err(_) => Admission::FastFail,
         }
+    }
+
+    fn limit_trace(&self) -> Vec<(Duration, u32)> {
+        self.limit
+            .as_ref()
+            .map(|l| lock(&l.trace).clone())
+            .unwrap_or_default()
     }
 
     fn transitions(&self) -> Vec<TransitionRecord> {

@@ -127,6 +127,11 @@ pub trait Guard: Send + Sync {
     fn breaker(&self) -> Option<::fusebox::CircuitBreaker> {
         None
     }
+    /// The adaptive limit in force over time: one entry at the first
+    /// admission and one per change (empty for a guard without one).
+    fn limit_trace(&self) -> Vec<(Duration, u32)> {
+        Vec::new()
+    }
 }
 
 /// A call the guard let through; consumed by its verdict.
@@ -177,14 +182,7 @@ pub fn build(
     match &spec.kind {
         StrategyKind::None => Arc::new(NoGuard),
         StrategyKind::Seed(c) => Arc::new(SeedBreaker::new(*c)),
-        StrategyKind::Fusebox(c) => Arc::new(breakers.guard(
-            name,
-            shares_as,
-            c,
-            spec.max_concurrent,
-            spec.rate_limit,
-            clock,
-        )),
+        StrategyKind::Fusebox(c) => Arc::new(breakers.guard(name, shares_as, c, spec, clock)),
         StrategyKind::Peer(c) => peers::build(*c, clock)
             .unwrap_or_else(|| panic!("{}", peers::unavailable(&spec.name, c.peer))),
     }

@@ -92,6 +92,95 @@ pub struct Downstream {
     pub faults: Vec<Fault>,
     /// `transport`: how real mode reaches it.
     pub transport: Transport,
+    /// `server`: the dependency as `workers` workers behind one FIFO
+    /// queue, each call's service time drawn from a log-normal with the
+    /// given p90 and p99 (virtual mode only; faults do not apply).
+    pub server: Option<Server>,
+}
+
+/// `[downstream] server = { workers = 8, p90 = "50ms", p99 = "150ms" }`:
+/// a server whose latency grows with its load, because calls queue for its
+/// workers.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Server {
+    /// `workers`: calls served at once.
+    pub workers: usize,
+    /// `p90` of the service time without queueing.
+    pub p90: Duration,
+    /// `p99` of the service time without queueing.
+    pub p99: Duration,
+}
+
+impl Server {
+    /// The service time of call number `n` (deterministic: a hash of `n`
+    /// through the log-normal's quantile function).
+    pub fn service(&self, n: u64) -> Duration {
+        const Z90: f64 = 1.281_551_565_5;
+        const Z99: f64 = 2.326_347_874;
+        let (a, b) = (self.p90.as_secs_f64().ln(), self.p99.as_secs_f64().ln());
+        let sigma = ((b - a) / (Z99 - Z90)).max(0.0);
+        let mu = a - Z90 * sigma;
+        let u = |k: u64| {
+            let mut z = n
+                .wrapping_mul(2)
+                .wrapping_add(k)
+                .wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        // Box-Muller: a standard normal from two uniforms.
+        let normal = (-2.0 * u(0).ln()).sqrt() * (std::f64::consts::TAU * u(1)).cos();
+        Duration::from_secs_f64((mu + sigma * normal).exp().min(3600.0))
+    }
+}
+
+/// A [`Server`]'s queue in virtual time: when each worker is next free.
+#[derive(Debug, Clone)]
+pub struct ServerQueue {
+    server: Server,
+    free_at: Vec<Duration>,
+    calls: u64,
+}
+
+impl ServerQueue {
+    /// An idle server.
+    pub fn new(server: Server) -> Self {
+        ServerQueue {
+            server,
+            free_at: vec![Duration::ZERO; server.workers.max(1)],
+            calls: 0,
+        }
+    }
+
+    /// A call that reaches the server at `now` (calls arrive in time
+    /// order): it waits for the first free worker, then is served; the
+    /// client gives up after `timeout` (the server works on regardless).
+    pub fn plan(&mut self, now: Duration, timeout: Option<Duration>) -> CallPlan {
+        let service = self.server.service(self.calls);
+        self.calls += 1;
+        let (i, free) = self
+            .free_at
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(_, f)| f)
+            .expect("at least one worker");
+        let end = free.max(now) + service;
+        self.free_at[i] = end;
+        let duration = end - now;
+        match timeout {
+            Some(t) if duration > t => CallPlan {
+                duration: t,
+                result: CallResult::Timeout,
+            },
+            _ => CallPlan {
+                duration,
+                result: CallResult::Success,
+            },
+        }
+    }
 }
 
 /// `[downstream] transport`: how real mode reaches the downstream (virtual
@@ -229,6 +318,7 @@ mod tests {
 
     fn ds() -> Downstream {
         Downstream {
+            server: None,
             transport: Transport::Call,
             latency: ms(5),
             faults: vec![
@@ -248,6 +338,29 @@ mod tests {
                 },
             ],
         }
+    }
+
+    #[test]
+    fn a_server_has_its_quantiles_and_queues() {
+        let server = Server {
+            workers: 2,
+            p90: ms(50),
+            p99: ms(150),
+        };
+        let mut times: Vec<Duration> = (0..20_000).map(|n| server.service(n)).collect();
+        times.sort_unstable();
+        let q = |p: usize| times[times.len() * p / 100].as_secs_f64() * 1e3;
+        assert!((45.0..55.0).contains(&q(90)), "{}", q(90));
+        assert!((130.0..170.0).contains(&q(99)), "{}", q(99));
+        let mut queue = ServerQueue::new(server);
+        let a = queue.plan(ms(0), None).duration;
+        let b = queue.plan(ms(0), None).duration;
+        let c = queue.plan(ms(0), None).duration;
+        assert!(c > a.min(b), "the third call waited for a worker");
+        assert_eq!(
+            queue.plan(ms(0), Some(Duration::ZERO)).result,
+            CallResult::Timeout
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ struct RawScenario {
     name: Spanned<String>,
     duration: Spanned<Dur>,
     rate: Spanned<f64>,
+    rate_until: Option<Spanned<f64>>,
     workers: Spanned<i64>,
     queue: Option<Spanned<i64>>,
     window: Option<Spanned<Dur>>,
@@ -53,8 +54,17 @@ struct RawDownstream {
     transport: Option<Spanned<String>>,
     pool_max_idle: Option<Spanned<i64>>,
     connect_timeout: Option<Spanned<Dur>>,
+    server: Option<Spanned<RawServer>>,
     #[serde(default)]
     faults: Vec<Spanned<RawFault>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    workers: Spanned<i64>,
+    p90: Spanned<Dur>,
+    p99: Spanned<Dur>,
 }
 
 #[derive(Deserialize)]
@@ -169,10 +179,57 @@ impl RawScenario {
                 replicas,
             });
         }
+        let rate_until = match &self.rate_until {
+            None => None,
+            Some(r) => {
+                let v = *r.get_ref();
+                if !(v.is_finite() && v > 0.0 && v <= super::MAX_RATE) {
+                    return Err(ctx.err(
+                        r.span(),
+                        "rate_until",
+                        format!(
+                            "{v} must be > 0 and at most {} (requests per second)",
+                            super::MAX_RATE
+                        ),
+                    ));
+                }
+                Some(v)
+            }
+        };
+        let server = match &self.downstream.server {
+            None => None,
+            Some(s) => {
+                let r = s.get_ref();
+                let workers = int_in(
+                    ctx,
+                    &r.workers,
+                    "downstream.server.workers",
+                    1,
+                    MAX_WORKERS as i64,
+                )? as usize;
+                let (p90, p99) = (r.p90.get_ref().0, r.p99.get_ref().0);
+                if p90.is_zero() {
+                    return Err(ctx.err(
+                        r.p90.span(),
+                        "downstream.server.p90",
+                        "must be above zero",
+                    ));
+                }
+                if p99 < p90 {
+                    return Err(ctx.err(
+                        r.p99.span(),
+                        "downstream.server.p99",
+                        "must be at least p90",
+                    ));
+                }
+                Some(super::Server { workers, p90, p99 })
+            }
+        };
         let mut scenario = Scenario {
             name,
             duration: self.duration.get_ref().0,
             rate: *self.rate.get_ref(),
+            rate_until,
             workers,
             queue,
             window: self
@@ -183,6 +240,7 @@ impl RawScenario {
                 latency: self.downstream.latency.get_ref().0,
                 faults,
                 transport: transport(ctx, &self.downstream)?,
+                server,
             },
             client,
             strategies: Vec::new(),

@@ -16,7 +16,8 @@ pub mod strategy;
 pub mod sweep;
 
 pub use downstream::{
-    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Transport,
+    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Server, ServerQueue,
+    Transport,
 };
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
@@ -63,6 +64,9 @@ pub struct Scenario {
     pub duration: Duration,
     /// `rate`: request `i` arrives at `i / rate` seconds.
     pub rate: f64,
+    /// `rate_until`: the rate at `duration`, when arrivals ramp linearly
+    /// from `rate` (`None`: a constant rate).
+    pub rate_until: Option<f64>,
     /// `workers`: size of the worker pool.
     pub workers: usize,
     /// `queue`: at most this many waiting requests; 0 = unbounded.
@@ -211,13 +215,24 @@ impl Scenario {
 
     /// Arrival time of request `i`, in nanoseconds from the start.
     pub fn arrival_ns(&self, i: u64) -> u64 {
-        (i as f64 * 1e9 / self.rate).round() as u64
+        match self.rate_until {
+            Some(r1) if r1 != self.rate => {
+                // n(t) = r0 t + (r1 - r0) t^2 / 2D: the t where n(t) = i.
+                let (r0, d) = (self.rate, self.duration.as_secs_f64());
+                let a = (r1 - r0) / (2.0 * d);
+                let disc = (r0 * r0 + 4.0 * a * i as f64).max(0.0);
+                let t = (disc.sqrt() - r0) / (2.0 * a);
+                (t * 1e9).round() as u64
+            }
+            _ => (i as f64 * 1e9 / self.rate).round() as u64,
+        }
     }
 
     /// Number of requests: every `i` with `arrival(i) < duration`.
     pub fn request_count(&self) -> u64 {
         let d = self.duration.as_nanos() as u64;
-        let mut n = (self.duration.as_secs_f64() * self.rate).floor() as u64;
+        let mean = (self.rate + self.rate_until.unwrap_or(self.rate)) / 2.0;
+        let mut n = (self.duration.as_secs_f64() * mean).floor() as u64;
         // Fix up float rounding at the boundary.
         while n > 0 && self.arrival_ns(n - 1) >= d {
             n -= 1;
@@ -282,6 +297,7 @@ impl Scenario {
         (
             self.duration,
             self.rate,
+            self.rate_until,
             self.workers,
             self.queue,
             self.window,
@@ -291,6 +307,7 @@ impl Scenario {
         ) == (
             other.duration,
             other.rate,
+            other.rate_until,
             other.workers,
             other.queue,
             other.window,

@@ -38,6 +38,14 @@ pub struct StrategySpec {
     /// run's clock. A call over the rate is refused at once and counts as a
     /// fast fail; in shadow mode it goes through.
     pub rate_limit: Option<::fusebox::ratelimit::RateLimitConfig>,
+    /// `limit` (`kind = "fusebox"` only), e.g. `limit = { algorithm =
+    /// "vegas", max = 100 }`: an adaptive concurrency limit in front of the
+    /// downstream (the library's
+    /// [`LimitConfig`](::fusebox::limit::LimitConfig), read by its own
+    /// deserialiser and checked by its own validation), on the run's clock.
+    /// A call over the limit is refused at once and counts as a fast fail;
+    /// an answer is a sample of its round-trip time, a timeout a drop.
+    pub limit: Option<::fusebox::limit::LimitConfig>,
 }
 
 /// Every kind of strategy the lab can run. Parsed from a `[[strategy]]`
@@ -238,6 +246,59 @@ fn max_concurrent(
     }
 }
 
+/// The key of a fusebox strategy's adaptive limit.
+const LIMIT: &str = "limit";
+
+/// `limit`: a table of the library's adaptive limit keys, on a fusebox
+/// strategy. An error names the key inside it (`strategy.limit.max`).
+fn limit(
+    ctx: &Ctx<'_>,
+    kind: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<::fusebox::limit::LimitConfig, ScenarioError> {
+    use ::fusebox::limit::LimitConfig;
+    let at = |key: &str, message: String| {
+        let key = if key.is_empty() {
+            format!("strategy.{LIMIT}")
+        } else {
+            format!("strategy.{LIMIT}.{key}")
+        };
+        ctx.err(v.span(), &key, message)
+    };
+    if kind != "fusebox" {
+        return Err(at(
+            "",
+            format!(
+                "does not apply to kind = \"{kind}\" (an adaptive limit goes with kind = \"fusebox\")"
+            ),
+        ));
+    }
+    let Some(table) = v.get_ref().as_table() else {
+        return Err(at(
+            "",
+            format!(
+                "must be a table such as {{ algorithm = \"vegas\", max = 100 }}, not {}",
+                v.get_ref()
+            ),
+        ));
+    };
+    let read = |t: toml::Table| toml::Value::Table(t).try_into::<LimitConfig>();
+    let config = read(table.clone()).map_err(|all| {
+        table
+            .iter()
+            .find_map(|(k, value)| {
+                read(toml::Table::from_iter([(k.clone(), value.clone())]))
+                    .err()
+                    .map(|e| at(k, e.message().trim().to_string()))
+            })
+            .unwrap_or_else(|| at("", all.message().trim().to_string()))
+    })?;
+    config
+        .validate()
+        .map_err(|e| at(e.field(), e.to_string()))?;
+    Ok(config)
+}
+
 /// The key of a fusebox strategy's rate limiter.
 const RATE_LIMIT: &str = "rate_limit";
 
@@ -311,7 +372,7 @@ impl RawStrategy {
         let keys: Vec<Key<'_>> = self
             .0
             .iter()
-            .filter(|(k, _)| ![NAME, KIND, MAX_CONCURRENT, RATE_LIMIT].contains(&k.as_str()))
+            .filter(|(k, _)| ![NAME, KIND, MAX_CONCURRENT, RATE_LIMIT, LIMIT].contains(&k.as_str()))
             .map(|(k, v)| (k.as_str(), v))
             .collect();
         let max_concurrent = self
@@ -323,6 +384,11 @@ impl RawStrategy {
             .0
             .get(RATE_LIMIT)
             .map(|v| rate_limit(ctx, kind_str, v))
+            .transpose()?;
+        let limit = self
+            .0
+            .get(LIMIT)
+            .map(|v| limit(ctx, kind_str, v))
             .transpose()?;
         let article: &[&str] = &["consecutive_failures", "open_for"];
         let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
@@ -380,6 +446,7 @@ impl RawStrategy {
             kind,
             max_concurrent,
             rate_limit,
+            limit,
         })
     }
 }

@@ -4,6 +4,8 @@
 use super::PipelineError;
 use crate::breaker::{CircuitBreaker, Outcome, Ticket};
 use crate::bulkhead::Bulkhead;
+#[cfg(feature = "limit")]
+use crate::limit::{AdaptiveLimit, LimitTicket};
 use crate::policy::Inspect;
 #[cfg(feature = "ratelimit")]
 use crate::ratelimit::RateLimiter;
@@ -17,7 +19,7 @@ use std::sync::Arc;
 /// (a breaker counts it for nothing: a local refusal says nothing about the
 /// dependency). [`PipelineBuilder::breaker`](super::PipelineBuilder::breaker)
 /// and its siblings place a stage at its place in the default order
-/// (breaker, rate limiter, bulkhead);
+/// (breaker, rate limiter, adaptive limit, bulkhead);
 /// [`PipelineBuilder::stage`](super::PipelineBuilder::stage) places one
 /// where you put it.
 ///
@@ -49,13 +51,21 @@ pub enum Stage {
     /// waits inside a pipeline).
     #[cfg(feature = "ratelimit")]
     RateLimiter(RateLimiter),
+    /// An adaptive concurrency limit (feature `limit`): refuses an attempt
+    /// at once when its limit is reached, and hears every attempt's
+    /// verdict (an answer is a sample of its round-trip time from
+    /// admission, a timeout is a drop, a refusal from inside and the
+    /// call's own errors are no sample).
+    #[cfg(feature = "limit")]
+    Limit(AdaptiveLimit),
     /// A bulkhead: holds a slot while the attempt runs; the sync path waits
     /// up to its `max_wait` blocking, the async path asynchronously.
     Bulkhead(Bulkhead),
 }
 
 impl Stage {
-    /// The kind of policy: `"breaker"`, `"rate_limiter"` or `"bulkhead"`
+    /// The kind of policy: `"breaker"`, `"rate_limiter"`, `"limit"` or
+    /// `"bulkhead"`
     /// (the `policy` of its refusals).
     ///
     /// # Examples
@@ -69,6 +79,8 @@ impl Stage {
             Stage::Breaker(_) => "breaker",
             #[cfg(feature = "ratelimit")]
             Stage::RateLimiter(_) => "rate_limiter",
+            #[cfg(feature = "limit")]
+            Stage::Limit(_) => "limit",
             Stage::Bulkhead(_) => "bulkhead",
         }
     }
@@ -87,6 +99,8 @@ impl Stage {
             Stage::Breaker(_) => None,
             #[cfg(feature = "ratelimit")]
             Stage::RateLimiter(l) => Some(Arc::new(l.clone())),
+            #[cfg(feature = "limit")]
+            Stage::Limit(l) => Some(Arc::new(l.clone())),
             Stage::Bulkhead(b) => Some(Arc::new(b.clone())),
         }
     }
@@ -97,7 +111,9 @@ impl Stage {
             Stage::Breaker(_) => 0,
             #[cfg(feature = "ratelimit")]
             Stage::RateLimiter(_) => 1,
-            Stage::Bulkhead(_) => 2,
+            #[cfg(feature = "limit")]
+            Stage::Limit(_) => 2,
+            Stage::Bulkhead(_) => 3,
         }
     }
 }
@@ -121,6 +137,43 @@ impl From<RateLimiter> for Stage {
     }
 }
 
+#[cfg(feature = "limit")]
+impl From<AdaptiveLimit> for Stage {
+    fn from(limit: AdaptiveLimit) -> Self {
+        Stage::Limit(limit)
+    }
+}
+
+/// What a stage that hears verdicts holds while the attempt runs (Copy
+/// data: the frame has no destructor but [`Entered`]'s own).
+#[derive(Clone, Copy)]
+pub(super) enum Held {
+    /// A breaker's ticket (also the filler of stages that hold nothing).
+    Breaker(Ticket),
+    /// An adaptive limit's ticket.
+    #[cfg(feature = "limit")]
+    Limit(LimitTicket),
+}
+
+/// The verdict of an attempt, as each kind of stage hears it.
+#[derive(Clone, Copy)]
+pub(super) struct Verdict {
+    /// For the breakers.
+    pub(super) outcome: Outcome,
+    /// For the adaptive limits: the attempt timed out (a drop).
+    #[cfg(feature = "limit")]
+    pub(super) timed_out: bool,
+}
+
+impl Verdict {
+    /// No verdict: a refusal from inside.
+    pub(super) const IGNORE: Verdict = Verdict {
+        outcome: Outcome::Ignore,
+        #[cfg(feature = "limit")]
+        timed_out: false,
+    };
+}
+
 /// How many stages one [`Entered`] holds; a longer list nests (see
 /// `Pipeline::through`).
 pub(super) const HELD: usize = 4;
@@ -134,8 +187,8 @@ pub(super) const HELD: usize = 4;
 /// are given back either way.
 pub(super) struct Entered<'a> {
     stages: &'a [Stage],
-    /// `tickets[i]` is stage `i`'s, when it is a breaker.
-    tickets: [Ticket; HELD],
+    /// `tickets[i]` is stage `i`'s, when it is a breaker or a limit.
+    tickets: [Held; HELD],
     /// How many of `stages` admitted the attempt and are not settled.
     len: usize,
 }
@@ -147,7 +200,7 @@ impl<'a> Entered<'a> {
         debug_assert!(stages.len() <= HELD);
         Entered {
             stages,
-            tickets: [Ticket::BYPASS; HELD],
+            tickets: [Held::Breaker(Ticket::BYPASS); HELD],
             len: 0,
         }
     }
@@ -170,9 +223,17 @@ impl<'a> Entered<'a> {
         let stages = self.stages;
         while let Some(stage) = stages.get(self.len) {
             let admitted = match stage {
-                Stage::Breaker(b) => b.admit().map(|t| self.ticket(t)).map_err(Into::into),
+                Stage::Breaker(b) => b
+                    .admit()
+                    .map(|t| self.ticket(Held::Breaker(t)))
+                    .map_err(Into::into),
                 #[cfg(feature = "ratelimit")]
                 Stage::RateLimiter(l) => l.try_acquire().map_err(Into::into),
+                #[cfg(feature = "limit")]
+                Stage::Limit(l) => l
+                    .admit()
+                    .map(|t| self.ticket(Held::Limit(t)))
+                    .map_err(Into::into),
                 Stage::Bulkhead(b) => match b.take_or_wait() {
                     Ok(true) => Ok(()),
                     Ok(false) => return Ok(Some(b)),
@@ -186,7 +247,7 @@ impl<'a> Entered<'a> {
 
     /// Keeps the ticket of the stage being entered.
     #[inline]
-    fn ticket(&mut self, ticket: Ticket) {
+    fn ticket(&mut self, ticket: Held) {
         if let Some(cell) = self.tickets.get_mut(self.len) {
             *cell = ticket;
         }
@@ -205,21 +266,28 @@ impl<'a> Entered<'a> {
                 Ok(())
             }
             Err(refused) => {
-                self.leave(Outcome::Ignore);
+                self.leave(Verdict::IGNORE);
                 Err(refused)
             }
         }
     }
 
     /// Settles every stage entered, innermost first: each breaker hears
-    /// `outcome`, each bulkhead gets its slot back.
+    /// the outcome, each limit its sample, each bulkhead gets its slot
+    /// back.
     #[inline]
-    pub(super) fn leave(&mut self, outcome: Outcome) {
+    pub(super) fn leave(&mut self, verdict: Verdict) {
         while self.len > 0 {
             self.len -= 1;
             let i = self.len;
             match (self.stages.get(i), self.tickets.get(i)) {
-                (Some(Stage::Breaker(b)), Some(&ticket)) => b.settle(ticket, outcome),
+                (Some(Stage::Breaker(b)), Some(&Held::Breaker(ticket))) => {
+                    b.settle(ticket, verdict.outcome)
+                }
+                #[cfg(feature = "limit")]
+                (Some(Stage::Limit(l)), Some(&Held::Limit(ticket))) => {
+                    settle_limit(l, ticket, verdict)
+                }
                 (Some(Stage::Bulkhead(b)), _) => b.give_back(),
                 _ => {}
             }
@@ -247,13 +315,29 @@ impl Entered<'_> {
             self.len -= 1;
             let i = self.len;
             match (self.stages.get(i), self.tickets.get(i)) {
-                (Some(Stage::Breaker(b)), Some(&ticket)) if panicking => {
+                (Some(Stage::Breaker(b)), Some(&Held::Breaker(ticket))) if panicking => {
                     b.settle(ticket, Outcome::Failure)
                 }
-                (Some(Stage::Breaker(b)), Some(&ticket)) => b.release(ticket),
+                (Some(Stage::Breaker(b)), Some(&Held::Breaker(ticket))) => b.release(ticket),
+                #[cfg(feature = "limit")]
+                (Some(Stage::Limit(l)), Some(&Held::Limit(ticket))) => l.release(ticket),
                 (Some(Stage::Bulkhead(b)), _) => b.give_back(),
                 _ => {}
             }
         }
+    }
+}
+
+/// An adaptive limit hears an attempt: an answer is a sample (its
+/// round-trip time from admission), a timeout is a drop, anything else
+/// (a refusal from inside, the call's own error) is no sample.
+#[cfg(feature = "limit")]
+#[inline]
+fn settle_limit(limit: &AdaptiveLimit, ticket: LimitTicket, verdict: Verdict) {
+    use crate::limit::Verdict as Sample;
+    match verdict.outcome {
+        _ if verdict.timed_out => limit.settle(ticket, Sample::Dropped),
+        Outcome::Success => limit.settle_success(ticket),
+        _ => limit.settle(ticket, Sample::Ignore),
     }
 }

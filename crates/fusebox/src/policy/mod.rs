@@ -135,4 +135,5 @@ macro_rules! known_refusals {
     };
 }
 
-known_refusals! { Rejected, BulkheadFull, #[cfg(feature = "ratelimit")] crate::ratelimit::RateLimited }
+known_refusals! { Rejected, BulkheadFull, #[cfg(feature = "ratelimit")] crate::ratelimit::RateLimited,
+#[cfg(feature = "limit")] crate::limit::LimitExceeded }
