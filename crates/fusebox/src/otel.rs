@@ -117,7 +117,7 @@ struct Shared {
     instruments: Mutex<Vec<Observable>>,
 }
 
-#[allow(dead_code)] // held, never read: the callbacks do the work
+#[expect(dead_code, reason = "held, never read: the callbacks do the work")]
 enum Observable {
     Gauge(ObservableGauge<f64>),
     Counter(ObservableCounter<u64>),

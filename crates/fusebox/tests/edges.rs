@@ -154,3 +154,34 @@ fn a_stale_verdict_takes_no_place_in_a_count_window() {
         "1 of the last 3 failed: 33 % >= 30 %"
     );
 }
+
+/// A probe that fails while another is still out ends the half-open
+/// period: the other one no longer counts as in flight, and the next
+/// half-open period admits its probes afresh.
+#[test]
+fn a_probe_still_out_when_another_fails_is_not_in_flight_once_open() {
+    let clock = fusebox::ManualClock::new();
+    let b = fusebox::CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_for(std::time::Duration::from_secs(1))
+        .half_open_probes(2)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    b.try_acquire().unwrap().failure();
+    clock.advance(std::time::Duration::from_secs(1));
+    let (first, second) = (b.try_acquire().unwrap(), b.try_acquire().unwrap());
+    assert_eq!(b.probes_in_flight(), 2);
+    first.failure();
+    assert_eq!(b.state(), fusebox::State::Open);
+    assert_eq!(b.probes_in_flight(), 0, "the half-open period is over");
+    second.success(); // stale: changes nothing
+    assert_eq!(b.state(), fusebox::State::Open);
+    clock.advance(std::time::Duration::from_secs(1));
+    let (a, c) = (b.try_acquire().unwrap(), b.try_acquire().unwrap());
+    assert_eq!(b.probes_in_flight(), 2);
+    a.success();
+    c.success();
+    assert_eq!(b.state(), fusebox::State::Closed);
+    assert_eq!(b.probes_in_flight(), 0);
+}

@@ -828,9 +828,17 @@ impl Core {
         false
     }
 
-    /// Probes admitted and not yet finished (for tests and models).
+    /// Probes of the half-open period in force admitted and not yet
+    /// finished (for tests and models): none outside half-open, where the
+    /// count of a period that ended (a probe failed while another was still
+    /// out) is kept only until the next half-open period resets it.
     pub(crate) fn probes_in_flight(&self) -> u32 {
-        lock(&self.slow).probes_in_flight
+        let slow = lock(&self.slow);
+        if self.load().state() == State::HalfOpen {
+            slow.probes_in_flight
+        } else {
+            0
+        }
     }
 }
 
