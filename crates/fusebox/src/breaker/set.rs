@@ -2,13 +2,13 @@
 //! on first use from one configuration, with a bounded number of keys.
 
 use super::{BreakerConfig, Builder, CircuitBreaker, ConfigError, Error, Snapshot, State};
-use crate::sync::{lock, read, write};
+use crate::sync::{lock, read, write, Mutex};
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// The default [`max_keys`](SetBuilder::max_keys).
