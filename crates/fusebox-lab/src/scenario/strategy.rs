@@ -256,46 +256,15 @@ fn limit(
     kind: &str,
     v: &Spanned<toml::Value>,
 ) -> Result<::fusebox::limit::LimitConfig, ScenarioError> {
-    use ::fusebox::limit::LimitConfig;
-    let at = |key: &str, message: String| {
-        let key = if key.is_empty() {
-            format!("strategy.{LIMIT}")
-        } else {
-            format!("strategy.{LIMIT}.{key}")
-        };
-        ctx.err(v.span(), &key, message)
+    let policy = PolicyTable {
+        key: LIMIT,
+        what: "an adaptive limit",
+        example: "{ algorithm = \"vegas\", max = 100 }",
     };
-    if kind != "fusebox" {
-        return Err(at(
-            "",
-            format!(
-                "does not apply to kind = \"{kind}\" (an adaptive limit goes with kind = \"fusebox\")"
-            ),
-        ));
-    }
-    let Some(table) = v.get_ref().as_table() else {
-        return Err(at(
-            "",
-            format!(
-                "must be a table such as {{ algorithm = \"vegas\", max = 100 }}, not {}",
-                v.get_ref()
-            ),
-        ));
-    };
-    let read = |t: toml::Table| toml::Value::Table(t).try_into::<LimitConfig>();
-    let config = read(table.clone()).map_err(|all| {
-        table
-            .iter()
-            .find_map(|(k, value)| {
-                read(toml::Table::from_iter([(k.clone(), value.clone())]))
-                    .err()
-                    .map(|e| at(k, e.message().trim().to_string()))
-            })
-            .unwrap_or_else(|| at("", all.message().trim().to_string()))
-    })?;
+    let config: ::fusebox::limit::LimitConfig = policy.read(ctx, kind, v)?;
     config
         .validate()
-        .map_err(|e| at(e.field(), e.to_string()))?;
+        .map_err(|e| policy.err(ctx, v, e.field(), e.to_string()))?;
     Ok(config)
 }
 
@@ -309,51 +278,82 @@ fn rate_limit(
     kind: &str,
     v: &Spanned<toml::Value>,
 ) -> Result<::fusebox::ratelimit::RateLimitConfig, ScenarioError> {
-    use ::fusebox::ratelimit::RateLimitConfig;
-    let at = |key: &str, message: String| {
-        let key = if key.is_empty() {
-            format!("strategy.{RATE_LIMIT}")
-        } else {
-            format!("strategy.{RATE_LIMIT}.{key}")
-        };
-        ctx.err(v.span(), &key, message)
+    let policy = PolicyTable {
+        key: RATE_LIMIT,
+        what: "a rate limiter",
+        example: "{ per_second = 40, burst = 5 }",
     };
-    if kind != "fusebox" {
-        return Err(at(
-            "",
-            format!(
-                "does not apply to kind = \"{kind}\" (a rate limiter goes with kind = \"fusebox\")"
-            ),
-        ));
-    }
-    let Some(table) = v.get_ref().as_table() else {
-        return Err(at(
-            "",
-            format!(
-                "must be a table such as {{ per_second = 40, burst = 5 }}, not {}",
-                v.get_ref()
-            ),
-        ));
-    };
-    let read = |t: toml::Table| toml::Value::Table(t).try_into::<RateLimitConfig>();
-    let config = read(table.clone()).map_err(|all| {
-        // Name the key at fault: the first that the library refuses alone.
-        table
-            .iter()
-            .find_map(|(k, value)| {
-                read(toml::Table::from_iter([(k.clone(), value.clone())]))
-                    .err()
-                    .map(|e| at(k, e.message().trim().to_string()))
-            })
-            .unwrap_or_else(|| at("", all.message().trim().to_string()))
-    })?;
+    let config: ::fusebox::ratelimit::RateLimitConfig = policy.read(ctx, kind, v)?;
     if let Some(Err(e)) = config.period.map(duration::check) {
-        return Err(at("period", e));
+        return Err(policy.err(ctx, v, "period", e));
     }
     config
         .validate()
-        .map_err(|e| at(e.field(), e.to_string()))?;
+        .map_err(|e| policy.err(ctx, v, e.field(), e.to_string()))?;
     Ok(config)
+}
+
+/// A fusebox strategy's table of one library policy's keys (`rate_limit`,
+/// `limit`), read by the library's own deserialiser.
+struct PolicyTable {
+    key: &'static str,
+    /// The policy, with its article: "a rate limiter".
+    what: &'static str,
+    example: &'static str,
+}
+
+impl PolicyTable {
+    /// An error naming `strategy.KEY` or `strategy.KEY.inner`.
+    fn err(
+        &self,
+        ctx: &Ctx<'_>,
+        v: &Spanned<toml::Value>,
+        inner: &str,
+        message: String,
+    ) -> ScenarioError {
+        let key = if inner.is_empty() {
+            format!("strategy.{}", self.key)
+        } else {
+            format!("strategy.{}.{inner}", self.key)
+        };
+        ctx.err(v.span(), &key, message)
+    }
+
+    /// The table as the policy's config, on a fusebox strategy only; a bad
+    /// value names its key: the first the library refuses alone.
+    fn read<T: serde::de::DeserializeOwned>(
+        &self,
+        ctx: &Ctx<'_>,
+        kind: &str,
+        v: &Spanned<toml::Value>,
+    ) -> Result<T, ScenarioError> {
+        if kind != "fusebox" {
+            let message = format!(
+                "does not apply to kind = \"{kind}\" ({} goes with kind = \"fusebox\")",
+                self.what
+            );
+            return Err(self.err(ctx, v, "", message));
+        }
+        let Some(table) = v.get_ref().as_table() else {
+            let message = format!(
+                "must be a table such as {}, not {}",
+                self.example,
+                v.get_ref()
+            );
+            return Err(self.err(ctx, v, "", message));
+        };
+        let read = |t: toml::Table| toml::Value::Table(t).try_into::<T>();
+        read(table.clone()).map_err(|all| {
+            table
+                .iter()
+                .find_map(|(k, value)| {
+                    read(toml::Table::from_iter([(k.clone(), value.clone())]))
+                        .err()
+                        .map(|e| self.err(ctx, v, k, e.message().trim().to_string()))
+                })
+                .unwrap_or_else(|| self.err(ctx, v, "", all.message().trim().to_string()))
+        })
+    }
 }
 
 impl RawStrategy {
