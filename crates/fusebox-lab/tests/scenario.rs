@@ -204,6 +204,54 @@ fn max_concurrent_is_a_fusebox_key_only() {
     assert!(e.message.contains("kind = \"fusebox\""), "{e}");
 }
 
+/// `limit` is the library's adaptive limit table, read and checked by it,
+/// with the same error shape as `rate_limit`.
+#[test]
+fn limit_keys_are_the_librarys_and_checked_by_it() {
+    let with = |limit: &str| {
+        base().replacen(
+            "half_open_probes = 1",
+            &format!("half_open_probes = 1\n{limit}"),
+            1,
+        )
+    };
+    let cases = [
+        ("limit = { min = 0 }", "strategy.limit.min", "at least 1"),
+        (
+            "limit = { min = 10, max = 5 }",
+            "strategy.limit.max",
+            "at least `min`",
+        ),
+        (
+            "limit = { algorithm = \"fast\" }",
+            "strategy.limit.algorithm",
+            "unknown variant",
+        ),
+        (
+            "limit = { maxx = 5 }",
+            "strategy.limit.maxx",
+            "unknown field",
+        ),
+        ("limit = 20", "strategy.limit", "must be a table"),
+    ];
+    for (line, key, says) in cases {
+        let text = with(line);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{line}: {e}");
+        assert!(e.message.contains(says), "{line}: {e}");
+        let at = text.lines().position(|l| l == line).unwrap() + 1;
+        assert_eq!(e.line, Some(at), "{line}: {e}");
+    }
+    let text = base().replacen("kind = \"none\"", "kind = \"none\"\nlimit = { max = 5 }", 1);
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.limit"), "{e}");
+    assert!(
+        e.message
+            .contains("an adaptive limit goes with kind = \"fusebox\""),
+        "{e}"
+    );
+}
+
 /// `rate_limit` is the library's rate limiter table, read and checked by
 /// the library: each bad value names the key inside it and its line.
 #[test]
