@@ -204,17 +204,32 @@ fn max_concurrent_is_a_fusebox_key_only() {
     assert!(e.message.contains("kind = \"fusebox\""), "{e}");
 }
 
+/// The base scenario with `line` added to its fusebox strategy.
+fn with(line: &str) -> String {
+    base().replacen(
+        "half_open_probes = 1",
+        &format!("half_open_probes = 1\n{line}"),
+        1,
+    )
+}
+
+/// Each `(line, key, says)`: the scenario `with(line)` is refused with an
+/// error naming `key`, saying `says`, at the line of `line`.
+fn assert_key_errors(cases: &[(&str, &str, &str)]) {
+    for &(line, key, says) in cases {
+        let text = with(line);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{line}: {e}");
+        assert!(e.message.contains(says), "{line}: {e}");
+        let at = text.lines().position(|l| l == line).unwrap() + 1;
+        assert_eq!(e.line, Some(at), "{line}: {e}");
+    }
+}
+
 /// `limit` is the library's adaptive limit table, read and checked by it,
 /// with the same error shape as `rate_limit`.
 #[test]
 fn limit_keys_are_the_librarys_and_checked_by_it() {
-    let with = |limit: &str| {
-        base().replacen(
-            "half_open_probes = 1",
-            &format!("half_open_probes = 1\n{limit}"),
-            1,
-        )
-    };
     let cases = [
         ("limit = { min = 0 }", "strategy.limit.min", "at least 1"),
         (
@@ -234,14 +249,7 @@ fn limit_keys_are_the_librarys_and_checked_by_it() {
         ),
         ("limit = 20", "strategy.limit", "must be a table"),
     ];
-    for (line, key, says) in cases {
-        let text = with(line);
-        let e = error_of(&text);
-        assert_eq!(e.key.as_deref(), Some(key), "{line}: {e}");
-        assert!(e.message.contains(says), "{line}: {e}");
-        let at = text.lines().position(|l| l == line).unwrap() + 1;
-        assert_eq!(e.line, Some(at), "{line}: {e}");
-    }
+    assert_key_errors(&cases);
     let text = base().replacen("kind = \"none\"", "kind = \"none\"\nlimit = { max = 5 }", 1);
     let e = error_of(&text);
     assert_eq!(e.key.as_deref(), Some("strategy.limit"), "{e}");
@@ -256,13 +264,6 @@ fn limit_keys_are_the_librarys_and_checked_by_it() {
 /// the library: each bad value names the key inside it and its line.
 #[test]
 fn rate_limit_keys_are_the_librarys_and_checked_by_it() {
-    let with = |rate_limit: &str| {
-        base().replacen(
-            "half_open_probes = 1",
-            &format!("half_open_probes = 1\n{rate_limit}"),
-            1,
-        )
-    };
     let cases = [
         (
             "rate_limit = { per_second = 0 }",
@@ -296,14 +297,7 @@ fn rate_limit_keys_are_the_librarys_and_checked_by_it() {
         ),
         ("rate_limit = 40", "strategy.rate_limit", "must be a table"),
     ];
-    for (line, key, says) in cases {
-        let text = with(line);
-        let e = error_of(&text);
-        assert_eq!(e.key.as_deref(), Some(key), "{line}: {e}");
-        assert!(e.message.contains(says), "{line}: {e}");
-        let at = text.lines().position(|l| l == line).unwrap() + 1;
-        assert_eq!(e.line, Some(at), "{line}: {e}");
-    }
+    assert_key_errors(&cases);
     let s = Scenario::parse(
         "x",
         &with("rate_limit = { per_second = 40, burst = 5, mode = \"shadow\" }"),
