@@ -235,7 +235,6 @@ impl VirtualFleet {
             &node_id(r),
             BREAKER,
             &request,
-            self.settings.sync_every_of(),
             self.settings.lease_for(),
         );
         let local = Local::read(&self.replicas[r].breaker);

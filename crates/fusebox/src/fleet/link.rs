@@ -413,7 +413,13 @@ impl Shared {
             .arg(&self.settings.node)
             .arg(ms(self.settings.lease))
             .arg(self.settings.quorum)
-            .arg(ms(self.settings.sync_every));
+            // One lead for all: every breaker here syncs in the same round
+            // trips, so their leads differ only while one is new.
+            .arg(ms(entries
+                .iter()
+                .map(|(_, r)| r.ahead)
+                .max()
+                .unwrap_or(self.settings.sync_every)));
         for (m, r) in &entries {
             let k = &m.keys;
             call.key(&k.open)

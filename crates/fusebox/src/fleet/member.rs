@@ -47,6 +47,9 @@ pub(crate) struct Member {
     /// Set while the fleet's task judges the fleet window on this breaker,
     /// so the hook knows the trip it hears is the fleet's decision.
     judging: AtomicBool,
+    /// Set once the membership is dropped: what a sync or message already
+    /// under way brings is no longer applied to the breaker.
+    detached: AtomicBool,
 }
 
 impl std::fmt::Debug for Member {
@@ -78,6 +81,7 @@ impl Member {
             keys,
             node: Mutex::new(node),
             judging: AtomicBool::new(false),
+            detached: AtomicBool::new(false),
         }
     }
 
@@ -85,14 +89,29 @@ impl Member {
     /// (after letting the node go: the breaker's transitions come back
     /// through the hook), and returns the rest, for the driver.
     pub(crate) fn run(&self, now: Duration, input: Input) -> Vec<Action> {
-        let actions = lock(&self.node).handle(now, input);
+        let actions = {
+            let mut node = lock(&self.node);
+            if self.is_detached() {
+                return Vec::new();
+            }
+            node.handle(now, input)
+        };
         self.apply(actions)
+    }
+
+    /// Whether the membership was dropped.
+    fn is_detached(&self) -> bool {
+        // Acquire: pairs with the Release in `detach`.
+        self.detached.load(Ordering::Acquire)
     }
 
     /// Applies the breaker's part of `actions`; returns the others.
     pub(crate) fn apply(&self, actions: Vec<Action>) -> Vec<Action> {
         let mut rest = Vec::new();
         for a in actions {
+            if self.is_detached() {
+                return Vec::new();
+            }
             match a {
                 Action::Apply(what @ Apply::Judge(_)) => {
                     // Relaxed (both): read back by the hook on this same
@@ -121,6 +140,13 @@ impl Member {
 
     /// Stops sharing: the breaker is local again.
     pub(crate) fn detach(&self) {
+        {
+            // Under the node's lock: an input being handled finishes first,
+            // and none is handled after.
+            let _node = lock(&self.node);
+            // Release: pairs with the Acquire in `is_detached`.
+            self.detached.store(true, Ordering::Release);
+        }
         self.breaker.set_hook(None);
         protocol::detach(&self.breaker);
     }
@@ -165,4 +191,40 @@ pub(crate) fn attach(shared: &Arc<Shared>, member: &Arc<Member>) {
         shared: Arc::downgrade(shared),
     })));
     member.set_first_gate();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::codec::Kind;
+    use crate::State;
+
+    fn member() -> Member {
+        let breaker = CircuitBreaker::builder().build().unwrap();
+        let settings = protocol::Settings::new(Duration::from_millis(50));
+        Member::new(
+            1,
+            "db".into(),
+            breaker,
+            "ns",
+            settings,
+            Duration::ZERO,
+            true,
+        )
+    }
+
+    #[test]
+    fn a_message_handled_after_the_membership_is_dropped_changes_nothing() {
+        let trip = Input::Message(Kind::Trip {
+            remaining: Duration::from_secs(5),
+        });
+        let attached = member();
+        attached.run(Duration::ZERO, trip.clone());
+        assert_eq!(attached.breaker.state(), State::Open);
+
+        let m = member();
+        m.detach();
+        assert_eq!(m.run(Duration::ZERO, trip), []);
+        assert_eq!(m.breaker.state(), State::Closed);
+    }
 }

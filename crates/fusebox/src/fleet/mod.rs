@@ -64,7 +64,8 @@
 //!   whole fleet. A node asks for the lease only on demand: calls of its own
 //!   found the breaker open or half-open since its last sync (a node without
 //!   calls neither goes half-open nor takes the lease). It may take it ahead,
-//!   at a sync that finds the open period ending before the next one, and a
+//!   at a sync that finds the open period ending before the next one (and
+//!   its round trip, as recently seen), and a
 //!   node also syncs when a fleet open period it knows of ends (one round
 //!   trip per trip, whatever `sync_every`), so that a node with calls usually
 //!   holds the lease by its first half-open call, which then probes; a node

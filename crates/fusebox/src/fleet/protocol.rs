@@ -442,7 +442,7 @@ pub enum LeaseOp {
     /// Nothing.
     None = 0,
     /// Take it if nobody holds it and the fleet's open period is over or
-    /// ends within `sync_every`.
+    /// ends within the request's `ahead`.
     Acquire = 1,
     /// Keep it (if held).
     Renew = 2,
@@ -471,6 +471,9 @@ pub struct Request {
     pub window: Option<(Duration, Duration)>,
     /// What to do with the probe lease.
     pub lease: LeaseOp,
+    /// How long before the fleet's open period ends an `Acquire` may take
+    /// the lease ([`Node::lease_ahead`]).
+    pub ahead: Duration,
     /// The tally read for this sync (sent once answered).
     tally: Counts,
     /// Messages heard when this was made.
@@ -478,6 +481,8 @@ pub struct Request {
     /// The generation if the breaker was closed, with no close of its
     /// own to tell.
     closed: Option<u64>,
+    /// When it was made (its answer's arrival gives the round trip).
+    made_at: Duration,
 }
 
 /// What a sync read from the store for one breaker.
@@ -735,6 +740,9 @@ pub struct Node {
     verdict_epoch: Option<u64>,
     /// Messages applied: a sync made before one does not apply its answer.
     heard: u64,
+    /// The sync's round trip as last seen: the largest recent one, decaying
+    /// by an eighth per sync.
+    round_trip: Duration,
 }
 
 impl Node {
@@ -765,6 +773,7 @@ impl Node {
             known_epoch: None,
             verdict_epoch: None,
             heard: 0,
+            round_trip: Duration::ZERO,
         }
     }
 
@@ -779,6 +788,24 @@ impl Node {
     /// ```
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// How long before the fleet's open period ends this node may take the
+    /// probe lease: one sync interval (the sync before the period ends),
+    /// plus the sync's round trip as recently seen (at most one more
+    /// interval), so that the lease is held when the period ends even when
+    /// that sync falls just before the end.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::fleet::protocol::{Local, Node, Settings};
+    /// use std::time::Duration;
+    /// let node = Node::new(Settings::new(Duration::from_millis(100)), Duration::ZERO, &Local::closed(), true);
+    /// assert_eq!(node.lease_ahead(), Duration::from_millis(100));
+    /// ```
+    pub fn lease_ahead(&self) -> Duration {
+        self.settings.sync_every + self.round_trip.min(self.settings.sync_every)
     }
 
     /// The gate the local breaker should have: the lease holder probes,
@@ -1052,13 +1079,13 @@ impl Node {
             )
         });
         let closed = self.settled_closed(local);
-        // Open, and the period ends before the next sync: the lease may be
-        // taken ahead, so that the first half-open call here probes.
+        // Open, and the period ends before the next sync (and its round
+        // trip): the lease may be taken ahead, so that the first half-open
+        // call here probes.
+        let ahead = self.lease_ahead();
         let wants = match local.state {
             State::HalfOpen => true,
-            State::Open => local
-                .open_left
-                .is_some_and(|left| left <= self.settings.sync_every),
+            State::Open => local.open_left.is_some_and(|left| left <= ahead),
             _ => false,
         };
         if let Some((span, _)) = window {
@@ -1101,9 +1128,11 @@ impl Node {
             delta,
             window,
             lease,
+            ahead,
             tally: local.tally,
             heard: self.heard,
             closed,
+            made_at: now,
         }
     }
 
@@ -1111,6 +1140,8 @@ impl Node {
     fn synced(&mut self, now: Duration, r: &Request, a: &Answer, local: &Local) -> Vec<Action> {
         // An answer: the store is there.
         self.connected = true;
+        let took = now.saturating_sub(r.made_at);
+        self.round_trip = took.max(self.round_trip - self.round_trip / 8);
         self.sent(now, r);
         if self.heard != r.heard {
             return Vec::new(); // a message arrived after this was read: it is newer

@@ -9,7 +9,7 @@
 /// open, control, window, probe lease, tripped. `ARGV`: a boot token to set if the
 /// marker is missing, the node id, the lease in ms, the node's quorum, how
 /// early in ms the lease may be taken before the open period ends (the
-/// node's `sync_every`), then six per breaker: calls, failures and slow
+/// protocol's `lease_ahead`: `sync_every` plus the recent round trip), then six per breaker: calls, failures and slow
 /// calls since the last sync, the window span and bucket in ms (span 0: no
 /// fleet window), and a lease operation (0 none, 1 acquire: granted if
 /// nobody holds the lease and the open period is over or ends within that

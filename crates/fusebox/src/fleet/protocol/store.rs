@@ -148,8 +148,7 @@ impl MemoryStore {
     }
 
     /// `node`'s sync of `breaker` at `now` (the sync script's part for one
-    /// breaker, `sync_every` being how early the lease may be taken before
-    /// the open period ends, `lease` its life).
+    /// breaker, `lease` being the probe lease's life).
     ///
     /// # Examples
     ///
@@ -160,7 +159,7 @@ impl MemoryStore {
     /// let mut node = Node::new(s, Duration::ZERO, &Local::closed(), true);
     /// let mut store = MemoryStore::new(s.window_of());
     /// let [Action::Sync(request)] = &node.handle(Duration::ZERO, Input::Sync(Local::closed()))[..] else { panic!() };
-    /// let answer = store.sync(Duration::ZERO, "a", "db", request, s.sync_every_of(), s.lease_for());
+    /// let answer = store.sync(Duration::ZERO, "a", "db", request, s.lease_for());
     /// assert_eq!(answer.open, None);
     /// ```
     pub fn sync(
@@ -169,7 +168,6 @@ impl MemoryStore {
         node: &str,
         breaker: &str,
         request: &Request,
-        sync_every: Duration,
         lease: Duration,
     ) -> Answer {
         let k = self.keys(breaker);
@@ -203,7 +201,8 @@ impl MemoryStore {
         let mine = holder.as_deref() == Some(node);
         let lease_now = match request.lease {
             LeaseOp::Acquire
-                if holder.is_none() && k.open_left(now).is_none_or(|left| left <= sync_every) =>
+                if holder.is_none()
+                    && k.open_left(now).is_none_or(|left| left <= request.ahead) =>
             {
                 k.probe = Some((node.to_owned(), now + lease));
                 true

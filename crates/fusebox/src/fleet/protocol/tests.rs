@@ -237,6 +237,53 @@ fn the_lease_is_taken_ahead_when_the_open_period_ends_before_the_next_sync() {
 }
 
 #[test]
+fn the_lease_is_asked_for_a_round_trip_earlier_when_syncs_are_slow() {
+    let mut n = node(true);
+    let open = |left, asks| Local {
+        open_left: Some(left),
+        asks,
+        ..local(State::Open)
+    };
+    // A sync whose answer came 30 ms after it was made.
+    let r = request(&mut n, ms(0), open(ms(400), 1));
+    assert_eq!(r.ahead, ms(100));
+    n.handle(
+        ms(30),
+        Input::Synced {
+            request: r,
+            answer: Answer::default(),
+            local: open(ms(370), 1),
+        },
+    );
+    assert_eq!(n.lease_ahead(), ms(130));
+    let r = request(&mut n, ms(100), open(ms(131), 2));
+    assert_eq!(r.lease, LeaseOp::None);
+    let r = request(&mut n, ms(100), open(ms(130), 3));
+    assert_eq!((r.lease, r.ahead), (LeaseOp::Acquire, ms(130)));
+    // Fast answers again: the lead decays by an eighth per sync, and never
+    // exceeds two intervals however slow one was.
+    n.handle(
+        ms(100),
+        Input::Synced {
+            request: r,
+            answer: Answer::default(),
+            local: open(ms(130), 3),
+        },
+    );
+    assert_eq!(n.lease_ahead(), ms(100) + ms(30) * 7 / 8);
+    let slow = request(&mut n, ms(200), local(State::Closed));
+    n.handle(
+        ms(700),
+        Input::Synced {
+            request: slow,
+            answer: Answer::default(),
+            local: local(State::Closed),
+        },
+    );
+    assert_eq!(n.lease_ahead(), ms(200));
+}
+
+#[test]
 fn an_answer_read_before_a_message_is_not_applied() {
     let mut n = node(true);
     let r = request(&mut n, ms(0), local(State::Closed));
@@ -638,9 +685,7 @@ impl Sim {
         let now = self.now();
         let local = Local::read(&self.replicas[i].breaker);
         let request = request(&mut self.replicas[i].node, now, local);
-        let answer = self
-            .store
-            .sync(now, &Sim::name(i), "db", &request, ms(100), ms(300));
+        let answer = self.store.sync(now, &Sim::name(i), "db", &request, ms(300));
         let holds = answer.lease && answer.control.is_none();
         let local = Local::read(&self.replicas[i].breaker);
         let actions = self.replicas[i].node.handle(
