@@ -1234,3 +1234,47 @@ impl Builder {
         ))
     }
 }
+
+impl BreakerConfig {
+    /// About how many bytes a breaker built from this config allocates,
+    /// worked out from the settings alone (nothing is allocated): its fixed
+    /// state (under 2 KiB; 4 KiB more with feature `fleet`, for the counts
+    /// a fleet reads) plus what grows with a setting, which is where
+    /// nearly all of a large breaker's memory goes:
+    ///
+    /// - a `count_window` of N: one byte per call;
+    /// - a `time_window` of N `buckets`: 56 bytes per bucket (a call count
+    ///   per bucket on each of the window's four thread stripes, and the
+    ///   bucket's failure and slow counts);
+    /// - a `failures_within` count of N: eight bytes per failure.
+    ///
+    /// At the largest values validation accepts, a breaker takes about
+    /// 10 MB (a count window of 10,000,000) or 5.6 MB (100,000 buckets).
+    /// The registry adds this up over a config file before it builds
+    /// anything, against its budget
+    /// (`fusebox::registry::FuseboxBuilder::config_budget`).
+    ///
+    /// # Errors
+    ///
+    /// As [`validate`](BreakerConfig::validate).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::BreakerConfig;
+    /// use std::time::Duration;
+    /// let small = BreakerConfig { consecutive_failures: Some(5), ..Default::default() };
+    /// let hour = BreakerConfig {
+    ///     failure_rate: Some(0.5),
+    ///     time_window: Some(Duration::from_secs(3600)),
+    ///     buckets: Some(100_000),
+    ///     ..Default::default()
+    /// };
+    /// assert!(small.memory_estimate()? < 8 * 1024);
+    /// assert!(hour.memory_estimate()? > 5_000_000);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn memory_estimate(&self) -> Result<usize, ConfigError> {
+        Ok(CircuitBreaker::footprint(&self.settings()?))
+    }
+}

@@ -91,6 +91,21 @@ impl CircuitBreaker {
         Builder::default()
     }
 
+    /// The bytes a breaker of `settings` allocates when built (the name
+    /// and listeners aside), reckoned without building it: its shared
+    /// state and, through [`Rules::cells_bytes`](rules::Rules::cells_bytes),
+    /// the cells its rules count in, which grow with their settings (a
+    /// count window's slots, a time window's buckets on every stripe, the
+    /// failure times of `failures_within`). With feature `fleet`, the
+    /// verdict tally a fleet asks for too.
+    pub(crate) fn footprint(settings: &Settings) -> usize {
+        let arc = 2 * size_of::<usize>();
+        let fixed = arc + size_of::<Inner>() + arc + size_of::<protocol::Live>();
+        #[cfg(feature = "fleet")]
+        let fixed = fixed + tally::TallyCells::BOXED_BYTES;
+        fixed.saturating_add(settings.rules.cells_bytes())
+    }
+
     pub(crate) fn from_parts(
         settings: Settings,
         clock: Option<Arc<dyn Clock>>,

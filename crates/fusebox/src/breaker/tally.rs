@@ -51,6 +51,10 @@ pub(crate) struct TallyCells {
 }
 
 impl TallyCells {
+    /// What a boxed tally allocates: the box and its cells.
+    pub(crate) const BOXED_BYTES: usize =
+        size_of::<TallyCells>() + size_of::<[Padded<Cell3>; SLOTS + 1]>();
+
     pub(crate) fn new() -> TallyCells {
         TallyCells {
             cells: Box::new(std::array::from_fn(|_| Padded(Cell3::new()))),

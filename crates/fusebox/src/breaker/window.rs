@@ -101,6 +101,12 @@ pub(crate) struct CountWindow {
 }
 
 impl CountWindow {
+    /// What [`new`](Self::new)`(n)` allocates beyond the struct itself:
+    /// one byte per slot.
+    pub(crate) const fn heap_bytes(n: usize) -> usize {
+        n.saturating_mul(size_of::<AtomicU8>())
+    }
+
     pub(crate) fn new(n: usize) -> Self {
         CountWindow {
             slots: (0..n).map(|_| AtomicU8::new(0)).collect(),
@@ -202,6 +208,17 @@ pub(crate) struct TimeWindow {
 }
 
 impl TimeWindow {
+    /// What [`new`](Self::new)`(_, n)` allocates, the struct itself
+    /// included (it is boxed): per stripe its padded header and one call
+    /// count per bucket, and the failure and slow counts of every bucket.
+    pub(crate) const fn heap_bytes(n: usize) -> usize {
+        let per_stripe = size_of::<Padded<StripeCalls>>()
+            .saturating_add(n.saturating_mul(size_of::<AtomicI64>()));
+        size_of::<TimeWindow>()
+            .saturating_add(STRIPES.saturating_mul(per_stripe))
+            .saturating_add(n.saturating_mul(size_of::<Sums>()))
+    }
+
     pub(crate) fn new(span: u64, n: usize) -> Self {
         TimeWindow {
             width: (span / n as u64).max(1),

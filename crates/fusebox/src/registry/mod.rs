@@ -12,7 +12,9 @@
 //!
 //! - load its configuration from TOML or YAML (feature `config`), with errors
 //!   that name the bad key and its line (`FuseboxConfig::from_toml`,
-//!   `FuseboxConfig::from_yaml`);
+//!   `FuseboxConfig::from_yaml`), and refuse a config whose breakers would
+//!   take more memory than its budget before building any
+//!   ([`FuseboxBuilder::config_budget`]);
 //! - list every breaker with its state, rates, counts and time in state
 //!   ([`Fusebox::snapshot`]), every bulkhead with its slots in use
 //!   ([`Fusebox::bulkhead_snapshot`]), and every policy but the breakers
@@ -86,6 +88,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod budget;
 mod config;
 mod error;
 mod held;
@@ -94,6 +97,7 @@ mod parse;
 
 pub use crate::observe::{Observer, Tags};
 pub use crate::BreakerConfig;
+pub use budget::DEFAULT_CONFIG_BUDGET;
 pub use config::{
     BreakerEntry, BulkheadConfig, Defaults, DependencyConfig, FuseboxConfig, RetryConfig,
     DEFAULT_MAX_CONCURRENT, MAX_NAME_LEN,
@@ -275,6 +279,8 @@ pub struct FuseboxBuilder {
     config: FuseboxConfig,
     clock: Option<SharedClock>,
     observers: Vec<Arc<dyn Observer>>,
+    /// `None`: [`DEFAULT_CONFIG_BUDGET`].
+    budget: Option<usize>,
 }
 
 impl fmt::Debug for FuseboxBuilder {
@@ -283,6 +289,7 @@ impl fmt::Debug for FuseboxBuilder {
             .field("config", &self.config)
             .field("clock", &self.clock)
             .field("observers", &self.observers.len())
+            .field("budget", &self.budget)
             .finish()
     }
 }
@@ -319,6 +326,45 @@ impl FuseboxBuilder {
     /// ```
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Some(SharedClock(Arc::new(clock)));
+        self
+    }
+
+    /// The most memory the breakers of a config may take, in bytes
+    /// (default [`DEFAULT_CONFIG_BUDGET`], 64 MiB; `usize::MAX` for no
+    /// limit): the config given here, and every config
+    /// [`reload`](Fusebox::reload) or [`reconfigure`](Fusebox::reconfigure)
+    /// would put in force later.
+    ///
+    /// A breaker's memory grows with its window, not with the size of the
+    /// file that asks for it: a time window of 100,000 buckets takes about
+    /// 5.6 MB, so a file of a few kilobytes can ask for gigabytes. Each
+    /// breaker the config names is costed from its settings
+    /// ([`FuseboxConfig::memory_estimate`]) before any is built; a config
+    /// over the budget is refused with an error naming its most
+    /// expensive breaker table, its cost, the whole config's and the
+    /// budget, and nothing is built (a reload refused keeps the config in
+    /// force).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::{BreakerEntry, Fusebox, FuseboxConfig};
+    /// use fusebox::BreakerConfig;
+    /// let mut config = FuseboxConfig::default();
+    /// config.breakers.insert("payments".into(), BreakerEntry::from(BreakerConfig {
+    ///     failure_rate: Some(0.5),
+    ///     count_window: Some(2_000_000), // a byte per call: about 2 MB
+    ///     ..Default::default()
+    /// }));
+    /// let err = Fusebox::builder().config(config.clone()).config_budget(1 << 20).build().unwrap_err();
+    /// assert_eq!(err.key(), "breakers.payments");
+    /// assert!(err.message().contains("over the config budget of 1 MiB"));
+    /// let fusebox = Fusebox::builder().config(config).config_budget(4 << 20).build()?;
+    /// assert_eq!(fusebox.names(), ["payments"]);
+    /// # Ok::<(), fusebox::registry::InvalidConfig>(())
+    /// ```
+    pub fn config_budget(mut self, bytes: usize) -> Self {
+        self.budget = Some(bytes);
         self
     }
 
@@ -360,12 +406,14 @@ impl FuseboxBuilder {
         self.observer(fleet.share_all())
     }
 
-    /// Validates the config, makes the registry and builds every breaker and
-    /// bulkhead the config names.
+    /// Validates the config, checks its cost against the
+    /// [budget](FuseboxBuilder::config_budget), makes the registry and
+    /// builds every breaker and bulkhead the config names.
     ///
     /// # Errors
     ///
-    /// The first bad key of the config; see [`FuseboxConfig::validate`].
+    /// The first bad key of the config (see [`FuseboxConfig::validate`]),
+    /// or the breaker table that takes most of a config over the budget.
     ///
     /// # Examples
     ///
@@ -377,10 +425,13 @@ impl FuseboxBuilder {
     /// assert_eq!(err.key(), "defaults.breaker.successes_to_close");
     /// ```
     pub fn build(self) -> Result<Fusebox, InvalidConfig> {
+        let budget = self.budget.unwrap_or(DEFAULT_CONFIG_BUDGET);
         self.config.validate()?;
+        self.config.check_budget(budget)?;
         let fusebox = Fusebox {
             inner: Arc::new(Inner {
                 config: RwLock::new(self.config),
+                budget,
                 clock: self.clock,
                 observers: self.observers,
                 breakers: RwLock::new(BTreeMap::new()),
@@ -417,6 +468,8 @@ pub struct Fusebox {
 
 struct Inner {
     config: RwLock<FuseboxConfig>,
+    /// Bytes the breakers of a config may take ([`FuseboxBuilder::config_budget`]).
+    budget: usize,
     clock: Option<SharedClock>,
     observers: Vec<Arc<dyn Observer>>,
     breakers: RwLock<BTreeMap<String, (CircuitBreaker, Tags)>>,
@@ -513,7 +566,9 @@ impl Fusebox {
     ///
     /// # Errors
     ///
-    /// The first bad key; see [`FuseboxConfig::validate`].
+    /// The first bad key (see [`FuseboxConfig::validate`]), or a config
+    /// over the [default budget](DEFAULT_CONFIG_BUDGET) (see
+    /// [`FuseboxBuilder::config_budget`]).
     ///
     /// # Examples
     ///
@@ -974,8 +1029,9 @@ impl Fusebox {
     ///
     /// # Errors
     ///
-    /// An invalid config, with the key under `breakers.NAME`; nothing is
-    /// changed.
+    /// An invalid config, with the key under `breakers.NAME`, or settings
+    /// that would take the registry's config over its
+    /// [budget](FuseboxBuilder::config_budget); nothing is changed.
     ///
     /// # Examples
     ///
@@ -1006,10 +1062,19 @@ impl Fusebox {
         effective
             .validate()
             .map_err(|e| InvalidConfig::from(e).under(&prefix))?;
-        match config.dependencies.get_mut(name) {
+        let mut candidate = config.clone();
+        match candidate.dependencies.get_mut(name) {
             Some(dep) => dep.breaker = settings,
-            None => config.breakers.entry(name.to_owned()).or_default().settings = settings,
+            None => {
+                candidate
+                    .breakers
+                    .entry(name.to_owned())
+                    .or_default()
+                    .settings = settings
+            }
         }
+        candidate.check_budget(self.inner.budget)?;
+        *config = candidate;
         drop(config);
         Ok(match self.get(name) {
             Some(breaker) => apply(&breaker, &effective),
@@ -1031,7 +1096,11 @@ impl Fusebox {
     ///
     /// # Errors
     ///
-    /// The first bad key of `config`; then nothing is changed.
+    /// The first bad key of `config`, or the breaker table that takes most
+    /// of a config over the registry's
+    /// [budget](FuseboxBuilder::config_budget) (checked before anything
+    /// is built); then nothing is changed: the config in force and every
+    /// policy built from it stay.
     ///
     /// # Examples
     ///
@@ -1057,6 +1126,7 @@ impl Fusebox {
     /// ```
     pub fn reload(&self, config: FuseboxConfig) -> Result<Reloaded, InvalidConfig> {
         config.validate()?;
+        config.check_budget(self.inner.budget)?;
         let old = std::mem::replace(&mut *write(&self.inner.config), config.clone());
         let mut report = Reloaded::default();
         let gone = |names: Vec<&String>, new: Vec<&String>| -> Vec<String> {

@@ -57,6 +57,10 @@ impl TripRule for FailuresWithin {
         }
     }
 
+    fn cells_bytes(&self) -> usize {
+        size_of::<FailureTimes>().saturating_add(FailureTimes::heap_bytes(self.count as usize))
+    }
+
     fn new_cells(&self) -> FailureTimes {
         FailureTimes::new(self.count as usize)
     }
@@ -120,6 +124,12 @@ pub(crate) struct FailureTimes {
 }
 
 impl FailureTimes {
+    /// What [`new`](Self::new)`(n)` allocates beyond the struct: one time
+    /// per failure counted.
+    const fn heap_bytes(n: usize) -> usize {
+        (if n == 0 { 1 } else { n }).saturating_mul(size_of::<AtomicU64>())
+    }
+
     fn new(n: usize) -> Self {
         FailureTimes {
             times: (0..n.max(1)).map(|_| AtomicU64::new(0)).collect(),

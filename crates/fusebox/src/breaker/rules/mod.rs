@@ -137,6 +137,15 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
     /// Empty cells for this rule.
     fn new_cells(&self) -> Self::Cells;
 
+    /// The bytes [`new_cells`](TripRule::new_cells) allocates, the cells
+    /// themselves included, without allocating them: what a registry
+    /// checks a config's cost by. A rule whose cells grow with a setting
+    /// (a window's size, a count of failures) says so here, next to where
+    /// it builds them.
+    fn cells_bytes(&self) -> usize {
+        size_of::<Self::Cells>()
+    }
+
     /// Whether the cells made for `old` serve this rule as they are (a
     /// reconfigure then keeps their counts).
     fn keeps_cells_of(&self, old: &Self) -> bool;
@@ -300,6 +309,15 @@ macro_rules! trip_rules {
                     None => needs,
                 }; )*
                 needs
+            }
+
+            /// The bytes [`arm`](Rules::arm) allocates for these rules'
+            /// cells (each in an `Arc`), from scratch.
+            pub(crate) fn cells_bytes(&self) -> usize {
+                let arc = 2 * size_of::<usize>();
+                0usize $( .saturating_add(
+                    self.$name.map_or(0, |rule| arc.saturating_add(rule.cells_bytes()))
+                ) )*
             }
 
             /// These rules armed: with the cells of `old` that still serve,

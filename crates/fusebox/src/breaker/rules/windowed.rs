@@ -94,6 +94,13 @@ impl TripRule for Windowed {
         }
     }
 
+    fn cells_bytes(&self) -> usize {
+        size_of::<Window>().saturating_add(match self.window {
+            WindowSpec::Count(n) => CountWindow::heap_bytes(n),
+            WindowSpec::Time { buckets, .. } => TimeWindow::heap_bytes(buckets),
+        })
+    }
+
     fn new_cells(&self) -> Window {
         match self.window {
             WindowSpec::Count(n) => Window::Count(CountWindow::new(n)),
