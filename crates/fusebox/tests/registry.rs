@@ -3,8 +3,8 @@
 //! reconfiguration and reload, dependencies and their pipelines.
 
 use fusebox::registry::{
-    BreakerEntry, DependencyConfig, Fusebox, FuseboxConfig, Observer, Reconfigured, RetryConfig,
-    Tags,
+    BreakerEntry, BulkheadConfig, DependencyConfig, Fusebox, FuseboxConfig, Observer, Reconfigured,
+    RetryConfig, Tags,
 };
 use fusebox::{Backoff, BreakerConfig, Builder, CircuitBreaker, ManualClock, Pipeline, State};
 use std::sync::{Arc, Mutex};
@@ -1028,12 +1028,56 @@ fn bulkhead_config_errors_name_the_key() {
     assert_eq!(err.line(), Some(2));
     let err = FuseboxConfig::from_toml("[bulkheads.db]\nmax_wiat = \"1s\"\n").unwrap_err();
     assert_eq!(err.key(), "bulkheads.db.max_wiat");
-    let ok = FuseboxConfig::from_toml("[bulkheads.db]\nmax_concurrent = 0\n").unwrap();
-    assert_eq!(
-        ok.bulkheads["db"].max_concurrent,
-        Some(0),
-        "0 sheds everything"
+}
+
+#[cfg(feature = "config")]
+#[test]
+fn a_bulkhead_of_no_slots_is_refused_wherever_it_is_set() {
+    // It would refuse every call for as long as the file is in force.
+    let cases = [
+        (
+            "[bulkheads.db]\nmax_concurrent = 0\n",
+            "bulkheads.db.max_concurrent",
+            2,
+        ),
+        (
+            "[defaults.bulkhead]\nmax_concurrent = 0\n",
+            "defaults.bulkhead.max_concurrent",
+            2,
+        ),
+        (
+            "[dependencies.db]\nbulkhead = { max_concurrent = 0 }\n",
+            "dependencies.db.bulkhead.max_concurrent",
+            2,
+        ),
+    ];
+    for (source, key, line) in cases {
+        let err = FuseboxConfig::from_toml(source).unwrap_err();
+        assert_eq!(err.key(), key, "{source}");
+        assert_eq!(err.line(), Some(line), "{source}");
+        assert!(err.message().contains("at least 1"), "{err}");
+    }
+    let err = FuseboxConfig::from_yaml("bulkheads:\n  db:\n    max_concurrent: 0\n").unwrap_err();
+    assert_eq!(err.key(), "bulkheads.db.max_concurrent");
+    assert_eq!(err.line(), Some(3));
+    // Built by hand, the config is refused by the registry too, and by a reload.
+    let mut config = FuseboxConfig::default();
+    config.bulkheads.insert(
+        "db".into(),
+        BulkheadConfig {
+            max_concurrent: Some(0),
+            ..Default::default()
+        },
     );
+    assert_eq!(
+        Fusebox::from_config(config.clone()).unwrap_err().key(),
+        "bulkheads.db.max_concurrent"
+    );
+    let fusebox = Fusebox::new();
+    assert!(fusebox.reload(config).is_err());
+    assert!(fusebox.bulkhead_snapshot().is_empty());
+    let one = FuseboxConfig::from_toml("[bulkheads.db]\nmax_concurrent = 1\n").unwrap();
+    assert_eq!(one.bulkheads["db"].max_concurrent, Some(1));
 }
 
 #[test]

@@ -205,6 +205,42 @@ async fn permit_taken_by_poll_ready_is_released_when_the_service_is_dropped() {
 }
 
 #[tokio::test]
+async fn a_clone_made_ready_and_never_called_holds_the_probe_until_dropped() {
+    let clock = ManualClock::new();
+    let cb = breaker(&clock);
+    let (mut svc, mut handle) = mock::spawn_layer(CircuitBreakerLayer::new(cb.clone()));
+    round_trip(&mut svc, &mut handle, Err(Boom))
+        .await
+        .unwrap_err();
+    round_trip(&mut svc, &mut handle, Err(Boom))
+        .await
+        .unwrap_err();
+    clock.advance(OPEN_FOR);
+
+    // Ready (the inner service too) and then left idle: tower's contract
+    // says a ready service has reserved what `call` needs, here the probe.
+    let mut idle = svc.clone();
+    handle.allow(1);
+    assert_ready_ok!(idle.poll_ready());
+    clock.advance(OPEN_FOR * 10);
+    let mut other = svc.clone();
+    assert_ready_ok!(other.poll_ready());
+    let err = other.call("second").await.unwrap_err();
+    assert_eq!(
+        err.downcast_ref::<Rejected>().unwrap().state(),
+        State::HalfOpen,
+        "however long it waits, the probe is the idle clone's"
+    );
+    // Dropping the idle clone gives the probe back.
+    drop(idle);
+    assert_eq!(
+        round_trip(&mut svc, &mut handle, Ok("ok")).await.unwrap(),
+        "ok"
+    );
+    assert_eq!(cb.state(), State::Closed);
+}
+
+#[tokio::test]
 async fn classifier_counts_5xx_and_errors_but_not_4xx() {
     let classify = |res: &Result<u16, BoxError>| match res {
         Ok(status) if *status >= 500 => Outcome::Failure,

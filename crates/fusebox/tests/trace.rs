@@ -4,7 +4,7 @@
 
 use fusebox::registry::Fusebox;
 use fusebox::trace::{Tracing, TracingListener};
-use fusebox::{CircuitBreaker, ManualClock};
+use fusebox::{CircuitBreaker, Listener, ManualClock, Reason, State, Transition};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -192,6 +192,31 @@ fn registry_observer_traces_every_breaker_and_manual_changes() {
     assert_eq!(events[2].level, Level::INFO);
     assert_eq!(field(&events[2], "reason"), "manual");
     assert_eq!(field(&events[2], "to"), "closed");
+}
+
+#[test]
+fn fleet_transitions_carry_their_own_reason() {
+    // What a fleet's trip and close look like to a listener; the label is
+    // `Reason::as_str`'s, as everywhere a reason is named.
+    let listener = TracingListener::new("payments");
+    let t = |from, to| Transition {
+        from,
+        to,
+        at: Duration::ZERO,
+        reason: Reason::Remote,
+        generation: 1,
+    };
+    let events = capture(|| {
+        listener.on_transition(&t(State::Closed, State::Open));
+        listener.on_transition(&t(State::Open, State::Closed));
+    });
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0].level, Level::WARN);
+    assert_eq!(events[1].level, Level::INFO);
+    for e in &events {
+        assert_eq!(field(e, "reason"), "remote");
+        assert_eq!(field(e, "reason"), Reason::Remote.as_str());
+    }
 }
 
 #[test]

@@ -208,8 +208,13 @@ impl Builder {
 impl Bulkhead {
     /// A bulkhead admitting at most `limit` calls at once, never waiting.
     ///
-    /// A limit of zero is allowed and refuses every call (a way to shed a
-    /// dependency entirely).
+    /// A limit of zero is allowed here and refuses every call (a way to
+    /// shed a dependency entirely from code, and a bulkhead that is always
+    /// full, for tests). A registry's config refuses it
+    /// (`max_concurrent = 0`, see
+    /// [`BulkheadConfig::validate`](crate::registry::BulkheadConfig::validate)):
+    /// in a file it is far more likely a slip than a wish to refuse every
+    /// call for as long as the file is in force.
     ///
     /// # Examples
     ///

@@ -99,7 +99,8 @@ fn overlay(base: &Tags, own: &Tags) -> Tags {
     serde(deny_unknown_fields, default)
 )]
 pub struct BulkheadConfig {
-    /// Calls allowed at once (0 refuses every call).
+    /// Calls allowed at once (at least 1; unset: the default bulkhead's,
+    /// then [`DEFAULT_MAX_CONCURRENT`]).
     pub max_concurrent: Option<usize>,
     /// How long a blocking or async acquire may wait for a slot (unset or
     /// zero: never waits).
@@ -151,6 +152,34 @@ impl BulkheadConfig {
             .max_wait(self.max_wait.unwrap_or_default())
             .mode(self.mode.unwrap_or_default())
             .build()
+    }
+
+    /// Checks the settings a file can get wrong: a `max_concurrent` of 0
+    /// would refuse every call for as long as it is in force, so it is
+    /// refused. (To stop calls to a dependency on purpose, force its
+    /// breaker open.)
+    ///
+    /// # Errors
+    ///
+    /// The bad key (`max_concurrent`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::BulkheadConfig;
+    /// let none = BulkheadConfig { max_concurrent: Some(0), ..Default::default() };
+    /// assert_eq!(none.validate().unwrap_err().key(), "max_concurrent");
+    /// assert!(BulkheadConfig::default().validate().is_ok());
+    /// ```
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        if self.max_concurrent == Some(0) {
+            return Err(InvalidConfig::new(
+                "max_concurrent",
+                "must be at least 1: a bulkhead of 0 slots refuses every call \
+                 (to stop calls to a dependency, force its breaker open)",
+            ));
+        }
+        Ok(())
     }
 
     pub(crate) fn limit(&self) -> usize {
@@ -537,6 +566,15 @@ impl FuseboxConfig {
             .settings
             .validate()
             .map_err(|e| InvalidConfig::from(e).under("defaults.breaker"))?;
+        self.defaults
+            .bulkhead
+            .validate()
+            .map_err(|e| e.under("defaults.bulkhead"))?;
+        for (name, bulkhead) in &self.bulkheads {
+            bulkhead
+                .validate()
+                .map_err(|e| e.under(&format!("bulkheads.{name}")))?;
+        }
         for name in self.breakers.keys() {
             if self.dependencies.contains_key(name) {
                 return Err(InvalidConfig::new(
@@ -561,6 +599,11 @@ impl FuseboxConfig {
                 .settings
                 .validate()
                 .map_err(|e| InvalidConfig::from(e).under(&format!("{prefix}.breaker")))?;
+            if let Some(bulkhead) = &dep.bulkhead {
+                bulkhead
+                    .validate()
+                    .map_err(|e| e.under(&format!("{prefix}.bulkhead")))?;
+            }
             #[cfg(feature = "ratelimit")]
             if let Some(rate_limit) = &dep.rate_limit {
                 // The limiter's own and only validation.

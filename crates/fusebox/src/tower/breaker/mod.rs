@@ -28,6 +28,28 @@
 //! `call` is never made) is released the same way. An inner future that
 //! panics counts as a failure.
 //!
+//! # A ready service holds its permit
+//!
+//! Tower's contract: a service that answered `poll_ready` with `Ready(Ok(()))`
+//! has reserved what its next `call` needs, and keeps it until that call or
+//! until it is dropped. Here that is the breaker's permit, and while the
+//! breaker is half-open, one of its few probe slots. A clone made ready and
+//! then left idle (kept in a struct, parked in a pool, forgotten in a
+//! `select!` branch that lost) holds its probe for as long as it lives:
+//! every other caller is refused as half-open, and the breaker cannot
+//! close, however long it waits. The same holds while the inner service is
+//! not ready yet: the permit is taken first, so a clone waiting in
+//! `poll_ready` for a busy inner service (a concurrency limit, a buffer)
+//! holds it meanwhile.
+//!
+//! So make a service ready right before calling it
+//! (`svc.ready().await?.call(req)`), and drop a ready clone that will not be
+//! called. Where readiness may wait, give the whole request a deadline that
+//! owns the clone, e.g. `tokio::time::timeout(d, svc.clone().oneshot(req))`:
+//! when it fires, the clone and its permit are dropped. (A timeout layer,
+//! tower's or this crate's `TimeoutLayer`, times the
+//! response future only, not `poll_ready`.)
+//!
 //! # Examples
 //!
 //! HTTP-style classification: 5xx responses and transport errors are failures,

@@ -38,6 +38,12 @@ enum Admission {
 /// See the [module docs](super) for how requests are admitted, refused and
 /// classified.
 ///
+/// A service made ready (`poll_ready` returned `Ready(Ok(()))`) holds the
+/// breaker's permit, in half-open a probe slot, until it is called or
+/// dropped: drop a ready clone you will not call, and give a request whose
+/// readiness may wait a deadline that owns the clone (see [the module
+/// docs](super#a-ready-service-holds-its-permit)).
+///
 /// # Examples
 ///
 /// ```
