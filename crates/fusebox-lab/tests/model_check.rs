@@ -573,7 +573,9 @@ fn a_rate_breaker_trips_on_a_flapping_downstream_the_consecutive_one_misses() {
 ///   neither open nor half-open, or has no probe in flight and noted no
 ///   such calls for 3 x `sync_every`; else asks for it if such calls came
 ///   and it is half-open or its open period ends within `sync_every`;
-///   catches up an open key it has not applied, and trips
+///   catches up an open key it has not applied, or, knowing the fleet
+///   open, finds no open key (a close it has not heard yet) and closes as
+///   that close would; and trips
 ///   on the window's totals (rate policies, once `quorum` replicas reported
 ///   failures) if its breaker is closed;
 /// - a replica that learnt when the fleet's open period ends (from its own
@@ -994,6 +996,9 @@ impl<'a> FleetModel<'a> {
         }
         if let Some(u) = self.redis.open_until.filter(|&u| u > t) {
             self.opened_by_fleet(r, t, u - t);
+        } else if self.redis.open_until.is_none() && self.reps[r].knows_open {
+            // No trip in the store (a close not heard yet): closed.
+            self.closed_by_fleet(r, t);
         }
         let Some(((calls, failures, slow), failing)) = judged else {
             return;

@@ -1537,3 +1537,120 @@ async fn a_failed_probe_told_after_a_reconnect_counts_toward_the_quorum_only() {
         assert_eq!(b.state(), State::Closed, "{}", f.status().node);
     }
 }
+
+/// Publishes `payload` on namespace `ns`'s channel, as a stranger would.
+async fn publish(redis: &LocalRedis, ns: &str, payload: &[u8]) {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: i64 = redis::cmd("PUBLISH")
+        .arg(format!("fusebox:{{{ns}}}:events"))
+        .arg(payload)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+}
+
+const A_YEAR: &[u8] = b"fb1|trip|31536000000|forged|evil|payments";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_a_forged_trip_lasts_until_the_next_sync() {
+    let Some(redis) = LocalRedis::start_or_skip("forged_trip") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "forged", 3, || {
+        consecutive(5, Duration::from_secs(5))
+    })
+    .await;
+    // A year's trip "from node evil": every node opens...
+    publish(&redis, "forged", A_YEAR).await;
+    all_become(&nodes, State::Open).await;
+    let opened = Instant::now();
+    // ...and Redis holds no trip: each closes again at its next sync.
+    all_become(&nodes, State::Closed).await;
+    assert!(
+        opened.elapsed() < SYNC * 2 + Duration::from_millis(500),
+        "closed after {:?}",
+        opened.elapsed()
+    );
+    // A real trip still travels and holds.
+    fail(&nodes[0].1, 5);
+    all_become(&nodes, State::Open).await;
+    tokio::time::sleep(SYNC * 4).await;
+    for (_, b, _) in &nodes {
+        assert_eq!(b.state(), State::Open);
+    }
+}
+
+/// Three nodes of namespace `ns` whose fleet has key `key`.
+async fn keyed(
+    redis: &LocalRedis,
+    ns: &str,
+    key: &str,
+) -> Vec<(Fleet, CircuitBreaker, Membership)> {
+    let mut out = Vec::new();
+    for i in 0..3 {
+        let f = Fleet::builder()
+            .redis_url(redis.url())
+            .namespace(ns)
+            .node(format!("n{i}"))
+            .sync_every(SYNC)
+            .timeout(Duration::from_millis(300))
+            .key(key)
+            .connect()
+            .await
+            .unwrap();
+        connected(&[&f]).await;
+        let b = consecutive(5, Duration::from_secs(5));
+        let m = f.share(&b).await.unwrap();
+        out.push((f, b, m));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_key_forged_trips_and_closes_are_dropped_and_counted() {
+    let Some(redis) = LocalRedis::start_or_skip("keyed") else {
+        return;
+    };
+    let key = "the fleet's shared secret";
+    let nodes = keyed(&redis, "keyed", key).await;
+    // Unsigned, signed with another key, and altered: all three dropped.
+    let trip = fusebox::fleet::decode(A_YEAR).unwrap();
+    let mut trip = fusebox::fleet::Message::new("keyed", "n1", "payments", trip.kind);
+    let other = fusebox::fleet::FleetKey::new("another secret, 16+ bytes").unwrap();
+    let mut altered = fusebox::fleet::FleetKey::new(key).unwrap().sign(&trip);
+    *altered.last_mut().unwrap() = b'S';
+    for payload in [trip.encode(), other.sign(&trip), altered] {
+        publish(&redis, "keyed", &payload).await;
+    }
+    for (f, b, _) in &nodes {
+        assert!(
+            eventually(|| f.status().messages_unauthenticated == 3).await,
+            "{:?}",
+            f.status()
+        );
+        assert_eq!(f.status().messages_dropped, 3);
+        assert_eq!(b.state(), State::Closed, "a forged trip");
+    }
+    // A real trip is signed and travels; a forged close does not close.
+    fail(&nodes[0].1, 5);
+    all_become(&nodes, State::Open).await;
+    trip.kind = fusebox::fleet::Kind::Close;
+    publish(&redis, "keyed", &trip.encode()).await;
+    for (f, b, _) in &nodes[1..] {
+        assert!(eventually(|| f.status().messages_unauthenticated == 4).await);
+        assert_eq!(b.state(), State::Open, "a forged close");
+    }
+    // A key shorter than 16 bytes is refused, without showing it.
+    let err = Fleet::builder()
+        .redis_url(redis.url())
+        .namespace("keyed")
+        .key("short")
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "fleet: key = \"(5 bytes, not shown)\": use at least 16 bytes"
+    );
+}

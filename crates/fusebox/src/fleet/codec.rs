@@ -10,8 +10,9 @@
 //! - `BREAKER` is the breaker's name, 1 to [`MAX_NAME_BYTES`] bytes of UTF-8
 //!   (it may contain `|`: it is the last field).
 //!
-//! Redis's own Lua scripts append `MILLIS` to trip messages, so the format
-//! stays one a script can write.
+//! A fleet with a key ([`FleetKey`]) signs every message:
+//! `fb1s|MAC|KIND|MILLIS|NAMESPACE|NODE|BREAKER`, where `MAC` is the
+//! HMAC-SHA256 of what follows it (`KIND|...|BREAKER`), in lowercase hex.
 
 use std::fmt;
 use std::time::Duration;
@@ -29,6 +30,193 @@ pub const MAX_ID_BYTES: usize = 64;
 const MAX_MILLIS: u64 = 365 * 24 * 3600 * 1000;
 
 const MAGIC: &str = "fb1";
+
+/// The magic of a signed message.
+const SIGNED: &str = "fb1s";
+
+/// The shortest fleet key, in bytes.
+pub const MIN_KEY_BYTES: usize = 16;
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// The fleet's shared secret: with it, a node signs every message it sends
+/// (HMAC-SHA256) and drops every message that is not signed with it. Its
+/// bytes are never shown (`Debug` prints `FleetKey(..)`).
+///
+/// The key authenticates the fleet, not each node: any holder may speak
+/// for any node id. A replayed message (signed, genuine, old) is undone by
+/// the next sync, which reads the fleet's state from Redis.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::fleet::{FleetKey, Kind, Message};
+/// let key = FleetKey::new("a shared secret of 16+ bytes")?;
+/// let m = Message::new("shop", "web-1", "db", Kind::Close);
+/// let signed = key.sign(&m);
+/// assert_eq!(key.verify(&signed)?, m);
+/// assert!(key.verify(&m.encode()).is_err(), "unsigned");
+/// assert!(FleetKey::new("another secret, 16+").unwrap().verify(&signed).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct FleetKey {
+    mac: HmacSha256,
+}
+
+impl fmt::Debug for FleetKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FleetKey(..)")
+    }
+}
+
+/// A fleet key shorter than [`MIN_KEY_BYTES`].
+///
+/// # Examples
+///
+/// ```
+/// let err = fusebox::fleet::FleetKey::new("short").unwrap_err();
+/// assert_eq!(err.to_string(), "fleet key: 5 bytes, at least 16 needed");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyError {
+    len: usize,
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "fleet key: {} bytes, at least {MIN_KEY_BYTES} needed",
+            self.len
+        )
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+impl KeyError {
+    /// The secret's length, in bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::fleet::FleetKey::new("short").unwrap_err().len(), 5);
+    /// ```
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl FleetKey {
+    /// A key from a shared secret of at least [`MIN_KEY_BYTES`] bytes
+    /// (e.g. 32 random bytes, or a long passphrase, from a secret store or
+    /// an environment variable).
+    ///
+    /// # Errors
+    ///
+    /// [`KeyError`] if the secret is shorter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let key = fusebox::fleet::FleetKey::new([7u8; 32])?;
+    /// # Ok::<(), fusebox::fleet::KeyError>(())
+    /// ```
+    pub fn new(secret: impl AsRef<[u8]>) -> Result<FleetKey, KeyError> {
+        use hmac::Mac;
+        let secret = secret.as_ref();
+        if secret.len() < MIN_KEY_BYTES {
+            return Err(KeyError { len: secret.len() });
+        }
+        // HMAC takes a key of any length: never an error here.
+        let mac = HmacSha256::new_from_slice(secret).map_err(|_| KeyError { len: 0 })?;
+        Ok(FleetKey { mac })
+    }
+
+    fn tag(&self, body: &[u8]) -> HmacSha256 {
+        use hmac::Mac;
+        let mut mac = self.mac.clone();
+        mac.update(body);
+        mac
+    }
+
+    /// The message's bytes on the channel, signed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::fleet::{FleetKey, Kind, Message};
+    /// let key = FleetKey::new("a shared secret of 16+ bytes")?;
+    /// let signed = key.sign(&Message::new("shop", "web-1", "db", Kind::Reset));
+    /// assert!(signed.starts_with(b"fb1s|"));
+    /// assert!(signed.ends_with(b"|reset|0|shop|web-1|db"));
+    /// # Ok::<(), fusebox::fleet::KeyError>(())
+    /// ```
+    pub fn sign(&self, message: &Message) -> Vec<u8> {
+        use hmac::Mac;
+        let body = message.body();
+        let tag = self.tag(body.as_bytes()).finalize().into_bytes();
+        let mut out = String::with_capacity(SIGNED.len() + 2 + 2 * tag.len() + body.len());
+        out.push_str(SIGNED);
+        out.push('|');
+        for b in tag {
+            out.push_str(&format!("{b:02x}"));
+        }
+        out.push('|');
+        out.push_str(&body);
+        out.into_bytes()
+    }
+
+    /// Decodes a message signed with this key. Never panics, whatever the
+    /// bytes; the signature is compared in constant time.
+    ///
+    /// # Errors
+    ///
+    /// A [`DecodeError`]: what [`decode`] refuses, or the message is not
+    /// signed, or not with this key (or was altered).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::fleet::{FleetKey, Kind, Message};
+    /// let key = FleetKey::new("a shared secret of 16+ bytes")?;
+    /// let forged = Message::new("shop", "web-1", "db", Kind::Trip { remaining: std::time::Duration::from_secs(60) });
+    /// assert_eq!(key.verify(&forged.encode()).unwrap_err().problem(), "not signed");
+    /// # Ok::<(), fusebox::fleet::KeyError>(())
+    /// ```
+    pub fn verify(&self, bytes: &[u8]) -> Result<Message, DecodeError> {
+        use hmac::Mac;
+        let message = decode(bytes)?;
+        let text = std::str::from_utf8(bytes).map_err(|_| DecodeError::new("not UTF-8"))?;
+        let Some(rest) = text.strip_prefix(SIGNED).and_then(|r| r.strip_prefix('|')) else {
+            return Err(DecodeError::new("not signed"));
+        };
+        let (hex, body) = rest
+            .split_once('|')
+            .ok_or(DecodeError::new("no signature"))?;
+        let tag = unhex(hex).ok_or(DecodeError::new("bad signature"))?;
+        self.tag(body.as_bytes())
+            .verify_slice(&tag)
+            .map_err(|_| DecodeError::new("bad signature"))?;
+        Ok(message)
+    }
+}
+
+/// 64 lowercase or uppercase hex digits as 32 bytes.
+fn unhex(hex: &str) -> Option<[u8; 32]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        let digit = |c: u8| (c as char).to_digit(16);
+        out[i] = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+    }
+    Some(out)
+}
 
 /// What a message asks every node to do with one breaker.
 ///
@@ -133,23 +321,29 @@ impl Message {
     /// assert_eq!(m.encode(), b"fb1|reset|0|shop|web-1|db");
     /// ```
     pub fn encode(&self) -> Vec<u8> {
+        format!("{MAGIC}|{}", self.body()).into_bytes()
+    }
+
+    /// `KIND|MILLIS|NAMESPACE|NODE|BREAKER`: what follows the magic (and
+    /// what a signature covers).
+    fn body(&self) -> String {
         let millis = match self.kind {
             Kind::Trip { remaining } => millis(remaining),
             _ => 0,
         };
         format!(
-            "{MAGIC}|{}|{millis}|{}",
+            "{}|{millis}|{}|{}|{}",
             self.kind.as_str(),
-            tail(&self.namespace, &self.node, &self.breaker)
+            self.namespace,
+            self.node,
+            self.breaker
         )
-        .into_bytes()
     }
-}
 
-/// `NAMESPACE|NODE|BREAKER`: what follows the millis, which a script that
-/// computes the millis itself puts in front of it.
-pub(crate) fn tail(namespace: &str, node: &str, breaker: &str) -> String {
-    format!("{namespace}|{node}|{breaker}")
+    /// The bytes on the channel: signed with `key` if the fleet has one.
+    pub(crate) fn encode_with(&self, key: Option<&FleetKey>) -> Vec<u8> {
+        key.map_or_else(|| self.encode(), |k| k.sign(self))
+    }
 }
 
 /// A duration as whole milliseconds on the wire, rounded up (a trip of 0.4 ms
@@ -236,11 +430,23 @@ pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
         return Err(DecodeError::new("longer than 512 bytes"));
     }
     let text = std::str::from_utf8(bytes).map_err(|_| DecodeError::new("not UTF-8"))?;
-    let mut fields = text.splitn(6, '|');
+    let (magic, rest) = match text.split_once('|') {
+        Some((magic, rest)) => (magic, Some(rest)),
+        None => (text, None),
+    };
+    let body = match magic {
+        MAGIC => rest,
+        // Signed: the signature is checked by `FleetKey::verify`; a node
+        // without a key takes the message as it is.
+        SIGNED => Some(
+            rest.and_then(|r| r.split_once('|'))
+                .ok_or(DecodeError::new("no signature"))?
+                .1,
+        ),
+        _ => return Err(DecodeError::new("not a fusebox message (bad magic)")),
+    };
+    let mut fields = body.into_iter().flat_map(|b| b.splitn(5, '|'));
     let mut next = |what| fields.next().ok_or(DecodeError::new(what));
-    if next("empty")? != MAGIC {
-        return Err(DecodeError::new("not a fusebox message (bad magic)"));
-    }
     let kind = next("no kind")?;
     let number = next("no millis")?;
     let namespace = next("no namespace")?;
@@ -329,6 +535,87 @@ mod tests {
             let m = Message::new(ns, node, name, kind);
             prop_assert_eq!(decode(&m.encode()), Ok(m));
         }
+    }
+
+    proptest! {
+        #[test]
+        fn signed_messages_round_trip_and_any_change_is_refused(
+            kind in kinds(),
+            name in "[a-z|é ]{1,40}",
+            at in any::<prop::sample::Index>(),
+            flip in 1u8..=255,
+        ) {
+            let key = FleetKey::new("fleet key for the proptest").unwrap();
+            let m = Message::new("ns", "node-1", name, kind);
+            let signed = key.sign(&m);
+            prop_assert_eq!(key.verify(&signed), Ok(m.clone()));
+            // A node without the key reads it as it is.
+            prop_assert_eq!(decode(&signed), Ok(m));
+            let mut bytes = signed;
+            let i = at.index(bytes.len());
+            bytes[i] ^= flip;
+            prop_assert!(key.verify(&bytes).is_err());
+        }
+    }
+
+    #[test]
+    fn a_keyed_node_refuses_unsigned_and_foreign_messages() {
+        let key = FleetKey::new("0123456789abcdef").unwrap();
+        let other = FleetKey::new("0123456789abcdeF").unwrap();
+        let trip = Message::new(
+            "ns",
+            "evil",
+            "payments",
+            Kind::Trip {
+                remaining: Duration::from_secs(31_536_000),
+            },
+        );
+        assert_eq!(
+            key.verify(&trip.encode()).unwrap_err().problem(),
+            "not signed"
+        );
+        assert_eq!(
+            key.verify(&other.sign(&trip)).unwrap_err().problem(),
+            "bad signature"
+        );
+        assert_eq!(
+            key.verify(b"fb1s|00|trip|1|a|b|c").unwrap_err().problem(),
+            "bad signature"
+        );
+        assert_eq!(key.verify(b"fb1s").unwrap_err().problem(), "no signature");
+        // Uppercase hex is the same signature.
+        let signed = String::from_utf8(key.sign(&trip)).unwrap();
+        let (mac, body) = signed["fb1s|".len()..].split_once('|').unwrap();
+        let upper = format!("fb1s|{}|{body}", mac.to_uppercase());
+        assert_eq!(key.verify(upper.as_bytes()), Ok(trip.clone()));
+        // The longest message still fits, signed.
+        let long = Message::new(
+            "n".repeat(MAX_ID_BYTES),
+            "d".repeat(MAX_ID_BYTES),
+            "b".repeat(MAX_NAME_BYTES),
+            Kind::ForceOpen,
+        );
+        assert_eq!(key.verify(&key.sign(&long)), Ok(long));
+        assert_eq!(format!("{key:?}"), "FleetKey(..)");
+        // Standard HMAC-SHA256 (the same as Python's `hmac.new(key, body,
+        // hashlib.sha256).hexdigest()`), so other tools can sign and check.
+        let known = FleetKey::new("the fuzzer's fleet key").unwrap();
+        let trip = Message::new(
+            "shop",
+            "web-1",
+            "payments",
+            Kind::Trip {
+                remaining: Duration::from_secs(5),
+            },
+        );
+        assert_eq!(
+            String::from_utf8(known.sign(&trip)).unwrap(),
+            "fb1s|074ac37ad03cce20e5a68d87128cc962d641abae163fefb25aa4ad93c242fabf|trip|5000|shop|web-1|payments"
+        );
+        assert_eq!(
+            FleetKey::new([0u8; 15]).unwrap_err().to_string(),
+            "fleet key: 15 bytes, at least 16 needed"
+        );
     }
 
     #[test]

@@ -109,6 +109,8 @@ pub(crate) struct Settings {
     pub(crate) window: Duration,
     pub(crate) timeout: Duration,
     pub(crate) lease: Duration,
+    /// Signs what this node sends; with it, unsigned messages are dropped.
+    pub(crate) key: Option<codec::FleetKey>,
 }
 
 /// Called with the status whenever the node connects or disconnects.
@@ -302,6 +304,7 @@ impl Shared {
             syncs: Counters::get(&self.counters.syncs),
             messages_received: Counters::get(&self.counters.received),
             messages_dropped: Counters::get(&self.counters.dropped),
+            messages_unauthenticated: Counters::get(&self.counters.unauthenticated),
             last_error: link.last_error.clone(),
         }
     }
@@ -546,11 +549,7 @@ impl Shared {
             .arg(quorum)
             .arg(ms(self.settings.window))
             .arg(&self.channel)
-            .arg(codec::tail(
-                &self.settings.namespace,
-                &self.settings.node,
-                &m.name,
-            ))
+            .arg(self.encode(&m.name, Kind::Trip { remaining }))
             .arg(probed.map(|e| e.to_string()).unwrap_or_default());
         let mut conn = self.conn();
         let opened: i64 = self.run(call.invoke_async(&mut conn)).await?;
@@ -563,7 +562,7 @@ impl Shared {
     /// fleet's state then stands, and the caller syncs to take it.
     pub(crate) async fn close(&self, m: &Member, epoch: Option<u64>) -> Result<bool, FleetError> {
         let k = &m.keys;
-        let message = self.message(&m.name, Kind::Close).encode();
+        let message = self.encode(&m.name, Kind::Close);
         let epoch = epoch.map(|e| e.to_string()).unwrap_or_default();
         let mut call = self.scripts.close.prepare_invoke();
         call.key(&k.open)
@@ -583,7 +582,7 @@ impl Shared {
     /// Forces open, disables or resets breaker `name` fleet-wide.
     pub(crate) async fn control(&self, name: &str, kind: Kind) -> Result<(), FleetError> {
         let k = super::member::Keys::new(&self.settings.namespace, name);
-        let message = self.message(name, kind).encode();
+        let message = self.encode(name, kind);
         let mut call = self.scripts.control.prepare_invoke();
         call.key(&k.ctl)
             .key(&k.open)
@@ -602,15 +601,27 @@ impl Shared {
         result.map(drop)
     }
 
-    fn message(&self, name: &str, kind: Kind) -> Message {
+    /// This node's message about breaker `name`, as sent (signed if the
+    /// fleet has a key).
+    fn encode(&self, name: &str, kind: Kind) -> Vec<u8> {
         Message::new(&self.settings.namespace, &self.settings.node, name, kind)
+            .encode_with(self.settings.key.as_ref())
     }
 
     /// Applies one message from the channel. Malformed ones and those of
     /// another namespace are dropped and counted; this node's own are
     /// ignored (it applied them when it sent them).
     pub(crate) fn apply_bytes(&self, bytes: &[u8]) {
-        let Ok(message) = codec::decode(bytes) else {
+        let decoded = match &self.settings.key {
+            Some(key) => key.verify(bytes).inspect_err(|_| {
+                if codec::decode(bytes).is_ok() {
+                    // Well formed, not signed with this fleet's key.
+                    Counters::bump(&self.counters.unauthenticated);
+                }
+            }),
+            None => codec::decode(bytes),
+        };
+        let Ok(message) = decoded else {
             Counters::bump(&self.counters.dropped);
             return;
         };

@@ -61,6 +61,11 @@ impl Collector for FleetCollector {
                 "Fleet messages dropped: malformed, oversized, of another namespace, or beyond the inbox",
                 s.messages_dropped,
             ),
+            (
+                "fusebox_fleet_messages_unauthenticated",
+                "Fleet messages dropped because the fleet's key did not sign them (forged, or from a node without the key)",
+                s.messages_unauthenticated,
+            ),
         ];
         for (name, help, value) in counters {
             let counter = ConstCounter::new(value);

@@ -148,6 +148,18 @@
 //! - Every key and the channel are under the namespace (`fusebox:{NS}:...`),
 //!   and every message carries its namespace: a message of another namespace
 //!   is dropped, so no other fleet can trip this one.
+//! - Redis is the fleet's truth: each sync reads it, and a node open because
+//!   of a trip message closes again at its next sync if Redis holds no trip
+//!   (a forged or replayed trip, a close it missed), as a node closed by a
+//!   close message that Redis contradicts opens again. Between syncs, a
+//!   message is taken as it comes.
+//! - With a key ([`FleetBuilder::key`]), every message is signed
+//!   (HMAC-SHA256, [`FleetKey`]) and unsigned ones are dropped and counted
+//!   ([`FleetStatus::messages_unauthenticated`]): whoever can publish on the
+//!   channel without the key can neither trip nor close a breaker, even
+//!   between syncs. The key authenticates the fleet, not each node: any
+//!   node holding it may speak for any node id. Without a key, keep
+//!   strangers off the channel with Redis ACLs.
 //! - Messages are at most [`MAX_MESSAGE_BYTES`]; malformed or oversized ones
 //!   are dropped and counted ([`FleetStatus::messages_dropped`]), never a
 //!   panic. [`decode`] is the one decoder; it is property-tested on
@@ -185,7 +197,8 @@ mod status;
 mod task;
 
 pub use codec::{
-    decode, DecodeError, Kind, Message, MAX_ID_BYTES, MAX_MESSAGE_BYTES, MAX_NAME_BYTES,
+    decode, DecodeError, FleetKey, KeyError, Kind, Message, MAX_ID_BYTES, MAX_MESSAGE_BYTES,
+    MAX_NAME_BYTES, MIN_KEY_BYTES,
 };
 pub use error::FleetError;
 #[cfg(feature = "test-util")]
@@ -246,6 +259,7 @@ pub struct FleetBuilder {
     window: Option<Duration>,
     timeout: Option<Duration>,
     lease: Option<Duration>,
+    key: Option<Result<codec::FleetKey, codec::KeyError>>,
     on_status: Option<StatusHook>,
     #[cfg(feature = "fleet-tls")]
     root_certificate: Option<Vec<u8>>,
@@ -259,6 +273,7 @@ impl fmt::Debug for FleetBuilder {
             .field("node", &self.node)
             .field("sync_every", &self.sync_every)
             .field("quorum", &self.quorum)
+            .field("key", &self.key.as_ref().map(|_| ".."))
             .finish_non_exhaustive()
     }
 }
@@ -387,6 +402,28 @@ impl FleetBuilder {
         self
     }
 
+    /// Signs every message this node sends with the fleet's shared secret
+    /// (HMAC-SHA256, at least [`MIN_KEY_BYTES`] bytes) and drops, counting
+    /// them ([`FleetStatus::messages_unauthenticated`]), the messages that
+    /// are not signed with it: a stranger who can publish on the fleet's
+    /// Redis channel can then neither trip nor close its breakers. Give
+    /// every node of the namespace the same key (from a secret store or an
+    /// environment variable; it is never logged). Without a key, messages
+    /// are taken as they come and each sync undoes what Redis does not
+    /// hold (a forged trip lasts until the next sync); Redis ACLs that keep
+    /// strangers off the channel are the alternative.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let secret = std::env::var("FLEET_KEY").unwrap_or_else(|_| "a secret of 16+ bytes".into());
+    /// let b = fusebox::fleet::Fleet::builder().key(secret);
+    /// ```
+    pub fn key(mut self, secret: impl AsRef<[u8]>) -> Self {
+        self.key = Some(codec::FleetKey::new(secret));
+        self
+    }
+
     /// Called with the status each time the node connects or disconnects
     /// (on the fleet's task: keep it short, e.g. log or set a gauge).
     ///
@@ -500,6 +537,17 @@ impl FleetBuilder {
         if lease < Duration::from_millis(1) || lease > Duration::from_secs(3600) {
             return Err(bad("probe_lease", lease, "use 1 ms to 1 hour"));
         }
+        let key = match &self.key {
+            None => None,
+            Some(Ok(key)) => Some(key.clone()),
+            Some(Err(e)) => {
+                return Err(bad(
+                    "key",
+                    format!("({} bytes, not shown)", e.len()),
+                    "use at least 16 bytes",
+                ))
+            }
+        };
         Ok((
             url,
             Settings {
@@ -510,6 +558,7 @@ impl FleetBuilder {
                 window,
                 timeout,
                 lease,
+                key,
             },
         ))
     }
@@ -826,7 +875,8 @@ impl Fleet {
     /// `prometheus`), read at scrape time, labelled `namespace` and `node`:
     /// `fusebox_fleet_connected` (1 or 0), `fusebox_fleet_shared_breakers`,
     /// and the counters `fusebox_fleet_disconnects_total`,
-    /// `fusebox_fleet_syncs_total` and `fusebox_fleet_messages_dropped_total`.
+    /// `fusebox_fleet_syncs_total`, `fusebox_fleet_messages_dropped_total` and
+    /// `fusebox_fleet_messages_unauthenticated_total`.
     /// The series disappear when the fleet is dropped.
     ///
     /// # Examples

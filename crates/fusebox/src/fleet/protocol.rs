@@ -1176,6 +1176,14 @@ impl Node {
                 self.fleet_open_for(now, Duration::ZERO);
                 out.push(Action::Apply(Apply::TripRemote(Duration::ZERO)));
             }
+            None if self.fleet_open_until.is_some() && !self.pending.trip => {
+                // The store holds no trip: the fleet's breaker is closed,
+                // whatever a message said (a close this node missed, or a
+                // forged or replayed trip). The store is the truth; a trip
+                // of this node's own still to tell is not undone.
+                self.fleet_closed();
+                out.push(Action::Apply(Apply::CloseRemote));
+            }
             _ => {}
         }
         self.lease_since = if a.lease {

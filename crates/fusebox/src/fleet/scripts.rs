@@ -103,7 +103,8 @@ return out
 ///
 /// `KEYS`: open, trips (a sorted set of node -> Redis time), control, probe
 /// lease (dropped: a reopened breaker's probe is over), tripped.
-/// `ARGV`: node, remaining ms, quorum, window ms, channel, message tail, and
+/// `ARGV`: node, remaining ms, quorum, window ms, channel, the trip message
+/// to publish (the node's, signed if the fleet has a key), and
 /// the trip epoch a failed probe ran under (`""` if not a probe's trip): if
 /// it is the fleet's current epoch, the probe was the fleet's and the quorum
 /// does not apply.
@@ -133,7 +134,7 @@ if pttl < 0 then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ms)
 redis.call('DEL', KEYS[4])
-redis.call('PUBLISH', ARGV[5], 'fb1|trip|' .. ARGV[2] .. '|' .. ARGV[6])
+redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 2
 "#;
 

@@ -59,6 +59,10 @@ pub struct FleetStatus {
     /// Messages dropped: malformed, oversized, from another namespace, or
     /// beyond the bounded inbox.
     pub messages_dropped: u64,
+    /// Of those dropped, well-formed messages the fleet's key did not sign
+    /// (unsigned, or signed with another key, or altered): forged, or from
+    /// a node without the key. Always 0 without a key.
+    pub messages_unauthenticated: u64,
     /// The last Redis error, if any.
     pub last_error: Option<String>,
 }
@@ -149,6 +153,7 @@ pub(crate) struct Counters {
     pub(crate) syncs: AtomicU64,
     pub(crate) received: AtomicU64,
     pub(crate) dropped: AtomicU64,
+    pub(crate) unauthenticated: AtomicU64,
 }
 
 impl Counters {

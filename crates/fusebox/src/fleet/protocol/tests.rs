@@ -284,6 +284,64 @@ fn the_lease_is_asked_for_a_round_trip_earlier_when_syncs_are_slow() {
 }
 
 #[test]
+fn a_trip_the_store_does_not_hold_is_undone_at_the_next_sync() {
+    let mut n = node(true);
+    // A trip message for a year (forged, replayed, or from a close this
+    // node missed): open for the rest of it.
+    let year = Duration::from_secs(365 * 24 * 3600);
+    let out = n.handle(ms(0), Input::Message(Kind::Trip { remaining: year }));
+    assert!(out.contains(&Action::Apply(Apply::TripRemote(year))));
+    let open = Local {
+        open_left: Some(year),
+        ..local(State::Open)
+    };
+    // The next sync finds no trip in the store: closed again.
+    let r = request(&mut n, ms(100), open);
+    let out = n.handle(
+        ms(101),
+        Input::Synced {
+            request: r,
+            answer: Answer::default(),
+            local: open,
+        },
+    );
+    assert!(out.contains(&Action::Apply(Apply::CloseRemote)), "{out:?}");
+    // Once closed, a sync finding no trip changes nothing.
+    let r = request(&mut n, ms(200), local(State::Closed));
+    let out = n.handle(
+        ms(201),
+        Input::Synced {
+            request: r,
+            answer: Answer::default(),
+            local: local(State::Closed),
+        },
+    );
+    assert!(!out.contains(&Action::Apply(Apply::CloseRemote)), "{out:?}");
+}
+
+#[test]
+fn a_trip_of_its_own_still_to_tell_is_not_undone_by_a_sync() {
+    let mut n = node(true);
+    n.handle(ms(0), Input::Message(Kind::Trip { remaining: ms(500) }));
+    let open = Local {
+        open_left: Some(ms(500)),
+        ..local(State::Open)
+    };
+    let r = request(&mut n, ms(10), open);
+    // Meanwhile its own probe failed: its own trip, not yet told.
+    n.handle(ms(20), own(State::HalfOpen, State::Open));
+    let out = n.handle(
+        ms(30),
+        Input::Synced {
+            request: r,
+            answer: Answer::default(),
+            local: open,
+        },
+    );
+    assert!(!out.contains(&Action::Apply(Apply::CloseRemote)), "{out:?}");
+}
+
+#[test]
 fn an_answer_read_before_a_message_is_not_applied() {
     let mut n = node(true);
     let r = request(&mut n, ms(0), local(State::Closed));
