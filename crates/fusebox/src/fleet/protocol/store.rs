@@ -147,6 +147,23 @@ impl MemoryStore {
         self.breakers.get(breaker)?.open_until.filter(|&u| u > now)
     }
 
+    /// Whether the store holds a trip of `breaker` at `now`: open, or its
+    /// open period over but not closed since (half-open), or a control
+    /// state in force. A node whose breaker is open or half-open because
+    /// of the fleet, and finds none of these at a sync, closes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let store = fusebox::fleet::protocol::store::MemoryStore::new(std::time::Duration::from_secs(10));
+    /// assert!(!store.holds_trip(Default::default(), "db"));
+    /// ```
+    pub fn holds_trip(&self, now: Duration, breaker: &str) -> bool {
+        self.breakers
+            .get(breaker)
+            .is_some_and(|k| k.open_left(now).is_some() || k.tripped.is_some() || k.ctl.is_some())
+    }
+
     /// `node`'s sync of `breaker` at `now` (the sync script's part for one
     /// breaker, `lease` being the probe lease's life).
     ///

@@ -573,6 +573,8 @@ struct Sim {
     store: MemoryStore,
     replicas: Vec<Replica>,
     inbox: Vec<Published>,
+    /// Every message published or forged, for replays.
+    sent: Vec<Published>,
 }
 
 #[derive(Debug, Clone)]
@@ -583,6 +585,12 @@ enum Op {
     Deliver,
     Link(usize, bool),
     Control(Kind),
+    /// A stranger's message on the channel.
+    Forge(Kind),
+    /// The `n`-th message ever sent, again.
+    Replay(usize),
+    /// Only the latest message in flight, the others later.
+    DeliverLast,
 }
 
 impl Sim {
@@ -625,6 +633,7 @@ impl Sim {
             store: MemoryStore::new(ms(10_000)),
             replicas,
             inbox: Vec::new(),
+            sent: Vec::new(),
         }
     }
 
@@ -764,10 +773,14 @@ impl Sim {
 
     fn deliver(&mut self) {
         for p in std::mem::take(&mut self.inbox) {
-            for i in 0..self.replicas.len() {
-                if Sim::name(i) != p.from && self.replicas[i].connected {
-                    self.input(i, Input::Message(p.kind));
-                }
+            self.deliver_one(&p);
+        }
+    }
+
+    fn deliver_one(&mut self, p: &Published) {
+        for i in 0..self.replicas.len() {
+            if Sim::name(i) != p.from && self.replicas[i].connected {
+                self.input(i, Input::Message(p.kind));
             }
         }
     }
@@ -800,6 +813,31 @@ impl Sim {
                 let p = self.store.control("ops", "db", kind);
                 self.inbox.push(p);
             }
+            Op::Forge(kind) => self.inbox.push(Published {
+                from: "evil".into(),
+                kind,
+            }),
+            Op::Replay(n) => {
+                if !self.sent.is_empty() {
+                    let p = self.sent[n % self.sent.len()].clone();
+                    self.inbox.push(p);
+                }
+            }
+            Op::DeliverLast => {
+                if let Some(p) = self.inbox.pop() {
+                    self.deliver_one(&p);
+                }
+            }
+        }
+        // Whatever reached the channel may be replayed.
+        for p in &self.inbox {
+            if !self
+                .sent
+                .iter()
+                .any(|s| s.from == p.from && s.kind == p.kind)
+            {
+                self.sent.push(p.clone());
+            }
         }
         self.check();
     }
@@ -816,8 +854,59 @@ fn op(n: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        4 => (0u64..=31_536_000_000).prop_map(|n| Kind::Trip { remaining: ms(n) }),
+        2 => Just(Kind::Close),
+        1 => Just(Kind::ForceOpen),
+        1 => Just(Kind::Disable),
+        1 => Just(Kind::Reset),
+    ]
+}
+
+/// A fleet under attack: the protocol's ops, and a stranger forging,
+/// replaying and reordering messages on the channel.
+fn hostile(n: usize) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => op(n),
+        2 => kind().prop_map(Op::Forge),
+        1 => any::<usize>().prop_map(Op::Replay),
+        1 => Just(Op::DeliverLast),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Whatever a stranger sends, replays or reorders: once the store holds
+    /// no trip, every connected node is closed within two syncs (the
+    /// messages still in flight lost), unless its own breaker opened
+    /// since (quorum 1: its own trips reach the store when told).
+    #[test]
+    fn forged_replayed_and_reordered_messages_are_undone_within_two_syncs(
+        ops in proptest::collection::vec(hostile(3), 1..200),
+    ) {
+        let mut sim = Sim::new(3, 1, false);
+        for op in &ops {
+            sim.step(op);
+        }
+        sim.inbox.clear();
+        for i in 0..3 {
+            sim.step(&Op::Link(i, true));
+        }
+        for _ in 0..2 {
+            sim.step(&Op::Advance(100));
+            for i in 0..3 {
+                sim.step(&Op::Sync(i));
+            }
+        }
+        let now = sim.now();
+        if !sim.store.holds_trip(now, "db") {
+            for (i, r) in sim.replicas.iter().enumerate() {
+                prop_assert_eq!(r.breaker.peek().0, State::Closed, "node {}", i);
+            }
+        }
+    }
 
     /// Whatever happens: the gate is Local exactly while disconnected; a
     /// node whose trip opened the fleet, or whose close the store took,
