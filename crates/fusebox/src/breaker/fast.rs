@@ -483,6 +483,14 @@ impl Inner {
         })
     }
 
+    /// A permit given up without a verdict (see [`Core::release`]); tells
+    /// the transition if the half-open deadline had passed.
+    #[inline(never)]
+    pub(crate) fn release(&self, ticket: Ticket) {
+        let t = self.core.release(ticket, &LazyNow::new(self));
+        self.emit(t);
+    }
+
     #[inline(never)]
     fn tell_call(&self, outcome: Outcome, slow: bool, elapsed: Option<Nanos>) {
         let call = CallEvent {
