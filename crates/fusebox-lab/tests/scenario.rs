@@ -136,6 +136,16 @@ fn fusebox_keys_are_the_librarys_and_checked_by_it() {
         ("failure_rate = 1.5", "strategy.failure_rate", "(0, 1]"),
         ("open_for = \"30h\"", "strategy.open_for", "24h"),
         (
+            "half_open_max_wait = \"30h\"",
+            "strategy.half_open_max_wait",
+            "24h",
+        ),
+        (
+            "half_open_max_wait = \"0s\"",
+            "strategy.half_open_max_wait",
+            "above zero",
+        ),
+        (
             "failure_rate = 0.5\ncount_window = 20\nmin_calls = 21",
             "strategy.min_calls",
             "min_calls",

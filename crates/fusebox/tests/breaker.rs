@@ -270,6 +270,195 @@ fn dropped_probe_frees_its_slot_and_counts_nothing() {
     assert_eq!(b.state(), State::Closed);
 }
 
+/// A breaker with one probe, `open_for(100 ms)`, and a half-open deadline of
+/// `wait` ms (none if `None`), tripped and then half-open at 100 ms with one
+/// probe out (returned) that will not answer by itself.
+fn stuck_probe(
+    wait: Option<u64>,
+    probes: u32,
+) -> (CircuitBreaker, ManualClock, Log, fusebox::Permit) {
+    let clock = ManualClock::new();
+    let log = Log::default();
+    let mut builder = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_for(ms(100))
+        .half_open_probes(probes)
+        .clock(clock.clone())
+        .listener(log.clone());
+    if let Some(wait) = wait {
+        builder = builder.half_open_max_wait(ms(wait));
+    }
+    let b = builder.build().unwrap();
+    fail(&b).unwrap_err();
+    clock.advance(ms(100));
+    let probe = b.try_acquire().unwrap();
+    assert_eq!(b.state(), State::HalfOpen);
+    (b, clock, log, probe)
+}
+
+fn reasons(log: &Log) -> Vec<Reason> {
+    log.0.lock().unwrap().iter().map(|t| t.reason).collect()
+}
+
+#[test]
+fn a_probe_past_half_open_max_wait_counts_as_failed_and_the_breaker_recovers() {
+    let (b, clock, log, stuck) = stuck_probe(Some(50), 1);
+    clock.set(ms(149));
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!((r.state(), r.retry_after()), (State::HalfOpen, Some(ms(0))));
+    clock.set(ms(150)); // the probe has been out for 50 ms
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(r.state(), State::Open, "the next call finds it reopened");
+    assert_eq!(r.retry_after(), Some(ms(100)), "a new open period from now");
+    let last = *log.0.lock().unwrap().last().unwrap();
+    assert_eq!((last.from, last.to), (State::HalfOpen, State::Open));
+    assert_eq!((last.reason, last.at), (Reason::ProbeTimedOut, ms(150)));
+    assert_eq!(last.reason.as_str(), "probe_timed_out");
+    assert_eq!(b.probes_in_flight(), 0);
+    // Later the breaker probes again and closes.
+    clock.set(ms(250));
+    let probe = b
+        .try_acquire()
+        .expect("half-open again: the slot came back");
+    probe.success();
+    assert_eq!(b.state(), State::Closed);
+    // The stuck probe's verdict, whenever it comes, changes nothing.
+    stuck.failure();
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(
+        reasons(&log),
+        [
+            Reason::ConsecutiveFailures { count: 1 },
+            Reason::CooldownElapsed,
+            Reason::ProbeTimedOut,
+            Reason::CooldownElapsed,
+            Reason::ProbesSucceeded { successes: 1 },
+        ]
+    );
+}
+
+#[test]
+fn a_late_success_of_a_timed_out_probe_cannot_close_the_new_open_period() {
+    let (b, clock, _, stuck) = stuck_probe(Some(50), 1);
+    clock.set(ms(160));
+    assert_eq!(b.state(), State::Open, "state() finds the deadline passed");
+    let generation = b.snapshot().generation;
+    stuck.success();
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(b.snapshot().generation, generation, "stale: nothing moved");
+    clock.set(ms(259));
+    assert_eq!(b.state(), State::Open, "the open period is not cut short");
+    clock.set(ms(260));
+    assert_eq!(b.state(), State::HalfOpen);
+}
+
+#[test]
+fn a_probe_answering_after_the_deadline_is_too_late_even_with_no_call_between() {
+    let (b, clock, log, stuck) = stuck_probe(Some(50), 1);
+    clock.set(ms(170)); // nothing happened since the probe went out
+    stuck.success();
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(reasons(&log).last(), Some(&Reason::ProbeTimedOut));
+    assert_eq!(log.at().last(), Some(&ms(170)));
+
+    // The same for a probe dropped after the deadline.
+    let (b, clock, log, stuck) = stuck_probe(Some(50), 1);
+    clock.set(ms(150));
+    drop(stuck);
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(reasons(&log).last(), Some(&Reason::ProbeTimedOut));
+}
+
+#[test]
+fn a_probe_answering_before_the_deadline_decides_as_usual() {
+    let (b, clock, _, probe) = stuck_probe(Some(50), 1);
+    clock.set(ms(149));
+    probe.success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn the_wait_runs_while_probes_are_out_without_a_break() {
+    let (b, clock, log, first) = stuck_probe(Some(50), 2);
+    clock.set(ms(140));
+    let second = b.try_acquire().unwrap();
+    first.ignore(); // one probe still out: the wait goes on from 100 ms
+    clock.set(ms(150));
+    assert_eq!(b.state(), State::Open);
+    assert_eq!(reasons(&log).last(), Some(&Reason::ProbeTimedOut));
+    second.success();
+    assert_eq!(b.state(), State::Open);
+
+    // With no probe out the wait starts again at the next probe.
+    let (b, clock, _, first) = stuck_probe(Some(50), 1);
+    clock.set(ms(140));
+    drop(first);
+    clock.set(ms(500)); // half-open, idle, long past 100 + 50 ms
+    assert_eq!(
+        b.state(),
+        State::HalfOpen,
+        "no probe out: nothing to time out"
+    );
+    let probe = b.try_acquire().unwrap();
+    clock.set(ms(549));
+    assert_eq!(b.state(), State::HalfOpen);
+    probe.success();
+    assert_eq!(b.state(), State::Closed);
+}
+
+#[test]
+fn a_timed_out_probe_grows_the_open_backoff_like_a_failed_one() {
+    let clock = ManualClock::new();
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_backoff(ms(100), 2.0, ms(1000))
+        .half_open_max_wait(ms(10))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    fail(&b).unwrap_err();
+    clock.advance(ms(100));
+    let _stuck = b.try_acquire().unwrap();
+    clock.advance(ms(10));
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(r.retry_after(), Some(ms(200)), "the second open period");
+}
+
+#[test]
+fn without_half_open_max_wait_a_probe_holds_its_slot_for_ever() {
+    let (b, clock, log, stuck) = stuck_probe(None, 1);
+    clock.set(ms(1_000_000_000));
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(r.state(), State::HalfOpen, "still waiting for the probe");
+    assert_eq!(b.state(), State::HalfOpen);
+    assert_eq!(b.probes_in_flight(), 1);
+    stuck.success(); // however late, it decides
+    assert_eq!(b.state(), State::Closed);
+    assert!(!reasons(&log).contains(&Reason::ProbeTimedOut));
+}
+
+#[test]
+fn reconfigure_sets_a_deadline_for_probes_already_out() {
+    let (b, clock, log, _stuck) = stuck_probe(None, 1);
+    clock.set(ms(10_000));
+    assert_eq!(b.state(), State::HalfOpen);
+    b.reconfigure(
+        CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .open_for(ms(100))
+            .half_open_max_wait(ms(5_000)),
+    )
+    .unwrap();
+    assert_eq!(b.config().half_open_max_wait, Some(ms(5_000)));
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(
+        r.state(),
+        State::Open,
+        "out since 100 ms: past the new deadline"
+    );
+    assert_eq!(reasons(&log).last(), Some(&Reason::ProbeTimedOut));
+}
+
 #[test]
 fn ignored_results_count_for_nothing() {
     let (b, clock, _) = consecutive(1, 100);
@@ -639,6 +828,10 @@ fn config_errors_name_the_field() {
         (
             CircuitBreaker::builder().consecutive_failures(0),
             "consecutive_failures",
+        ),
+        (
+            CircuitBreaker::builder().half_open_max_wait(Duration::ZERO),
+            "half_open_max_wait",
         ),
         (CircuitBreaker::builder().failure_rate(0.0), "failure_rate"),
         (CircuitBreaker::builder().failure_rate(1.01), "failure_rate"),

@@ -74,6 +74,35 @@ fn stale_success_racing_a_failed_probe() {
     });
 }
 
+/// The late success of a probe past `half_open_max_wait`, racing a call
+/// that finds the deadline passed: whichever comes first times the probe
+/// out, exactly once (one more transition, HalfOpen -> Open), its slot comes
+/// back, and the success, too late either way, closes nothing.
+#[test]
+fn late_probe_verdict_racing_the_half_open_deadline() {
+    loom::model(|| {
+        let clock = ManualClock::new();
+        let b = CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .open_for(Duration::from_millis(1))
+            .half_open_max_wait(Duration::from_millis(1))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        b.call(|| Err::<(), _>(())).unwrap_err();
+        clock.advance(Duration::from_millis(1));
+        let probe = b.try_acquire().unwrap();
+        clock.advance(Duration::from_millis(1));
+        let t = thread::spawn(move || probe.success());
+        let rejected = b.try_acquire().unwrap_err();
+        t.join().unwrap();
+        assert_eq!(rejected.state(), State::Open);
+        assert_eq!(b.state(), State::Open);
+        assert_eq!(b.snapshot().generation, 3, "trip, half-open, one timeout");
+        assert_eq!(b.probes_in_flight(), 0);
+    });
+}
+
 /// Two failures racing to trip: exactly one transition, and the open period
 /// is set once.
 #[test]

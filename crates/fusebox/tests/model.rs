@@ -191,10 +191,17 @@ fn backoff() -> impl Strategy<Value = Open> {
         })
 }
 
-/// The settings every policy shares: open period, probes, successes.
+/// The settings every policy shares: open period, probes, successes, the
+/// half-open deadline (unset two times in three).
 fn base(open: impl Strategy<Value = Open>) -> impl Strategy<Value = Spec> {
-    (open, prop::option::of(1u32..=3), prop::option::of(1u32..=3)).prop_map(
-        |(open, probes, successes)| Spec {
+    let max_wait = prop_oneof![2 => Just(None), 1 => (1u64..=30).prop_map(|m| Some(m * MS))];
+    (
+        open,
+        prop::option::of(1u32..=3),
+        prop::option::of(1u32..=3),
+        max_wait,
+    )
+        .prop_map(|(open, probes, successes, max_wait)| Spec {
             consecutive: None,
             failure_rate: None,
             count_window: None,
@@ -205,8 +212,8 @@ fn base(open: impl Strategy<Value = Open>) -> impl Strategy<Value = Spec> {
             open,
             probes,
             successes,
-        },
-    )
+            max_wait,
+        })
 }
 
 /// A count window of 1..=8 calls with `min_calls` unset or within it.
@@ -515,6 +522,7 @@ fn sequences_reach_every_transition() {
         "FailureRate from Closed",
         "Manual from Open",
         "ProbeFailed from HalfOpen",
+        "ProbeTimedOut from HalfOpen",
         "ProbesSucceeded from HalfOpen",
         "SlowCallRate from Closed",
         "SlowCallRate from HalfOpen",

@@ -585,6 +585,13 @@ fn programmatic_config_errors_name_the_key() {
         ),
         (
             BreakerConfig {
+                half_open_max_wait: Some(Duration::ZERO),
+                ..Default::default()
+            },
+            "half_open_max_wait",
+        ),
+        (
+            BreakerConfig {
                 failure_rate: Some(0.5),
                 count_window: Some(10),
                 time_window: Some(Duration::from_secs(10)),
@@ -907,6 +914,73 @@ failure_rate = 0.3
         assert_eq!(db.config().open_for, Some(Duration::from_secs(90)));
         fail(&db, 1);
         assert_eq!(db.state(), State::Open);
+    }
+
+    #[test]
+    fn half_open_max_wait_from_toml_and_yaml_inherits_and_reloads_in_place() {
+        let toml = r#"
+[defaults.breaker]
+half_open_max_wait = "5s"
+
+[breakers.db]
+consecutive_failures = 1
+open_for = "10s"
+"#;
+        let config = FuseboxConfig::from_toml(toml).unwrap();
+        let db = config.breaker_config("db").settings;
+        assert_eq!(
+            db.half_open_max_wait,
+            Some(Duration::from_secs(5)),
+            "inherited"
+        );
+        let yaml = "
+defaults:
+  breaker:
+    half_open_max_wait: 5s
+breakers:
+  db:
+    consecutive_failures: 1
+    open_for: 10s
+";
+        assert_eq!(FuseboxConfig::from_yaml(yaml).unwrap(), config);
+
+        let err =
+            FuseboxConfig::from_toml("[breakers.db]\n\nhalf_open_max_wait = \"0s\"\n").unwrap_err();
+        assert_eq!(err.key(), "breakers.db.half_open_max_wait", "{err}");
+        assert_eq!(err.line(), Some(3), "{err}");
+        assert!(err.message().contains("above zero"), "{err}");
+        let err = FuseboxConfig::from_yaml("breakers:\n  db:\n    half_open_max_wait: -5s\n")
+            .unwrap_err();
+        assert_eq!(err.key(), "breakers.db.half_open_max_wait", "{err}");
+        assert_eq!(err.line(), Some(3), "{err}");
+
+        // The breaker the registry builds has the deadline ...
+        let clock = ManualClock::new();
+        let fusebox = Fusebox::builder()
+            .config(config)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let b = fusebox.breaker("db");
+        fail(&b, 1);
+        clock.advance(Duration::from_secs(10));
+        let _stuck = b.try_acquire().unwrap();
+        clock.advance(Duration::from_secs(5));
+        assert_eq!(b.try_acquire().unwrap_err().state(), State::Open);
+        // ... and a reload that drops it puts the old behaviour back in place.
+        fusebox
+            .reload(
+                FuseboxConfig::from_toml(
+                    "[breakers.db]\nconsecutive_failures = 1\nopen_for = \"10s\"\n",
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        assert_eq!(b.config().half_open_max_wait, None);
+        clock.advance(Duration::from_secs(10));
+        let _stuck = b.try_acquire().unwrap();
+        clock.advance(Duration::from_secs(3600));
+        assert_eq!(b.try_acquire().unwrap_err().state(), State::HalfOpen);
     }
 
     #[test]

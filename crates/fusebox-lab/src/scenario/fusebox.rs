@@ -3,8 +3,9 @@
 //! its own [`BreakerConfig::validate`], under its own key names
 //! (`consecutive_failures`, `failure_rate`, `count_window`, `time_window`,
 //! `buckets`, `min_calls`, `slow_call_duration`, `slow_call_rate`, `open_for`,
-//! `open_backoff`, `half_open_probes`, `successes_to_close`). The lab adds
-//! only its limit on durations (a day) and where in the file a bad key is.
+//! `open_backoff`, `half_open_probes`, `successes_to_close`,
+//! `half_open_max_wait`). The lab adds only its limit on durations (a day)
+//! and where in the file a bad key is.
 
 use super::duration;
 use super::error::{Ctx, ScenarioError};
@@ -28,7 +29,7 @@ fn read(keys: &[Key<'_>]) -> Result<BreakerConfig, toml::de::Error> {
 }
 
 /// Every duration of `c`, by key.
-fn durations(c: &BreakerConfig) -> [(&'static str, Option<Duration>); 6] {
+fn durations(c: &BreakerConfig) -> [(&'static str, Option<Duration>); 7] {
     [
         ("failures_within", c.failures_within.map(|f| f.within)),
         ("time_window", c.time_window),
@@ -36,6 +37,7 @@ fn durations(c: &BreakerConfig) -> [(&'static str, Option<Duration>); 6] {
         ("open_for", c.open_for),
         ("open_backoff", c.open_backoff.map(|b| b.initial)),
         ("open_backoff", c.open_backoff.map(|b| b.max)),
+        ("half_open_max_wait", c.half_open_max_wait),
     ]
 }
 

@@ -349,6 +349,7 @@ breaker_config! {
 /// open_backoff = { initial = "1s", factor = 2.0, max = "5m" }
 /// half_open_probes = 3
 /// successes_to_close = 2
+/// half_open_max_wait = "5s"
 /// ```
 ///
 /// # Examples
@@ -432,6 +433,16 @@ pub struct BreakerConfig {
     /// Probe successes that close the breaker.
     #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
     pub successes_to_close: Option<u32>,
+    /// Probes out this long without an answer count as failed and the
+    /// breaker reopens (unset: no deadline).
+    #[cfg_attr(
+        feature = "config",
+        serde(
+            with = "crate::duration::serde_str::option",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
+    pub half_open_max_wait: Option<Duration>,
     /// Enforce (the default), shadow (decide and report, but let every call
     /// through) or off (admit everything, count nothing): see [`Mode`].
     #[cfg_attr(feature = "config", serde(skip_serializing_if = "Option::is_none"))]
@@ -488,6 +499,7 @@ impl BreakerConfig {
             open_backoff: open_src.open_backoff,
             half_open_probes: self.half_open_probes.or(base.half_open_probes),
             successes_to_close: self.successes_to_close.or(base.successes_to_close),
+            half_open_max_wait: self.half_open_max_wait.or(base.half_open_max_wait),
             mode: self.mode.or(base.mode),
         }
     }
@@ -700,6 +712,10 @@ impl BreakerConfig {
         };
         let probes = rule::count("half_open_probes", self.half_open_probes.unwrap_or(1))?;
         let successes = rule::count("successes_to_close", self.successes_to_close.unwrap_or(1))?;
+        let max_wait = self
+            .half_open_max_wait
+            .map(|d| rule::period("half_open_max_wait", d).map(nanos))
+            .transpose()?;
         Ok(Settings {
             rules: Rules {
                 consecutive,
@@ -715,6 +731,7 @@ impl BreakerConfig {
             probes,
             successes,
             mode: self.mode.unwrap_or_default(),
+            max_wait,
         })
     }
 
@@ -762,6 +779,7 @@ impl BreakerConfig {
             open_backoff,
             half_open_probes: Some(settings.probes),
             successes_to_close: Some(settings.successes),
+            half_open_max_wait: settings.max_wait.map(d),
             mode: Some(settings.mode),
         }
     }
@@ -788,6 +806,7 @@ impl From<BreakerConfig> for Builder {
 /// | `open_for` | 30 s, fixed |
 /// | `half_open_probes` | 1 |
 /// | `successes_to_close` | 1 |
+/// | `half_open_max_wait` | none: a probe may take as long as it takes |
 /// | `mode` | [`Mode::Enforce`] |
 /// | clock | [`MonotonicClock`] |
 /// | listeners | none (no cost) |
@@ -1098,6 +1117,61 @@ impl Builder {
     /// ```
     pub fn successes_to_close(mut self, s: u32) -> Self {
         self.config.successes_to_close = Some(s);
+        self
+    }
+
+    /// Gives half-open probes a deadline (default: none). A probe that
+    /// never answers and is never dropped (a call stuck on a dead
+    /// connection with no timeout of its own) holds its slot forever, and
+    /// the breaker can then neither close nor reopen. With a deadline, once
+    /// probes have been out for `wait` without a break, they count as
+    /// failed: the breaker reopens for a new open period, as for a failed
+    /// probe (with [`Reason::ProbeTimedOut`](crate::Reason::ProbeTimedOut)),
+    /// their slots come back, and their verdicts, whenever they come,
+    /// change nothing.
+    ///
+    /// The wait runs from the admission of a probe while none was out,
+    /// until none is out again. It is checked when something happens in
+    /// half-open (a call asks to be admitted, a probe answers or is
+    /// dropped, [`state`](CircuitBreaker::state) or
+    /// [`snapshot`](CircuitBreaker::snapshot) is read); no timer runs. A
+    /// probe that answers after the deadline is too late even when nothing
+    /// happened in between. It costs nothing outside half-open.
+    ///
+    /// Zero is refused; leave it unset for no deadline. In a config file:
+    /// `half_open_max_wait = "5s"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CircuitBreaker, ManualClock, Reason, State};
+    /// use std::sync::{Arc, Mutex};
+    /// use std::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let reasons = Arc::new(Mutex::new(Vec::new()));
+    /// let log = reasons.clone();
+    /// let breaker = CircuitBreaker::builder()
+    ///     .consecutive_failures(1)
+    ///     .open_for(Duration::from_secs(10))
+    ///     .half_open_max_wait(Duration::from_secs(5))
+    ///     .clock(clock.clone())
+    ///     .on_transition(move |t| log.lock().unwrap().push(t.reason))
+    ///     .build()?;
+    /// let _ = breaker.call(|| Err::<(), _>("down"));
+    /// clock.advance(Duration::from_secs(10));
+    /// let stuck = breaker.try_acquire().expect("half-open: the probe");
+    /// clock.advance(Duration::from_secs(5));
+    /// // The probe never answered: the next call finds the breaker open again.
+    /// let rejected = breaker.try_acquire().unwrap_err();
+    /// assert_eq!(rejected.state(), State::Open);
+    /// assert_eq!(reasons.lock().unwrap().last(), Some(&Reason::ProbeTimedOut));
+    /// stuck.success(); // too late: changes nothing
+    /// assert_eq!(breaker.state(), State::Open);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn half_open_max_wait(mut self, wait: Duration) -> Self {
+        self.config.half_open_max_wait = Some(wait);
         self
     }
 

@@ -483,6 +483,23 @@ impl Inner {
         })
     }
 
+    /// A permit given up without a verdict (see [`Core::release`]): only a
+    /// probe's frees anything.
+    #[inline]
+    pub(crate) fn release(&self, ticket: Ticket) {
+        if ticket.kind == Kind::Probe {
+            self.release_probe(ticket);
+        }
+    }
+
+    /// A probe given up without a verdict; tells the transition if the
+    /// half-open deadline had passed.
+    #[inline(never)]
+    fn release_probe(&self, ticket: Ticket) {
+        let t = self.core.release(ticket, &LazyNow::new(self));
+        self.emit(t);
+    }
+
     #[inline(never)]
     fn tell_call(&self, outcome: Outcome, slow: bool, elapsed: Option<Nanos>) {
         let call = CallEvent {

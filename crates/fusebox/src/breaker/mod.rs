@@ -52,7 +52,9 @@ use std::time::Duration;
 ///   neither extend the open period nor close a breaker it no longer belongs to.
 /// - Counters are empty after every transition to Closed.
 /// - Half-open admits at most `half_open_probes` calls at once, closes after
-///   `successes_to_close` successes, and reopens on any failed probe.
+///   `successes_to_close` successes, and reopens on any failed probe. With
+///   [`half_open_max_wait`](Builder::half_open_max_wait), probes out that
+///   long without an answer count as failed too.
 ///
 /// # Examples
 ///
@@ -132,7 +134,10 @@ impl CircuitBreaker {
     ///   new settings decide everything after it (half-open probes, closing,
     ///   the length of the next open period).
     /// - Half-open: the new probe limit and `successes_to_close` apply from
-    ///   the next admission and verdict.
+    ///   the next admission and verdict; a new `half_open_max_wait` applies
+    ///   to the probes already out too (their wait counts from when they
+    ///   went out), so setting one frees a half-open breaker stuck on a
+    ///   probe that will never answer.
     /// - Forced open and disabled stay so.
     /// - The settings replace those in force whole: one they leave unset
     ///   takes its default, the [`Mode`] too (unset is `Enforce`; to change
@@ -450,7 +455,9 @@ impl CircuitBreaker {
     }
 
     /// The current state. An open breaker whose open period is over becomes
-    /// half-open here (and its listeners hear of it).
+    /// half-open here, and a half-open one whose probes are past
+    /// [`half_open_max_wait`](Builder::half_open_max_wait) reopens here
+    /// (and its listeners hear of it).
     ///
     /// # Examples
     ///
@@ -622,7 +629,7 @@ impl CircuitBreaker {
     /// An [`admit`](Self::admit)ted call that will have no verdict (a
     /// cancelled future): frees its probe slot, counts nothing.
     pub(crate) fn release(&self, ticket: Ticket) {
-        self.inner.core.release(ticket);
+        self.inner.release(ticket);
     }
 
     /// The breaker's state machine, for the protocol's tests.

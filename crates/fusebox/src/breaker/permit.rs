@@ -138,7 +138,7 @@ impl Drop for Permit {
 impl Permit {
     #[inline(never)]
     fn release(&self) {
-        self.inner.core.release(self.ticket());
+        self.inner.release(self.ticket());
     }
 }
 
@@ -199,7 +199,7 @@ impl CallGuard<'_> {
         if self.running {
             self.inner.finish(self.ticket, Outcome::Failure);
         } else {
-            self.inner.core.release(self.ticket);
+            self.inner.release(self.ticket);
         }
     }
 }

@@ -376,6 +376,10 @@ pub enum Reason {
     CooldownElapsed,
     /// A probe failed (HalfOpen -> Open).
     ProbeFailed,
+    /// Probes went unanswered for longer than
+    /// [`half_open_max_wait`](crate::Builder::half_open_max_wait) and count as
+    /// failed (HalfOpen -> Open).
+    ProbeTimedOut,
     /// Enough probes succeeded (HalfOpen -> Closed).
     ProbesSucceeded {
         /// Successful probes in this half-open period.
@@ -391,8 +395,8 @@ pub enum Reason {
 impl Reason {
     /// The reason's name in lower snake case, as in traces and metrics:
     /// `consecutive_failures`, `failure_rate`, `slow_call_rate`,
-    /// `failures_within`, `cooldown_elapsed`, `probe_failed`, `probes_succeeded`, `manual`,
-    /// `remote`.
+    /// `failures_within`, `cooldown_elapsed`, `probe_failed`, `probe_timed_out`,
+    /// `probes_succeeded`, `manual`, `remote`.
     ///
     /// # Examples
     ///
@@ -400,6 +404,7 @@ impl Reason {
     /// use fusebox::Reason;
     /// assert_eq!(Reason::Remote.as_str(), "remote");
     /// assert_eq!(Reason::FailureRate { rate: 0.5 }.as_str(), "failure_rate");
+    /// assert_eq!(Reason::ProbeTimedOut.as_str(), "probe_timed_out");
     /// ```
     pub const fn as_str(&self) -> &'static str {
         match self {
@@ -409,6 +414,7 @@ impl Reason {
             Reason::FailuresWithin { .. } => "failures_within",
             Reason::CooldownElapsed => "cooldown_elapsed",
             Reason::ProbeFailed => "probe_failed",
+            Reason::ProbeTimedOut => "probe_timed_out",
             Reason::ProbesSucceeded { .. } => "probes_succeeded",
             Reason::Manual => "manual",
             Reason::Remote => "remote",
@@ -437,6 +443,7 @@ impl fmt::Display for Reason {
             ),
             Reason::CooldownElapsed => f.write_str("open period elapsed"),
             Reason::ProbeFailed => f.write_str("a probe failed"),
+            Reason::ProbeTimedOut => f.write_str("a probe went unanswered for too long"),
             Reason::ProbesSucceeded { successes } => write!(f, "{successes} probes succeeded"),
             Reason::Manual => f.write_str("manual control"),
             Reason::Remote => f.write_str("decided by the fleet"),

@@ -30,6 +30,8 @@ pub struct Spec {
     pub open: Open,
     pub probes: Option<u32>,
     pub successes: Option<u32>,
+    /// `half_open_max_wait` in ns.
+    pub max_wait: Option<u64>,
 }
 
 /// `open_for` or `open_backoff`, in ns.
@@ -79,6 +81,9 @@ impl Spec {
         if let Some(s) = self.successes {
             b = b.successes_to_close(s);
         }
+        if let Some(wait) = self.max_wait {
+            b = b.half_open_max_wait(ns(wait));
+        }
         b
     }
 }
@@ -94,6 +99,8 @@ struct Rules {
     open: Open,
     probes: u32,
     successes: u32,
+    /// "default: none"
+    max_wait: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -140,6 +147,7 @@ impl Rules {
             open: spec.open,
             probes: spec.probes.unwrap_or(1),
             successes: spec.successes.unwrap_or(1),
+            max_wait: spec.max_wait,
         }
     }
 
@@ -262,6 +270,8 @@ pub struct Model {
     /// Trips since the last close (drives the backoff).
     trips: u32,
     in_flight: u32,
+    /// Since when probes have been out without a break (while `in_flight > 0`).
+    out_since: Option<u64>,
     /// The most probes ever in flight at once (for coverage checks).
     most_in_flight: u32,
     probe_successes: u32,
@@ -287,6 +297,7 @@ impl Model {
             window: VecDeque::new(),
             trips: 0,
             in_flight: 0,
+            out_since: None,
             most_in_flight: 0,
             probe_successes: 0,
             probe_slow: 0,
@@ -352,6 +363,7 @@ impl Model {
         self.window.clear();
         self.trips = 0;
         self.in_flight = 0;
+        self.out_since = None;
         self.probe_successes = 0;
         self.probe_slow = 0;
         self.move_to(State::Closed, reason);
@@ -363,9 +375,44 @@ impl Model {
         if self.state == State::Open && self.now >= self.open_until {
             // "Each half-open period judges only its own probes."
             self.in_flight = 0;
+            self.out_since = None;
             self.probe_successes = 0;
             self.probe_slow = 0;
             self.move_to(State::HalfOpen, Reason::CooldownElapsed);
+        }
+    }
+
+    /// `half_open_max_wait`: "once probes have been out for wait without a
+    /// break, they count as failed: the breaker reopens for a new open
+    /// period, as for a failed probe, their slots come back, and their
+    /// verdicts, whenever they come, change nothing"; "the wait runs from
+    /// the admission of a probe while none was out, until none is out
+    /// again"; checked "when something happens in half-open". Whether it
+    /// fired.
+    fn expire(&mut self) -> bool {
+        let (Some(since), Some(wait)) = (self.out_since, self.rules.max_wait) else {
+            return false;
+        };
+        if self.state != State::HalfOpen || self.now < since.saturating_add(wait) {
+            return false;
+        }
+        self.in_flight = 0;
+        self.out_since = None;
+        self.open(Reason::ProbeTimedOut);
+        true
+    }
+
+    /// The lazy steps: Open -> HalfOpen, then the half-open deadline.
+    fn lazy(&mut self) {
+        self.cool_down();
+        self.expire();
+    }
+
+    /// A probe of the current half-open period ends (verdict or drop).
+    fn end_probe(&mut self) {
+        self.in_flight -= 1;
+        if self.in_flight == 0 {
+            self.out_since = None;
         }
     }
 
@@ -379,7 +426,7 @@ impl Model {
 
     /// `try_acquire`.
     pub fn acquire(&mut self) -> Result<Ticket, Rejection> {
-        self.cool_down();
+        self.lazy();
         // The docs are silent on this one (it matters only when a
         // reconfigure adds slow_calls while a call runs): the breaker times a
         // call when, at its admission, a slow-call policy or a listener
@@ -403,6 +450,9 @@ impl Model {
             // "at most half_open_probes calls at once"; "zero in half-open"
             State::HalfOpen => {
                 if self.in_flight < self.rules.probes {
+                    if self.in_flight == 0 {
+                        self.out_since = Some(self.now);
+                    }
                     self.in_flight += 1;
                     self.most_in_flight = self.most_in_flight.max(self.in_flight);
                     Ok(ticket(Kind::Probe))
@@ -524,7 +574,12 @@ impl Model {
                 if !self.is_live_probe(&ticket) {
                     return;
                 }
-                self.in_flight -= 1;
+                // "A probe that answers after the deadline is too late even
+                // when nothing happened in between."
+                if self.expire() {
+                    return;
+                }
+                self.end_probe();
                 match outcome {
                     // "counts for nothing (but its probe slot, if any, is freed)"
                     Outcome::Ignore => {}
@@ -559,14 +614,14 @@ impl Model {
     /// A permit dropped without a verdict: "changes no counter and frees its
     /// half-open probe slot".
     pub fn release(&mut self, ticket: Ticket) {
-        if self.is_live_probe(&ticket) {
-            self.in_flight -= 1;
+        if self.is_live_probe(&ticket) && !self.expire() {
+            self.end_probe();
         }
     }
 
-    /// `state()`: the lazy step, then the state.
+    /// `state()`: the lazy steps, then the state.
     pub fn state(&mut self) -> State {
-        self.cool_down();
+        self.lazy();
         self.state
     }
 
@@ -574,7 +629,7 @@ impl Model {
     /// without a window; `consecutive_failures` is kept by the consecutive
     /// policy only.
     pub fn snapshot(&mut self) -> Figures {
-        self.cool_down();
+        self.lazy();
         let (calls, failures, slow) = if self.rules.window.is_some() {
             self.totals()
         } else {
@@ -609,6 +664,7 @@ impl Model {
 
     fn manual(&mut self, to: State) {
         self.in_flight = 0;
+        self.out_since = None;
         self.probe_successes = 0;
         self.probe_slow = 0;
         self.trips = 0;

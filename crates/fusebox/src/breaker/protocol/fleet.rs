@@ -16,7 +16,7 @@ impl Core {
         let until = now.saturating_add(remaining);
         match w.state() {
             State::Closed | State::HalfOpen => {
-                slow.probes_in_flight = 0;
+                slow.clear_probes();
                 // Relaxed: published by the Release store of the word.
                 self.open_until.store(until, Ordering::Relaxed);
                 Some(self.publish(w, State::Open, now, Reason::Remote))

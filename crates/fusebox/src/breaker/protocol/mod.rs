@@ -118,11 +118,40 @@ pub(crate) enum Kind {
 #[derive(Debug, Default)]
 struct Slow {
     probes_in_flight: u32,
+    /// Since when probes have been out without a break: set when a probe is
+    /// admitted with none in flight, cleared when none is left (`Some`
+    /// exactly while `probes_in_flight > 0` in half-open). What the
+    /// half-open deadline ([`Settings::max_wait`]) counts from.
+    probes_out_since: Option<Nanos>,
     probe_successes: u32,
     /// Slow successful probes in this half-open period.
     probe_slow: u32,
     /// Trips since the breaker last closed (drives the open backoff).
     trips: u32,
+}
+
+impl Slow {
+    /// A probe admitted at `now`.
+    fn take_probe(&mut self, now: Nanos) {
+        if self.probes_in_flight == 0 {
+            self.probes_out_since = Some(now);
+        }
+        self.probes_in_flight += 1;
+    }
+
+    /// A probe of the half-open period in force finished (or was dropped).
+    fn end_probe(&mut self) {
+        self.probes_in_flight = self.probes_in_flight.saturating_sub(1);
+        if self.probes_in_flight == 0 {
+            self.probes_out_since = None;
+        }
+    }
+
+    /// No probe out: a new half-open period, or one that ended.
+    fn clear_probes(&mut self) {
+        self.probes_in_flight = 0;
+        self.probes_out_since = None;
+    }
 }
 
 /// Validated breaker settings, as the state machine needs them.
@@ -133,6 +162,10 @@ pub(crate) struct Settings {
     pub(crate) probes: u32,
     pub(crate) successes: u32,
     pub(crate) mode: Mode,
+    /// The half-open deadline: probes out for this long without a break
+    /// count as failed (`None`: no deadline). Last, so the fields the hot
+    /// path reads keep their places.
+    pub(crate) max_wait: Option<Nanos>,
 }
 
 /// The settings in force and their rules armed with their cells, replaced
@@ -475,7 +508,7 @@ impl Core {
     /// step, probe slots, and any state that changed in between.
     pub(crate) fn admit(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
         let mut slow = lock(&self.slow);
-        let (w, transition) = self.cool_down(&mut slow, now);
+        let (w, transition) = self.due(&mut slow, now);
         let ticket = |kind| Ticket {
             generation: w.generation(),
             kind,
@@ -500,7 +533,7 @@ impl Core {
                     let retry = self.deny_retry.load(Ordering::Relaxed);
                     Err(self.reject(State::HalfOpen, Some(retry)))
                 } else if slow.probes_in_flight < self.live.load().settings.probes {
-                    slow.probes_in_flight += 1;
+                    slow.take_probe(now);
                     Ok(ticket(Kind::Probe))
                 } else {
                     // A slot frees when a probe finishes; we cannot know when.
@@ -511,13 +544,45 @@ impl Core {
         (result, transition)
     }
 
+    /// Under the lock: the lazy steps due at `now`, at most one of them
+    /// (a half-open period just begun has no probe out to time out).
+    fn due(&self, slow: &mut Slow, now: Nanos) -> (Word, Option<Transition>) {
+        match self.cool_down(slow, now) {
+            (w, None) => match self.expire_probes(slow, w, &now) {
+                Some(t) => (self.load(), Some(t)),
+                None => (w, None),
+            },
+            moved => moved,
+        }
+    }
+
+    /// Under the lock: HalfOpen -> Open if probes have been out without a
+    /// break for the half-open deadline ([`Settings::max_wait`]). They count
+    /// as failed: a new open period starts (as for a failed probe), their
+    /// slots come back, and their verdicts, of the generation that ends
+    /// here, change nothing. `w` is the word in force; the clock is read
+    /// only if probes are out and a deadline is set.
+    fn expire_probes(&self, slow: &mut Slow, w: Word, now: &impl Now) -> Option<Transition> {
+        if w.state() != State::HalfOpen {
+            return None;
+        }
+        let since = slow.probes_out_since?;
+        let wait = self.live.load().settings.max_wait?;
+        let now = now.get();
+        if now < since.saturating_add(wait) {
+            return None;
+        }
+        slow.clear_probes();
+        Some(self.open(slow, w, now, Reason::ProbeTimedOut))
+    }
+
     /// Under the lock: Open -> HalfOpen if the open period is over.
     fn cool_down(&self, slow: &mut Slow, now: Nanos) -> (Word, Option<Transition>) {
         let w = self.load();
         // Relaxed: open_until is only written under the lock we hold.
         if w.state() == State::Open && now >= self.open_until.load(Ordering::Relaxed) {
             // A new half-open period judges only its own probes.
-            slow.probes_in_flight = 0;
+            slow.clear_probes();
             slow.probe_successes = 0;
             slow.probe_slow = 0;
             let t = self.publish(w, State::HalfOpen, now, Reason::CooldownElapsed);
@@ -597,14 +662,21 @@ impl Core {
         t
     }
 
-    /// The current state at `now`, moving Open -> HalfOpen if it is due.
+    /// The current state at `now`, moving Open -> HalfOpen, or HalfOpen ->
+    /// Open past the half-open deadline, if it is due.
     pub(crate) fn state(&self, now: Nanos) -> (State, Option<Transition>) {
         let w = self.load();
-        // Relaxed: ordered after the Acquire load of the word; a stale read only
-        // sends us to the lock, which decides again.
-        if w.state() == State::Open && now >= self.open_until.load(Ordering::Relaxed) {
+        let due = match w.state() {
+            // Relaxed: ordered after the Acquire load of the word; a stale read
+            // only sends us to the lock, which decides again.
+            State::Open => now >= self.open_until.load(Ordering::Relaxed),
+            // Whether probes are out, and since when, is known under the lock.
+            State::HalfOpen => self.live.load().settings.max_wait.is_some(),
+            _ => false,
+        };
+        if due {
             let mut slow = lock(&self.slow);
-            let (w, t) = self.cool_down(&mut slow, now);
+            let (w, t) = self.due(&mut slow, now);
             return (w.state(), t);
         }
         (w.state(), None)
@@ -698,7 +770,10 @@ impl Core {
         if w.generation() != generation || w.state() != State::HalfOpen {
             return None; // stale: the half-open period this probe belonged to is over
         }
-        slow.probes_in_flight = slow.probes_in_flight.saturating_sub(1);
+        if let Some(t) = self.expire_probes(&mut slow, w, now) {
+            return Some(t); // too late: this probe counts as failed with the others
+        }
+        slow.end_probe();
         match outcome {
             Outcome::Ignore => None,
             Outcome::Failure => Some(self.open(&mut slow, w, now.get(), Reason::ProbeFailed)),
@@ -726,18 +801,25 @@ impl Core {
         }
     }
 
-    /// A permit was dropped without a verdict: free its probe slot, count nothing.
-    pub(crate) fn release(&self, ticket: Ticket) {
+    /// A permit was dropped without a verdict: free its probe slot, count
+    /// nothing; unless the half-open deadline has passed, in which case the
+    /// probes out (this one too) count as failed (see
+    /// [`Core::expire_probes`]).
+    pub(crate) fn release(&self, ticket: Ticket, now: &impl Now) -> Option<Transition> {
         if ticket.kind != Kind::Probe {
-            return;
+            return None;
         }
         let mut slow = lock(&self.slow);
         let w = self.load();
         if w.generation() == ticket.generation && w.state() == State::HalfOpen {
-            slow.probes_in_flight = slow.probes_in_flight.saturating_sub(1);
+            if let Some(t) = self.expire_probes(&mut slow, w, now) {
+                return Some(t);
+            }
+            slow.end_probe();
             // Relaxed: a counter the fleet reads at its next sync.
             self.probes_dropped.fetch_add(1, Ordering::Relaxed);
         }
+        None
     }
 
     /// Manual control: moves to `to` (ForcedOpen, Disabled or Closed) with a

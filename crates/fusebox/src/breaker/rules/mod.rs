@@ -441,6 +441,7 @@ mod tests {
             "open_backoff",
             "half_open_probes",
             "successes_to_close",
+            "half_open_max_wait",
             "mode",
         ];
         for key in config.iter().filter(|k| !not_trip.contains(k)) {
