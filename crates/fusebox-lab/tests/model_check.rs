@@ -352,7 +352,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 },
                 StrategySpec {
                     name: "fusebox".into(),
-                    kind: StrategyKind::Fusebox(fusebox_config(&mut g)),
+                    kind: StrategyKind::Fusebox(Box::new(fusebox_config(&mut g))),
                     max_concurrent: None,
                     rate_limit: None,
                     limit: None,

@@ -58,7 +58,7 @@ pub enum StrategyKind {
     /// `kind = "seed"`: seed 000's breaker, ported faithfully.
     Seed(SeedConfig),
     /// `kind = "fusebox"`: [`::fusebox::CircuitBreaker`], from the library's config.
-    Fusebox(BreakerConfig),
+    Fusebox(Box<BreakerConfig>),
     /// `kind = "failsafe" | "recloser" | "tower-resilience"`: a peer crate
     /// (runs only with the cargo feature `peers`, in real mode).
     Peer(PeerConfig),
@@ -403,7 +403,7 @@ impl RawStrategy {
             // The library checks its own keys, and names any it does not know.
             "fusebox" => (
                 &::fusebox::BreakerConfig::KEYS,
-                StrategyKind::Fusebox(fusebox::parse(ctx, &table, &keys)?),
+                StrategyKind::Fusebox(Box::new(fusebox::parse(ctx, &table, &keys)?)),
             ),
             peer if Peer::parse(peer).is_some() => {
                 let (failures, open_for) = article_keys(ctx, &table, kind_str, &keys)?;
