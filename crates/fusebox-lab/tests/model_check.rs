@@ -638,6 +638,9 @@ enum ByFleet {
 struct ModelReplica {
     by_fleet: ByFleet,
     knows_open: bool,
+    /// Its breaker is open on its own (its trip stayed below the quorum):
+    /// it probes on its own, takes no lease, and no fleet close closes it.
+    alone: bool,
     asked: bool,
     /// Calls found the breaker open or half-open since the replica's last
     /// sync; and the last sync that saw such calls.
@@ -706,6 +709,7 @@ impl<'a> FleetModel<'a> {
                 .map(|_| ModelReplica {
                     by_fleet: ByFleet::No,
                     knows_open: false,
+                    alone: false,
                     asked: false,
                     wanted: false,
                     wanted_at: None,
@@ -773,6 +777,9 @@ impl<'a> FleetModel<'a> {
                 let bypass = tr.from == "half_open" && self.reps[r].knows_open;
                 self.trip(r, tr.at, bypass);
             } else if tr.from == "half_open" && tr.to == "closed" {
+                if std::mem::replace(&mut self.reps[r].alone, false) {
+                    continue; // its own probe: the fleet's breaker was never open
+                }
                 self.close(r, tr.at);
             }
         }
@@ -797,10 +804,14 @@ impl<'a> FleetModel<'a> {
                 .retain(|&(n, x)| n != r && at - x < Duration::from_secs(10));
             self.redis.trips.push((r, at));
             if self.redis.trips.len() < self.fleet.quorum {
+                if !self.reps[r].knows_open {
+                    self.reps[r].alone = true;
+                }
                 return;
             }
         }
         self.reps[r].knows_open = true;
+        self.reps[r].alone = false;
         self.learn_end(r, at + self.open_for);
         let longer = self
             .redis
@@ -839,6 +850,7 @@ impl<'a> FleetModel<'a> {
     fn opened_by_fleet(&mut self, r: usize, at: Duration, remaining: Duration) {
         self.learn_end(r, at + remaining);
         self.reps[r].knows_open = true;
+        self.reps[r].alone = false;
         self.reps[r].asked = false;
         match self.reps[r].by_fleet {
             ByFleet::Open(u) => self.reps[r].by_fleet = ByFleet::Open(u.max(at + remaining)),
@@ -875,7 +887,7 @@ impl<'a> FleetModel<'a> {
             ByFleet::No => {
                 let s = self.guards[r].state(at);
                 self.own(r);
-                if s != "open" && s != "half_open" {
+                if s != "open" && s != "half_open" || self.reps[r].alone {
                     return;
                 }
                 s
@@ -982,12 +994,13 @@ impl<'a> FleetModel<'a> {
                     Some(at) => t - at >= self.fleet.sync_every * 3,
                     None => true,
                 };
-                if !open_or_half || (in_flight == 0 && quiet) {
+                if self.reps[r].alone || !open_or_half || (in_flight == 0 && quiet) {
                     self.redis.lease = None;
                     self.leases_given_back += 1;
                 }
             }
             None if wanted
+                && !self.reps[r].alone
                 && (state == "half_open" || (state == "open" && left <= self.fleet.sync_every)) =>
             {
                 self.take_lease(r, t)
@@ -1169,7 +1182,7 @@ fn fleet_model(
                 Some(Through::FleetProbe(id))
             }
             ByFleet::HalfOpen { .. } => None,
-            ByFleet::No if state == "half_open" && !lease => None,
+            ByFleet::No if state == "half_open" && !lease && !m.reps[r].alone => None,
             ByFleet::No => Some(Through::Breaker {
                 counted: m.rate.is_some() && state == "closed",
             }),
@@ -1182,7 +1195,7 @@ fn fleet_model(
                 Admission::FastFail => None,
             },
         };
-        if state == "half_open" && !m.reps[r].asked {
+        if state == "half_open" && !m.reps[r].asked && !m.reps[r].alone {
             m.reps[r].asked = true;
             m.sync(r, t);
         }

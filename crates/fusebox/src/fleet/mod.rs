@@ -96,10 +96,17 @@
 //!   fleet's window trips a node only once q distinct nodes reported
 //!   failures or slow calls into it; a failed probe reopens the fleet at
 //!   once only if it probed for the fleet's current trip (same epoch: see
-//!   below; a node that tripped alone also probes alone, and its failed
-//!   probe is one more trip toward the quorum, as is one told after its
-//!   node was cut off while the fleet closed or tripped again). So with q >= 2 one replica with a broken network path does
-//!   not open the breaker for the healthy ones.
+//!   below; a failed probe told after its node was cut off while the fleet
+//!   closed or tripped again is one more trip toward the quorum). So with
+//!   q >= 2 one replica with a broken network path does not open the
+//!   breaker for the healthy ones. A node whose trip stayed below the
+//!   quorum is open *on its own*: it probes on its own schedule, without
+//!   the fleet's probe lease (it neither asks for it nor keeps it, so a
+//!   sick replica never keeps a healed one from probing), its successful
+//!   probe closes only itself (nothing is told), a fleet close leaves it
+//!   open, and its failed probe is one more trip toward the quorum. Once
+//!   the fleet opens (the quorum reached, or a trip heard), it is the
+//!   fleet's again.
 //!   q = 1 by default.
 //! - **Control.** [`Fleet::force_open`], [`Fleet::disable`] and
 //!   [`Fleet::reset`] reach every node the same way, and are kept in Redis

@@ -743,6 +743,11 @@ pub struct Node {
     /// The sync's round trip as last seen: the largest recent one, decaying
     /// by an eighth per sync.
     round_trip: Duration,
+    /// The breaker is open (or half-open) on its own: its trip did not open
+    /// the fleet (below the quorum). It probes on its own schedule (gate
+    /// `Local`), asks for no lease, tells no close, and a fleet close
+    /// leaves it be.
+    alone: bool,
 }
 
 impl Node {
@@ -774,6 +779,7 @@ impl Node {
             verdict_epoch: None,
             heard: 0,
             round_trip: Duration::ZERO,
+            alone: false,
         }
     }
 
@@ -819,11 +825,26 @@ impl Node {
     /// assert_eq!(node.gate(), Gate::Deny);
     /// ```
     pub fn gate(&self) -> Gate {
-        match (self.connected, self.lease_since.is_some()) {
+        match (self.connected && !self.alone, self.lease_since.is_some()) {
             (false, _) => Gate::Local,
             (true, true) => Gate::Allow,
             (true, false) => Gate::Deny,
         }
+    }
+
+    /// Whether the breaker is open or half-open on its own: its trip did
+    /// not open the fleet (below the quorum), so it probes on its own and
+    /// only its own probe closes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::fleet::protocol::{Local, Node, Settings};
+    /// let node = Node::new(Settings::new(std::time::Duration::from_secs(1)), Default::default(), &Local::closed(), true);
+    /// assert!(!node.is_alone());
+    /// ```
+    pub fn is_alone(&self) -> bool {
+        self.alone
     }
 
     /// Whether this node holds the probe lease, as it knows.
@@ -911,6 +932,7 @@ impl Node {
         let until = now + remaining;
         self.fleet_open_until = Some(self.fleet_open_until.map_or(until, |u| u.max(until)));
         self.lease_since = None;
+        self.alone = false;
     }
 
     /// The fleet's breaker closed (or was reset): no trip to know of.
@@ -961,6 +983,10 @@ impl Node {
             } => {
                 if opened {
                     self.fleet_open_for(now, remaining);
+                } else if self.fleet_open_until.is_none() && !republished {
+                    // Below the quorum: this breaker is open on its own.
+                    self.alone = true;
+                    self.lease_since = None;
                 }
                 if republished {
                     Vec::new()
@@ -1010,6 +1036,19 @@ impl Node {
         if t.from == State::HalfOpen && matches!(t.to, State::Open | State::Closed) {
             self.verdict_epoch = self.known_epoch;
         }
+        if self.alone {
+            match t.to {
+                // Its own probe closed it: nothing to tell the fleet, whose
+                // breaker it never opened.
+                State::Closed => {
+                    self.alone = false;
+                    return vec![self.gate_action()];
+                }
+                // Half-open on its own schedule: no lease to ask for.
+                State::HalfOpen => return Vec::new(),
+                _ => {}
+            }
+        }
         let p = match (t.from, t.to) {
             (from, State::Open) => Pending {
                 trip: true,
@@ -1045,7 +1084,10 @@ impl Node {
             }
             Kind::Close => {
                 self.fleet_closed();
-                out.push(Action::Apply(Apply::CloseRemote));
+                // A breaker open on its own stays so: only its probe closes it.
+                if !self.alone {
+                    out.push(Action::Apply(Apply::CloseRemote));
+                }
             }
             Kind::ForceOpen | Kind::Disable => {
                 let state = if kind == Kind::Disable {
@@ -1055,10 +1097,12 @@ impl Node {
                 };
                 self.remote_ctl = Some(state);
                 self.lease_since = None;
+                self.alone = false;
                 out.push(Action::Apply(Apply::Control(state)));
             }
             Kind::Reset => {
                 self.remote_ctl = None;
+                self.alone = false;
                 self.fleet_closed();
                 out.push(Action::Apply(Apply::Control(State::Closed)));
             }
@@ -1083,7 +1127,8 @@ impl Node {
         // trip): the lease may be taken ahead, so that the first half-open
         // call here probes.
         let ahead = self.lease_ahead();
-        let wants = match local.state {
+        let wants = !self.alone
+            && match local.state {
             State::HalfOpen => true,
             State::Open => local.open_left.is_some_and(|left| left <= ahead),
             _ => false,
@@ -1107,7 +1152,9 @@ impl Node {
             self.demand_at = Some(now);
         }
         let lease = match self.lease_since {
-            Some(_) if !matches!(local.state, State::Open | State::HalfOpen) => LeaseOp::Release,
+            Some(_) if self.alone || !matches!(local.state, State::Open | State::HalfOpen) => {
+                LeaseOp::Release
+            }
             // No probe running, and a permit dropped without a verdict, or
             // no call here for a lease's life: let another node with calls
             // probe.
@@ -1150,6 +1197,7 @@ impl Node {
         if let Some(ctl) = a.control {
             self.remote_ctl = Some(ctl);
             self.lease_since = None;
+            self.alone = false;
             out.push(Action::Apply(Apply::Control(ctl)));
             out.push(self.gate_action());
             return out;

@@ -652,9 +652,11 @@ impl Sim {
         for r in &self.replicas {
             assert_eq!(
                 r.node.gate() == Gate::Local,
-                !r.connected,
-                "gate Local iff disconnected"
+                !r.connected || r.node.is_alone(),
+                "gate Local iff disconnected or open on its own"
             );
+            // Open on its own: it holds no lease.
+            assert!(!(r.node.is_alone() && r.node.holds_lease()));
         }
     }
 
