@@ -284,6 +284,66 @@ fn the_lease_is_asked_for_a_round_trip_earlier_when_syncs_are_slow() {
 }
 
 #[test]
+fn a_trip_below_the_quorum_leaves_the_node_open_on_its_own() {
+    let mut n = Node::new(settings().quorum(2), Duration::ZERO, &Local::closed(), true);
+    assert_eq!(n.gate(), Gate::Deny);
+    // Its own trip, told: the fleet stays closed (below the quorum).
+    assert_eq!(n.handle(ms(0), own(State::Closed, State::Open)), [Action::Flush]);
+    assert!(matches!(&tell(&mut n).trip, Some(_)));
+    let out = n.handle(
+        ms(1),
+        Input::Tripped {
+            remaining: ms(500),
+            opened: false,
+            republished: false,
+        },
+    );
+    assert!(n.is_alone());
+    assert_eq!(out, [Action::Apply(Apply::Gate(Gate::Local))]);
+    // Half-open on its own schedule: no lease asked for, now or at a sync.
+    assert_eq!(n.handle(ms(600), own(State::Open, State::HalfOpen)), []);
+    let half = Local {
+        asks: 3,
+        ..local(State::HalfOpen)
+    };
+    assert_eq!(request(&mut n, ms(700), half).lease, LeaseOp::None);
+    // A fleet close (another node's probe) leaves it open.
+    let out = n.handle(ms(710), Input::Message(Kind::Close));
+    assert!(!out.contains(&Action::Apply(Apply::CloseRemote)), "{out:?}");
+    // Its own probe closes it: nothing to tell, the fleet's gate again.
+    let out = n.handle(ms(720), own(State::HalfOpen, State::Closed));
+    assert_eq!(out, [Action::Apply(Apply::Gate(Gate::Deny))]);
+    assert!(!n.is_alone());
+    assert_eq!(n.handle(ms(721), Input::Flush), []);
+}
+
+#[test]
+fn a_node_open_on_its_own_is_the_fleets_again_once_the_fleet_opens() {
+    let mut n = Node::new(settings().quorum(2), Duration::ZERO, &Local::closed(), true);
+    n.handle(ms(0), own(State::Closed, State::Open));
+    tell(&mut n);
+    n.handle(
+        ms(1),
+        Input::Tripped {
+            remaining: ms(500),
+            opened: false,
+            republished: false,
+        },
+    );
+    assert!(n.is_alone());
+    // Another node's trip makes the quorum: the fleet's trip, the fleet's lease.
+    n.handle(ms(10), Input::Message(Kind::Trip { remaining: ms(500) }));
+    assert!(!n.is_alone());
+    assert_eq!(n.gate(), Gate::Deny);
+    let open = Local {
+        open_left: Some(ms(90)),
+        asks: 1,
+        ..local(State::Open)
+    };
+    assert_eq!(request(&mut n, ms(420), open).lease, LeaseOp::Acquire);
+}
+
+#[test]
 fn a_trip_the_store_does_not_hold_is_undone_at_the_next_sync() {
     let mut n = node(true);
     // A trip message for a year (forged, replayed, or from a close this
