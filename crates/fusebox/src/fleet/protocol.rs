@@ -1129,10 +1129,10 @@ impl Node {
         let ahead = self.lease_ahead();
         let wants = !self.alone
             && match local.state {
-            State::HalfOpen => true,
-            State::Open => local.open_left.is_some_and(|left| left <= ahead),
-            _ => false,
-        };
+                State::HalfOpen => true,
+                State::Open => local.open_left.is_some_and(|left| left <= ahead),
+                _ => false,
+            };
         if let Some((span, _)) = window {
             if now.saturating_sub(self.sent_at) > span {
                 // Verdicts from before the fleet's window: judged locally

@@ -288,7 +288,10 @@ fn a_trip_below_the_quorum_leaves_the_node_open_on_its_own() {
     let mut n = Node::new(settings().quorum(2), Duration::ZERO, &Local::closed(), true);
     assert_eq!(n.gate(), Gate::Deny);
     // Its own trip, told: the fleet stays closed (below the quorum).
-    assert_eq!(n.handle(ms(0), own(State::Closed, State::Open)), [Action::Flush]);
+    assert_eq!(
+        n.handle(ms(0), own(State::Closed, State::Open)),
+        [Action::Flush]
+    );
     assert!(matches!(&tell(&mut n).trip, Some(_)));
     let out = n.handle(
         ms(1),
