@@ -1654,3 +1654,35 @@ async fn with_a_key_forged_trips_and_closes_are_dropped_and_counted() {
         "fleet: key = \"(5 bytes, not shown)\": use at least 16 bytes"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_the_quorum_each_node_probes_on_its_own_and_closes_only_itself() {
+    let Some(redis) = LocalRedis::start_or_skip("alone") else {
+        return;
+    };
+    // Quorum 3 of 3: neither trip below opens the fleet.
+    let nodes = fleet_with_quorum(&redis, "alone", 3, 3, || probing(ms(300))).await;
+    let start = Instant::now();
+    fail(&nodes[0].1, 1);
+    tokio::time::sleep(ms(100)).await;
+    fail(&nodes[1].1, 1);
+    // Node 0, still sick, probes on its own once its period ends, and
+    // reopens: it takes no lease.
+    tokio::time::sleep_until((start + ms(320)).into()).await;
+    admitted(&nodes[0].1).await.failure();
+    assert_eq!(nodes[0].1.state(), State::Open);
+    assert_eq!(lease_holder(&redis, "alone").await, None);
+    // Node 1, healed: its first call after its own period probes, and its
+    // success closes it alone.
+    tokio::time::sleep_until((start + ms(420)).into()).await;
+    nodes[1]
+        .1
+        .try_acquire()
+        .expect("a node open on its own probes without the fleet's lease")
+        .success();
+    assert_eq!(nodes[1].1.state(), State::Closed);
+    tokio::time::sleep(SYNC * 3).await;
+    assert_eq!(nodes[0].1.state(), State::Open, "its close is its own");
+    assert_eq!(nodes[2].1.state(), State::Closed);
+    assert_eq!(lease_holder(&redis, "alone").await, None);
+}
