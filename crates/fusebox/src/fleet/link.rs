@@ -70,9 +70,16 @@ impl Connector {
             }
             match info.kind {
                 PushKind::Message => {
+                    // An oversized message is dropped here, not copied into
+                    // the inbox (a flood of them would hold its whole depth).
                     let bytes = match info.data.get(1) {
-                        Some(Value::BulkString(b)) => b.clone(),
-                        _ => Vec::new(),
+                        Some(Value::BulkString(b)) if b.len() <= codec::MAX_MESSAGE_BYTES => {
+                            b.clone()
+                        }
+                        _ => {
+                            Counters::bump(&shared.counters.dropped);
+                            return Ok(());
+                        }
                     };
                     if inbox.try_send(bytes).is_err() {
                         Counters::bump(&shared.counters.dropped);
