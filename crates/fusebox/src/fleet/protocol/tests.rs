@@ -292,7 +292,7 @@ fn a_trip_below_the_quorum_leaves_the_node_open_on_its_own() {
         n.handle(ms(0), own(State::Closed, State::Open)),
         [Action::Flush]
     );
-    assert!(matches!(&tell(&mut n).trip, Some(_)));
+    assert!(tell(&mut n).trip.is_some());
     let out = n.handle(
         ms(1),
         Input::Tripped {
