@@ -204,16 +204,21 @@ impl FleetKey {
     }
 }
 
-/// 64 lowercase or uppercase hex digits as 32 bytes.
+/// 64 lowercase hex digits as 32 bytes (lowercase only: one spelling per
+/// signature).
 fn unhex(hex: &str) -> Option<[u8; 32]> {
     let bytes = hex.as_bytes();
     if bytes.len() != 64 {
         return None;
     }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
     let mut out = [0u8; 32];
     for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        let digit = |c: u8| (c as char).to_digit(16);
-        out[i] = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+        out[i] = digit(pair[0])? * 16 + digit(pair[1])?;
     }
     Some(out)
 }
@@ -583,11 +588,14 @@ mod tests {
             "bad signature"
         );
         assert_eq!(key.verify(b"fb1s").unwrap_err().problem(), "no signature");
-        // Uppercase hex is the same signature.
+        // One spelling per signature: lowercase hex only.
         let signed = String::from_utf8(key.sign(&trip)).unwrap();
         let (mac, body) = signed["fb1s|".len()..].split_once('|').unwrap();
         let upper = format!("fb1s|{}|{body}", mac.to_uppercase());
-        assert_eq!(key.verify(upper.as_bytes()), Ok(trip.clone()));
+        assert_eq!(
+            key.verify(upper.as_bytes()).unwrap_err().problem(),
+            "bad signature"
+        );
         // The longest message still fits, signed.
         let long = Message::new(
             "n".repeat(MAX_ID_BYTES),

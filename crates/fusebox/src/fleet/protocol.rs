@@ -1152,9 +1152,10 @@ impl Node {
             self.demand_at = Some(now);
         }
         let lease = match self.lease_since {
-            Some(_) if self.alone || !matches!(local.state, State::Open | State::HalfOpen) => {
-                LeaseOp::Release
-            }
+            // Open on its own: a lease the store may still hold for it (taken
+            // before its trip) goes back.
+            _ if self.alone => LeaseOp::Release,
+            Some(_) if !matches!(local.state, State::Open | State::HalfOpen) => LeaseOp::Release,
             // No probe running, and a permit dropped without a verdict, or
             // no call here for a lease's life: let another node with calls
             // probe.
@@ -1234,7 +1235,7 @@ impl Node {
             }
             _ => {}
         }
-        self.lease_since = if a.lease {
+        self.lease_since = if a.lease && !self.alone {
             Some(self.lease_since.unwrap_or(now))
         } else {
             None

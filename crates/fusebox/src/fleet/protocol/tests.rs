@@ -303,13 +303,14 @@ fn a_trip_below_the_quorum_leaves_the_node_open_on_its_own() {
     );
     assert!(n.is_alone());
     assert_eq!(out, [Action::Apply(Apply::Gate(Gate::Local))]);
-    // Half-open on its own schedule: no lease asked for, now or at a sync.
+    // Half-open on its own schedule: no lease asked for, now or at a sync
+    // (where any the store still holds for it goes back).
     assert_eq!(n.handle(ms(600), own(State::Open, State::HalfOpen)), []);
     let half = Local {
         asks: 3,
         ..local(State::HalfOpen)
     };
-    assert_eq!(request(&mut n, ms(700), half).lease, LeaseOp::None);
+    assert_eq!(request(&mut n, ms(700), half).lease, LeaseOp::Release);
     // A fleet close (another node's probe) leaves it open.
     let out = n.handle(ms(710), Input::Message(Kind::Close));
     assert!(!out.contains(&Action::Apply(Apply::CloseRemote)), "{out:?}");
