@@ -371,13 +371,18 @@ impl CircuitBreaker {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let breaker = fusebox::CircuitBreaker::builder().build().unwrap();
+    /// use fusebox::{CircuitBreaker, State};
+    /// let breaker = CircuitBreaker::builder().consecutive_failures(1).build().unwrap();
     /// let task = tokio::spawn({
     ///     let breaker = breaker.clone();
-    ///     async move { breaker.call_async(|| async { Ok::<_, std::io::Error>(7) }).await }
+    ///     async move {
+    ///         breaker
+    ///             .call_async(|| async { Err::<(), _>(std::io::Error::other("down")) })
+    ///             .await
+    ///     }
     /// });
-    /// assert_eq!(task.await.unwrap().unwrap(), 7);
-    /// assert_eq!(breaker.snapshot().calls, 1); // the same breaker
+    /// assert!(task.await.unwrap().is_err());
+    /// assert_eq!(breaker.state(), State::Open); // the clone is the same breaker
     /// # }
     /// ```
     ///
