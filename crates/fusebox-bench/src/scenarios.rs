@@ -357,6 +357,28 @@ pub fn all() -> Vec<Scenario> {
 
     for (name, what, threads) in [
         (
+            "async_1t",
+            "closed path, CircuitBreaker::call vs call_async (a ready future polled in place, no runtime), 1 thread",
+            1,
+        ),
+        (
+            "async_2t",
+            "closed path, call vs call_async, 2 threads on one breaker",
+            2,
+        ),
+    ] {
+        v.push(Scenario {
+            entries: vec![
+                entry(Fusebox, "call", REFERENCE),
+                stack("fusebox", "call_async", Stack::BreakerAsync(REFERENCE)),
+                baseline(),
+            ],
+            ..closed(name, what, threads)
+        });
+    }
+
+    for (name, what, threads) in [
+        (
             "bulkhead_1t",
             "bulkhead try-acquire + release around the call, limit 64, 1 thread",
             1,

@@ -755,6 +755,7 @@ fn fusebox_bulkhead(limit: usize) -> Option<Box<dyn Subject>> {
 /// | `FuseboxTower` | fusebox's tower layers: retry, breaker, bulkhead, timeout (as above), `ready` + `call` |
 /// | `TowerStack` | tower's own `Retry` (3 attempts) + `ConcurrencyLimit` (64) + `Timeout` (1 s), `ready` + `call` |
 /// | `Metrics(spec)` | a fusebox breaker for `spec` built by `fusebox::metrics::Metrics` (Prometheus counters and duration histogram) |
+/// | `BreakerAsync(spec)` | a fusebox breaker for `spec`, `CircuitBreaker::call_async` on a ready future, polled in place (no runtime) |
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Stack {
     /// fusebox's 5-policy `Pipeline`, sync.
@@ -767,6 +768,8 @@ pub enum Stack {
     TowerStack,
     /// A fusebox breaker with the Prometheus `Metrics` listener.
     Metrics(Spec),
+    /// A fusebox breaker driven through `call_async`.
+    BreakerAsync(Spec),
 }
 
 const STACK_LIMIT: usize = 64;
@@ -832,7 +835,31 @@ impl Stack {
                     .expect("benchmark spec is a valid fusebox config");
                 Box::new(Fusebox(breaker))
             }
+            Stack::BreakerAsync(spec) => Box::new(FuseboxAsync(fusebox_breaker(&spec).0)),
         }
+    }
+}
+
+/// A fusebox breaker driven through `call_async`: the future of a ready
+/// operation, polled in place with a no-op waker (it never waits), so what
+/// is measured is the breaker's async wrapper, not a runtime.
+#[derive(Debug, Clone)]
+struct FuseboxAsync(fusebox::CircuitBreaker);
+
+impl Guard for FuseboxAsync {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match now(self.0.call_async(|| std::future::ready(op(fail)))) {
+            Ok(_) => Verdict::Ok,
+            Err(e) if e.is_rejected() => Verdict::Rejected,
+            Err(_) => Verdict::Failed,
+        }
+    }
+}
+
+impl Subject for FuseboxAsync {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
     }
 }
 

@@ -938,14 +938,22 @@ fn errors_compose_with_boxed_errors() {
 #[test]
 fn handles_are_send_sync_static() {
     fn assert_send_sync<T: Send + Sync + 'static>() {}
-    fn assert_send<T: Send + 'static>(_: &T) {}
+    fn assert_send<T: Send>(_: &T) {}
+    fn assert_send_static<T: Send + 'static>(_: &T) {}
     assert_send_sync::<CircuitBreaker>();
     assert_send_sync::<fusebox::Permit>();
     assert_send_sync::<Rejected>();
     assert_send_sync::<Error<std::io::Error>>();
     let b = CircuitBreaker::builder().build().unwrap();
+    // `call_async`'s future borrows the breaker: `Send`, not `'static`...
     let fut = b.call_async(|| async { Ok::<u8, std::io::Error>(1) });
     assert_send(&fut);
+    // ...and `'static` (spawnable) with a clone of the breaker moved in.
+    let task = {
+        let b = b.clone();
+        async move { b.call_async(|| async { Ok::<u8, std::io::Error>(1) }).await }
+    };
+    assert_send_static(&task);
 }
 
 #[test]

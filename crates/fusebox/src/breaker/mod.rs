@@ -361,8 +361,30 @@ impl CircuitBreaker {
     /// Runs the future `f()` returns if the breaker admits it. Admission
     /// happens when the returned future is first polled.
     ///
-    /// Needs no runtime. The returned future is `'static` (and `Send`) when
-    /// `f`, its future and its output are.
+    /// Needs no runtime. The returned future borrows the breaker (it holds
+    /// `&self`, so a call costs no reference-count traffic on the shared
+    /// handle); it is `Send` when `f`, its future and its output are. To
+    /// run the call in a spawned task, which needs a `'static` future, move
+    /// a clone of the breaker into the task (a clone is a cheap handle on
+    /// the same breaker):
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use fusebox::{CircuitBreaker, State};
+    /// let breaker = CircuitBreaker::builder().consecutive_failures(1).build().unwrap();
+    /// let task = tokio::spawn({
+    ///     let breaker = breaker.clone();
+    ///     async move {
+    ///         breaker
+    ///             .call_async(|| async { Err::<(), _>(std::io::Error::other("down")) })
+    ///             .await
+    ///     }
+    /// });
+    /// assert!(task.await.unwrap().is_err());
+    /// assert_eq!(breaker.state(), State::Open); // the clone is the same breaker
+    /// # }
+    /// ```
     ///
     /// # Cancel safety
     ///
@@ -393,7 +415,7 @@ impl CircuitBreaker {
     pub fn call_async<T, E, F, Fut>(
         &self,
         f: F,
-    ) -> impl Future<Output = Result<T, Error<E>>> + use<T, E, F, Fut>
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F, Fut>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
@@ -403,6 +425,10 @@ impl CircuitBreaker {
 
     /// [`call_async`](CircuitBreaker::call_async) with a classifier, as in
     /// [`call_with`](CircuitBreaker::call_with).
+    ///
+    /// The returned future borrows the breaker, as
+    /// [`call_async`](CircuitBreaker::call_async)'s does (to spawn it, move a
+    /// clone of the breaker into the task).
     ///
     /// # Cancel safety
     ///
@@ -425,16 +451,17 @@ impl CircuitBreaker {
         &self,
         classify: C,
         f: F,
-    ) -> impl Future<Output = Result<T, Error<E>>> + use<T, E, F, Fut, C>
+    ) -> impl Future<Output = Result<T, Error<E>>> + use<'_, T, E, F, Fut, C>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         C: Fn(&Result<T, E>) -> Outcome,
     {
-        let inner = Arc::clone(&self.inner);
+        // Borrowed, not cloned: no reference count to touch per call.
+        let inner: &Inner = &self.inner;
         async move {
             let ticket = inner.acquire().map_err(Error::Rejected)?;
-            let mut guard = CallGuard::new(&inner, ticket);
+            let mut guard = CallGuard::new(inner, ticket);
             // `running` is set only while the user's code is on the stack, so
             // a panic out of it counts as a failure while a drop at an await
             // point (cancellation) releases the permit.
@@ -449,7 +476,14 @@ impl CircuitBreaker {
                 poll
             })
             .await;
-            guard.finish(classify(&result));
+            let outcome = classify(&result);
+            // The hot path inline, as in `call_with` (`finish` would check
+            // the same, out of line).
+            if inner.settles_silently(&guard.ticket, outcome) {
+                guard.done = true;
+                return result.map_err(Error::Inner);
+            }
+            guard.finish(outcome);
             result.map_err(Error::Inner)
         }
     }
