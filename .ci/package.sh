@@ -22,6 +22,11 @@ unpacked="$(mktemp -d)"
 trap 'rm -rf "$unpacked"' EXIT
 tar -xzf "$target/package/fusebox-$version.crate" -C "$unpacked"
 pkg="$unpacked/fusebox-$version"
+# The unpacked crate is a workspace root of its own wherever it lands, so its
+# build artifacts have the same names in the shared target dir from one run
+# to the next; its files keep the archive's times, which can be older than a
+# previous package's build. New times make cargo build this package.
+find "$pkg" -type f -exec touch {} +
 printf '\n[workspace]\n' >>"$pkg/Cargo.toml"
 test=(cargo test --manifest-path "$pkg/Cargo.toml" --all-features --locked)
 export CARGO_TARGET_DIR="$target"
