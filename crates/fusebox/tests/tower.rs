@@ -55,6 +55,21 @@ where
     fut.await
 }
 
+/// Two failures through `svc` trip the breaker, and its open period
+/// passes: the next call is its one probe.
+async fn half_open<S>(
+    svc: &mut mock::Spawn<S>,
+    handle: &mut mock::Handle<&'static str, &'static str>,
+    clock: &ManualClock,
+) where
+    S: tower::Service<&'static str, Response = &'static str, Error = BoxError>,
+{
+    for _ in 0..2 {
+        round_trip(svc, handle, Err(Boom)).await.unwrap_err();
+    }
+    clock.advance(OPEN_FOR);
+}
+
 #[tokio::test]
 async fn passes_through_while_closed_and_trips_on_failures() {
     let clock = ManualClock::new();
@@ -124,13 +139,7 @@ async fn half_open_probe_closes_the_breaker() {
     let clock = ManualClock::new();
     let cb = breaker(&clock);
     let (mut svc, mut handle) = mock::spawn_layer(CircuitBreakerLayer::new(cb.clone()));
-    round_trip(&mut svc, &mut handle, Err(Boom))
-        .await
-        .unwrap_err();
-    round_trip(&mut svc, &mut handle, Err(Boom))
-        .await
-        .unwrap_err();
-    clock.advance(OPEN_FOR);
+    half_open(&mut svc, &mut handle, &clock).await;
 
     assert_eq!(
         round_trip(&mut svc, &mut handle, Ok("ok")).await.unwrap(),
@@ -144,13 +153,7 @@ async fn dropped_response_future_in_half_open_releases_the_probe_slot() {
     let clock = ManualClock::new();
     let cb = breaker(&clock);
     let (mut svc, mut handle) = mock::spawn_layer(CircuitBreakerLayer::new(cb.clone()));
-    round_trip(&mut svc, &mut handle, Err(Boom))
-        .await
-        .unwrap_err();
-    round_trip(&mut svc, &mut handle, Err(Boom))
-        .await
-        .unwrap_err();
-    clock.advance(OPEN_FOR);
+    half_open(&mut svc, &mut handle, &clock).await;
 
     // The one probe is admitted and in flight...
     handle.allow(1);
@@ -181,13 +184,7 @@ async fn permit_taken_by_poll_ready_is_released_when_the_service_is_dropped() {
     let clock = ManualClock::new();
     let cb = breaker(&clock);
     let (mut svc, mut handle) = mock::spawn_layer(CircuitBreakerLayer::new(cb.clone()));
-    round_trip(&mut svc, &mut handle, Err(Boom))
-        .await
-        .unwrap_err();
-    round_trip(&mut svc, &mut handle, Err(Boom))
-        .await
-        .unwrap_err();
-    clock.advance(OPEN_FOR);
+    half_open(&mut svc, &mut handle, &clock).await;
 
     // A clone takes the probe permit in poll_ready (the inner service is not
     // ready, so it waits there) and is then dropped without calling.
@@ -209,13 +206,7 @@ async fn a_clone_made_ready_and_never_called_holds_the_probe_until_dropped() {
     let clock = ManualClock::new();
     let cb = breaker(&clock);
     let (mut svc, mut handle) = mock::spawn_layer(CircuitBreakerLayer::new(cb.clone()));
-    round_trip(&mut svc, &mut handle, Err(Boom))
-        .await
-        .unwrap_err();
-    round_trip(&mut svc, &mut handle, Err(Boom))
-        .await
-        .unwrap_err();
-    clock.advance(OPEN_FOR);
+    half_open(&mut svc, &mut handle, &clock).await;
 
     // Ready (the inner service too) and then left idle: tower's contract
     // says a ready service has reserved what `call` needs, here the probe.

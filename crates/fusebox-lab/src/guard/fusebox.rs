@@ -99,8 +99,12 @@ impl fmt::Debug for Breakers {
 impl Breakers {
     fn new(clock: LabClock, observe: impl FnOnce(FuseboxBuilder) -> FuseboxBuilder) -> Self {
         let logs = Arc::new(Logs::default());
+        // No config budget: the registry keeps every run's breakers (a served
+        // run's series stay), so a long session or a sweep adds up; what one
+        // scenario may ask is the scenario's own limits' business.
         let builder = Fusebox::builder()
             .clock(clock.clone())
+            .config_budget(usize::MAX)
             .observer(LogObserver(Arc::clone(&logs)));
         let registry = observe(builder)
             .build()
