@@ -152,6 +152,8 @@ pub mod tower;
 #[cfg(feature = "tracing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
 pub mod trace;
+#[cfg(any(feature = "prometheus", feature = "metrics", feature = "opentelemetry"))]
+mod track;
 
 /// Breaker sets: one breaker per key with a bounded number of keys
 /// ([`BreakerSet`]).

@@ -67,7 +67,6 @@
 //! ```
 
 use crate::observe::{Observer, Tags};
-use crate::pipeline::Stage;
 use crate::policy::{FigureKind, Inspect};
 use crate::retry::RetryBudget;
 use crate::sync::{lock, Mutex};
@@ -640,13 +639,7 @@ impl Metrics {
     where
         B: Iterator<Item = Duration> + Clone,
     {
-        let stats = pipeline.stats().cloned().unwrap_or_default();
-        let budget = pipeline.retry().and_then(|r| r.budget()).cloned();
-        for policy in pipeline.stages().iter().filter_map(Stage::inspect) {
-            self.track_policy(name, policy);
-        }
-        self.track_stats(name, &stats, budget.as_ref());
-        pipeline.into_builder().stats(stats).build()
+        crate::track::pipeline(self, name, pipeline)
     }
 
     /// Exports everything an HTTP [`Standard`](crate::http::Standard) stack
@@ -672,14 +665,7 @@ impl Metrics {
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn track_standard(&self, stack: &crate::http::Standard) {
-        let name = stack.name();
-        self.track_stats(name, stack.stats(), stack.retry().budget());
-        for policy in stack.stages().iter().filter_map(Stage::inspect) {
-            self.track_policy(name, policy);
-        }
-        if !lock(&self.shared.tracked).contains_key(name) {
-            self.track(name, &Tags::new(), stack.breaker());
-        }
+        crate::track::standard(self, stack);
     }
 }
 
@@ -1109,4 +1095,19 @@ fn valid_label_name(k: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !k.starts_with("__")
+}
+
+impl crate::track::Track for Metrics {
+    fn policy(&self, name: &str, policy: Arc<dyn Inspect>) {
+        self.track_policy(name, policy);
+    }
+    fn stats(&self, name: &str, stats: &PolicyStats, budget: Option<&RetryBudget>) {
+        self.track_stats(name, stats, budget);
+    }
+    fn breaker(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
+        self.track(name, tags, breaker);
+    }
+    fn is_tracked(&self, name: &str) -> bool {
+        lock(&self.shared.tracked).contains_key(name)
+    }
 }

@@ -200,7 +200,6 @@ impl Sources {
         lock(&self.breakers).remove(name).is_some()
     }
 
-    #[cfg(feature = "http")]
     pub(crate) fn is_tracked(&self, name: &str) -> bool {
         lock(&self.breakers).contains_key(name)
     }

@@ -66,7 +66,6 @@
 
 use crate::names::{self, Group, Kind, Labels, Sources};
 use crate::observe::{Observer, Tags};
-use crate::pipeline::Stage;
 use crate::policy::Inspect;
 use crate::retry::RetryBudget;
 use crate::sync::{lock, Mutex};
@@ -431,13 +430,7 @@ impl OtelMetrics {
     where
         B: Iterator<Item = Duration> + Clone,
     {
-        let stats = pipeline.stats().cloned().unwrap_or_default();
-        let budget = pipeline.retry().and_then(|r| r.budget()).cloned();
-        for policy in pipeline.stages().iter().filter_map(Stage::inspect) {
-            self.track_policy(name, policy);
-        }
-        self.track_stats(name, &stats, budget.as_ref());
-        pipeline.into_builder().stats(stats).build()
+        crate::track::pipeline(self, name, pipeline)
     }
 
     /// Reports everything an HTTP [`Standard`](crate::http::Standard) stack
@@ -456,14 +449,7 @@ impl OtelMetrics {
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn track_standard(&self, stack: &crate::http::Standard) {
-        let name = stack.name();
-        self.track_stats(name, stack.stats(), stack.retry().budget());
-        for policy in stack.stages().iter().filter_map(Stage::inspect) {
-            self.track_policy(name, policy);
-        }
-        if !self.shared.sources.is_tracked(name) {
-            self.track(name, &Tags::new(), stack.breaker());
-        }
+        crate::track::standard(self, stack);
     }
 
     /// Builds a breaker named `name` from `builder` with an
@@ -573,5 +559,20 @@ impl Listener for OtelListener {
         self.calls.add(1, &self.outcomes[i]);
         self.duration
             .record(c.duration.as_secs_f64(), &self.name_attr);
+    }
+}
+
+impl crate::track::Track for OtelMetrics {
+    fn policy(&self, name: &str, policy: Arc<dyn Inspect>) {
+        self.track_policy(name, policy);
+    }
+    fn stats(&self, name: &str, stats: &PolicyStats, budget: Option<&RetryBudget>) {
+        self.track_stats(name, stats, budget);
+    }
+    fn breaker(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
+        self.track(name, tags, breaker);
+    }
+    fn is_tracked(&self, name: &str) -> bool {
+        self.shared.sources.is_tracked(name)
     }
 }
