@@ -7,8 +7,8 @@
 //! error (a CSP violation would be one). Screenshots of each state go to
 //! `target/tmp/dashboard_browser/`.
 //!
-//! Needs `chromium`, `node` and `npm ci` in `ops/browser` (skips with one
-//! line without them, unless `FUSEBOX_REQUIRE_CHROMIUM=1`). Real time: a
+//! Needs `chromium`, `node` and `npm ci` in `ops/browser` (ignored unless run
+//! with `--ignored`; then skips with one line without them, unless `FUSEBOX_REQUIRE_CHROMIUM=1`). Real time: a
 //! browser and the lab run on it (about 35 s).
 
 mod served;
@@ -36,6 +36,7 @@ fn until(lab: &Lab, client: &Client, state: &str) -> u64 {
 }
 
 #[test]
+#[ignore = "needs Chromium: run with -- --ignored"]
 fn the_page_follows_a_lab_run_through_its_faults() {
     let lab = Lab::start("127.0.0.1:0".parse().unwrap(), Some(TOKEN));
     let client = Client::new();

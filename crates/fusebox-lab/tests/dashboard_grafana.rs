@@ -3,7 +3,8 @@
 //! --serve` through the faults of `scenarios/dashboard.toml`: each returns
 //! series, with the values the faults must produce.
 //!
-//! Needs Debian's `prometheus` (skips with one line without it, unless
+//! Needs Debian's `prometheus` (ignored unless run with `--ignored`; then
+//! skips with one line without it, unless
 //! `FUSEBOX_REQUIRE_PROMETHEUS=1`). About 35 s of real time: the lab runs
 //! and Prometheus scrapes in real time.
 
@@ -11,10 +12,9 @@ mod served;
 
 use reqwest::blocking::Client;
 use serde_json::Value;
-use served::browser::{external, out_dir, OPS};
-use served::{free_port, unix_now, Lab, BREAKER};
+use served::browser::OPS;
+use served::{free_port, unix_now, Lab, Prometheus, BREAKER};
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// One series of a range query: its labels and its `(time, value)` points.
@@ -306,15 +306,6 @@ fn get_json(client: &Client, url: reqwest::Url) -> Value {
     serde_json::from_str(&text).unwrap_or(Value::Null)
 }
 
-struct Prometheus(Child);
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn query_range(client: &Client, base: &str, expr: &str, t: &Timeline) -> Vec<Series> {
     let url = reqwest::Url::parse_with_params(
         &format!("{base}/api/v1/query_range"),
@@ -356,73 +347,22 @@ fn query_range(client: &Client, base: &str, expr: &str, t: &Timeline) -> Vec<Ser
 }
 
 #[test]
+#[ignore = "needs Prometheus: run with -- --ignored"]
 fn every_panel_and_alert_expression_returns_the_expected_series() {
     let exprs = expressions();
-    let Some(prometheus) = external(
-        "prometheus",
-        "FUSEBOX_REQUIRE_PROMETHEUS",
-        "Debian package `prometheus`",
-    ) else {
-        return;
-    };
     // Prometheus first, scraping the lab's address before the lab is there
     // (down): once its scrape loop runs, the lab starts, and the first
     // scrape comes within a second, before the first fault.
     let lab_port = free_port();
-    let dir = out_dir("dashboard_grafana");
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: fusebox\n    static_configs:\n      - targets: ['127.0.0.1:{lab_port}']\n"
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
-    let _server = Prometheus(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start prometheus"),
-    );
-    let base = format!("http://127.0.0.1:{port}");
-    let client = Client::new();
-    let log = dir.join("prometheus.log");
-    let until = |what: &str, ok: &dyn Fn() -> bool| {
-        for _ in 0..150 {
-            if ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("prometheus never {what}; see {}", log.display());
+    let Some(prometheus) = Prometheus::start(
+        "dashboard_grafana",
+        &[("fusebox", format!("127.0.0.1:{lab_port}"), "/metrics")],
+    ) else {
+        return;
     };
-    until("ready", &|| {
-        client
-            .get(format!("{base}/-/ready"))
-            .send()
-            .is_ok_and(|r| r.status().is_success())
-    });
-    // Targets reach the scrape loop seconds after readiness (service
-    // discovery updates are throttled): `up` has a sample once it runs.
-    let up = reqwest::Url::parse_with_params(
-        &format!("{base}/api/v1/query"),
-        &[("query", "up{job=\"fusebox\"}")],
-    )
-    .unwrap();
-    until("scraped", &|| {
-        get_json(&client, up.clone())["data"]["result"]
-            .as_array()
-            .is_some_and(|a| !a.is_empty())
-    });
+    prometheus.wait_scraping("fusebox");
+    let base = prometheus.base.clone();
+    let client = Client::new();
 
     let lab = Lab::start(format!("127.0.0.1:{lab_port}").parse().unwrap(), None);
     lab.wait_done(Duration::from_secs(90));

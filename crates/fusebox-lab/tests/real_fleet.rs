@@ -1,8 +1,9 @@
 //! A real-mode fleet against a real `redis-server` the lab starts itself
 //! (`[fleet] redis = "local"`): 8 replicas, each with its own worker threads
 //! and breaker, sharing through `fusebox::fleet`, against the same fleet with
-//! `sharing = "none"`, and `run --redis URL`. Skipped with one line when
-//! `redis-server` is missing, unless `FUSEBOX_REQUIRE_REDIS=1` (`.ci/run`).
+//! `sharing = "none"`, and `run --redis URL`. Ignored unless run with
+//! `--ignored`; then skipped with one line when `redis-server` is missing,
+//! unless `FUSEBOX_REQUIRE_REDIS=1` (`.ci/run`).
 //! About 6 s.
 
 use fusebox_lab::engine::{self, Mode};
@@ -49,6 +50,7 @@ open_for = "2s"
 }
 
 #[test]
+#[ignore = "needs redis-server: run with -- --ignored"]
 fn sharing_through_redis_cuts_failing_calls() {
     // Is redis-server here? (The lab starts its own; this one only asks.)
     if fusebox::fleet::LocalRedis::start_or_skip("the lab's real-mode fleet test").is_none() {
@@ -123,15 +125,12 @@ fn sharing_through_redis_cuts_failing_calls() {
     );
 }
 
-/// `run --redis URL` shares a real-mode fleet through a Redis already
-/// running; without it (and without `[fleet] redis`) the run is refused
-/// before it starts; a bad URL is bad input.
-#[test]
-fn run_takes_redis_from_the_command_line() {
-    let dir = std::env::temp_dir().join(format!("fusebox-lab-redis-{}", std::process::id()));
+/// A short shared fleet with no `redis` key, written to a file of its own,
+/// and a way to run the lab binary on it.
+fn cli_fleet(tag: &str) -> (std::path::PathBuf, impl Fn(&[&str]) -> std::process::Output) {
+    let dir = std::env::temp_dir().join(format!("fusebox-lab-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("fleet.toml");
-    // A short shared fleet with no `redis` key.
     let toml = r#"name = "fleet8-cli"
 duration = "300ms"
 rate = 40.0
@@ -148,7 +147,7 @@ consecutive_failures = 3
 open_for = "1s"
 "#;
     std::fs::write(&file, toml).unwrap();
-    let lab = |args: &[&str]| {
+    let lab = move |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
             .args(["run", "-q"])
             .args(args)
@@ -156,6 +155,14 @@ open_for = "1s"
             .output()
             .unwrap()
     };
+    (dir, lab)
+}
+
+/// Without `run --redis URL` (and without `[fleet] redis`) a shared
+/// real-mode fleet is refused before it starts; a bad URL is bad input.
+#[test]
+fn a_shared_fleet_without_redis_or_with_a_bad_url_is_refused() {
+    let (dir, lab) = cli_fleet("redis-refused");
     let out = lab(&[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -167,16 +174,26 @@ open_for = "1s"
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--redis: \"127.0.0.1:6379\""), "{err}");
-    if let Some(redis) = fusebox::fleet::LocalRedis::start_or_skip("run --redis") {
-        let out = lab(&["--redis", &redis.url()]);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(stdout.contains("fleet8-cli (real threads)"), "{stdout}");
-    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run --redis URL` shares a real-mode fleet through a Redis already
+/// running.
+#[test]
+#[ignore = "needs redis-server: run with -- --ignored"]
+fn run_takes_redis_from_the_command_line() {
+    let Some(redis) = fusebox::fleet::LocalRedis::start_or_skip("run --redis") else {
+        return;
+    };
+    let (dir, lab) = cli_fleet("redis-cli");
+    let out = lab(&["--redis", &redis.url()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("fleet8-cli (real threads)"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

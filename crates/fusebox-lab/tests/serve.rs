@@ -365,6 +365,7 @@ fn the_binary_keeps_serving_after_the_run() {
 /// the fleet made. Skipped with one line without `redis-server`, unless
 /// `FUSEBOX_REQUIRE_REDIS=1`.
 #[test]
+#[ignore = "needs redis-server: run with -- --ignored"]
 fn a_served_fleet_lists_its_replicas() {
     if fusebox::fleet::LocalRedis::start_or_skip("the served real-mode fleet").is_none() {
         return;
@@ -425,6 +426,7 @@ fn a_served_fleet_lists_its_replicas() {
 /// series: the lab keeps serving. Needs Debian's `prometheus`; skipped with
 /// one line when it is missing, unless `FUSEBOX_REQUIRE_PROMETHEUS=1`.
 #[test]
+#[ignore = "needs Prometheus: run with -- --ignored"]
 fn a_prometheus_scraping_every_15s_collects_the_whole_run() {
     let found = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)

@@ -1,6 +1,7 @@
 //! The dashboard's fleet view against a real `redis-server` started here on
-//! a free loopback port (skipped, with one line saying so, when redis-server
-//! is missing, unless FUSEBOX_REQUIRE_REDIS=1): the node's link (connected,
+//! a free loopback port (ignored unless run with `--ignored`; then skipped,
+//! with one line saying so, when redis-server is missing, unless
+//! FUSEBOX_REQUIRE_REDIS=1): the node's link (connected,
 //! then disconnected since when), its id, and the fleet's state of each
 //! shared breaker as another node trips it and an operator forces it open;
 //! then the same on the page, in headless Chromium (skipped likewise
@@ -100,6 +101,7 @@ fn payments_state(fleet: &Value) -> &str {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server and Chromium: run with -- --ignored"]
 async fn the_fleet_view_follows_the_link_and_each_shared_breakers_fleet_state() {
     let Some(mut redis) = LocalRedis::start_or_skip("the dashboard's fleet view") else {
         return;
@@ -194,6 +196,7 @@ async fn without_a_fleet_there_is_no_fleet_view() {
 /// and the fleet's state on the shared breaker's tile, with no console
 /// error. Screenshots in `target/tmp/dashboard_fleet/`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server and Chromium: run with -- --ignored"]
 async fn the_page_shows_the_fleet() {
     let Some(mut redis) = LocalRedis::start_or_skip("the dashboard's fleet page") else {
         return;

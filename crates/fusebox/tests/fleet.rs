@@ -1,6 +1,7 @@
 //! The fleet's rules against real `redis-server` processes started here on
-//! free loopback ports (skipped, with one line saying so, when redis-server
-//! is missing, unless FUSEBOX_REQUIRE_REDIS=1).
+//! free loopback ports (ignored unless run with `--ignored`; then skipped,
+//! with one line saying so, when redis-server is missing, unless
+//! FUSEBOX_REQUIRE_REDIS=1).
 #![cfg(feature = "fleet")]
 
 use fusebox::fleet::{Fleet, LocalRedis, Membership};
@@ -177,6 +178,7 @@ async fn fleet_with(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn trips_travel_to_every_node_for_the_rest_of_the_period() {
     let Some(redis) = LocalRedis::start_or_skip("trips_travel") else {
         return;
@@ -218,6 +220,7 @@ async fn trips_travel_to_every_node_for_the_rest_of_the_period() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn the_fleet_window_trips_nodes_that_are_each_below_min_calls() {
     let Some(redis) = LocalRedis::start_or_skip("fleet_window") else {
         return;
@@ -238,6 +241,7 @@ async fn the_fleet_window_trips_nodes_that_are_each_below_min_calls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn the_fleet_window_is_not_tripped_by_successes() {
     let Some(redis) = LocalRedis::start_or_skip("fleet_window_rate") else {
         return;
@@ -293,6 +297,7 @@ async fn first_probes(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn k_probes_in_the_whole_fleet_and_the_verdict_travels() {
     let Some(redis) = LocalRedis::start_or_skip("probes") else {
         return;
@@ -358,6 +363,7 @@ async fn half_open_held_by_n0(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_node_without_half_open_calls_does_not_take_the_probe_lease() {
     let Some(redis) = LocalRedis::start_or_skip("lease_idle") else {
         return;
@@ -400,6 +406,7 @@ async fn a_node_without_half_open_calls_does_not_take_the_probe_lease() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_node_with_calls_takes_the_lease_ahead_and_its_first_half_open_call_probes() {
     let Some(redis) = LocalRedis::start_or_skip("lease_ahead") else {
         return;
@@ -429,6 +436,7 @@ async fn a_node_with_calls_takes_the_lease_ahead_and_its_first_half_open_call_pr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn the_lease_is_taken_at_the_end_of_the_open_period_whatever_sync_every() {
     let Some(redis) = LocalRedis::start_or_skip("lease_end") else {
         return;
@@ -471,6 +479,7 @@ async fn the_lease_is_taken_at_the_end_of_the_open_period_whatever_sync_every() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_holder_whose_calls_are_further_apart_than_sync_every_keeps_the_lease() {
     let Some(redis) = LocalRedis::start_or_skip("lease_sparse") else {
         return;
@@ -497,6 +506,7 @@ async fn a_holder_whose_calls_are_further_apart_than_sync_every_keeps_the_lease(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_holder_without_half_open_calls_gives_the_lease_to_a_node_with_some() {
     let Some(redis) = LocalRedis::start_or_skip("lease_handover") else {
         return;
@@ -514,6 +524,7 @@ async fn a_holder_without_half_open_calls_gives_the_lease_to_a_node_with_some() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_dropped_probe_permit_gives_the_lease_back() {
     let Some(redis) = LocalRedis::start_or_skip("lease_dropped") else {
         return;
@@ -533,6 +544,7 @@ async fn a_dropped_probe_permit_gives_the_lease_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_dead_probers_lease_expires_and_another_node_probes() {
     let Some(redis) = LocalRedis::start_or_skip("dead_prober") else {
         return;
@@ -558,6 +570,7 @@ async fn a_dead_probers_lease_expires_and_another_node_probes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn with_a_quorum_of_two_one_nodes_trip_protects_only_itself() {
     let Some(redis) = LocalRedis::start_or_skip("quorum") else {
         return;
@@ -579,6 +592,7 @@ async fn with_a_quorum_of_two_one_nodes_trip_protects_only_itself() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn with_a_quorum_of_two_one_nodes_failures_do_not_trip_the_fleet_window() {
     let Some(redis) = LocalRedis::start_or_skip("quorum_window") else {
         return;
@@ -598,6 +612,7 @@ async fn with_a_quorum_of_two_one_nodes_failures_do_not_trip_the_fleet_window() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn control_reaches_every_node_and_later_joiners() {
     let Some(redis) = LocalRedis::start_or_skip("control") else {
         return;
@@ -626,6 +641,7 @@ async fn control_reaches_every_node_and_later_joiners() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_node_joining_an_open_fleet_starts_open_for_what_remains() {
     let Some(redis) = LocalRedis::start_or_skip("join_open") else {
         return;
@@ -645,6 +661,7 @@ async fn a_node_joining_an_open_fleet_starts_open_for_what_remains() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn namespaces_are_apart_and_bad_messages_are_dropped() {
     let Some(redis) = LocalRedis::start_or_skip("namespaces") else {
         return;
@@ -679,6 +696,7 @@ async fn namespaces_are_apart_and_bad_messages_are_dropped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn dropping_the_membership_stops_sharing() {
     let Some(redis) = LocalRedis::start_or_skip("membership") else {
         return;
@@ -698,6 +716,7 @@ async fn dropping_the_membership_stops_sharing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_registry_shares_every_breaker_it_builds() {
     let Some(redis) = LocalRedis::start_or_skip("registry") else {
         return;
@@ -723,6 +742,7 @@ async fn a_registry_shares_every_breaker_it_builds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_node_started_while_redis_is_down_works_locally_then_joins() {
     let Some(mut redis) = LocalRedis::start_or_skip("redis_down_at_start") else {
         return;
@@ -832,6 +852,7 @@ fn assert_no_call_waited(up: &Latency, down: &Latency) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn redis_stopped_for_two_seconds_under_load_blocks_no_call_and_states_resync() {
     let Some(redis) = LocalRedis::start_or_skip("sigstop") else {
         return;
@@ -871,6 +892,7 @@ async fn redis_stopped_for_two_seconds_under_load_blocks_no_call_and_states_resy
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn redis_killed_and_restarted_empty_gets_the_fleets_state_back() {
     let Some(mut redis) = LocalRedis::start_or_skip("restart") else {
         return;
@@ -950,6 +972,7 @@ async fn child_process_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn separate_processes_share_one_breaker() {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
@@ -1004,6 +1027,7 @@ async fn separate_processes_share_one_breaker() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_probe_permit_dropped_without_verdict_frees_the_lease_for_another_node() {
     let Some(redis) = LocalRedis::start_or_skip("dropped_probe") else {
         return;
@@ -1019,6 +1043,7 @@ async fn a_probe_permit_dropped_without_verdict_frees_the_lease_for_another_node
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_password_in_the_url_works_and_is_never_shown() {
     let Some(redis) = LocalRedis::start_with_or_skip("password", &["--requirepass", "s3cret-pw"])
     else {
@@ -1049,6 +1074,7 @@ async fn a_password_in_the_url_works_and_is_never_shown() {
 
 #[cfg(feature = "prometheus")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn losing_redis_is_an_event_and_a_metric() {
     let Some(mut redis) = LocalRedis::start_or_skip("status_events") else {
         return;
@@ -1120,6 +1146,7 @@ fn handles_are_send_and_sync() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn with_a_quorum_a_lone_nodes_failed_probe_does_not_open_the_fleet() {
     let Some(redis) = LocalRedis::start_or_skip("quorum_probe") else {
         return;
@@ -1142,6 +1169,7 @@ async fn with_a_quorum_a_lone_nodes_failed_probe_does_not_open_the_fleet() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn with_redis_up_a_node_is_connected_when_connect_returns_and_joins_at_once() {
     let Some(redis) = LocalRedis::start_or_skip("connect_at_once") else {
         return;
@@ -1160,6 +1188,7 @@ async fn with_redis_up_a_node_is_connected_when_connect_returns_and_joins_at_onc
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_node_joining_a_half_open_fleet_rejects_until_the_probes_verdict_travels() {
     let Some(redis) = LocalRedis::start_or_skip("join_half_open") else {
         return;
@@ -1185,6 +1214,7 @@ async fn a_node_joining_a_half_open_fleet_rejects_until_the_probes_verdict_trave
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_node_joining_a_half_open_fleet_probes_once_the_probers_lease_expires() {
     let Some(redis) = LocalRedis::start_or_skip("join_half_open_dead") else {
         return;
@@ -1281,6 +1311,7 @@ impl Relay {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_close_told_after_a_reconnect_does_not_close_a_fleet_that_tripped_again() {
     let Some(redis) = LocalRedis::start_or_skip("stale_close") else {
         return;
@@ -1453,6 +1484,7 @@ fn test_certificates() -> Option<std::path::PathBuf> {
 
 #[cfg(feature = "fleet-tls")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn trips_travel_over_tls_with_a_private_ca() {
     let Some(dir) = test_certificates() else {
         return;
@@ -1503,6 +1535,7 @@ async fn trips_travel_over_tls_with_a_private_ca() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn a_failed_probe_told_after_a_reconnect_counts_toward_the_quorum_only() {
     let Some(redis) = LocalRedis::start_or_skip("stale_probe") else {
         return;
@@ -1553,6 +1586,7 @@ async fn publish(redis: &LocalRedis, ns: &str, payload: &[u8]) {
 const A_YEAR: &[u8] = b"fb1|trip|31536000000|forged|evil|payments";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn without_a_key_a_forged_trip_lasts_until_the_next_sync() {
     let Some(redis) = LocalRedis::start_or_skip("forged_trip") else {
         return;
@@ -1608,6 +1642,7 @@ async fn keyed(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn with_a_key_forged_trips_and_closes_are_dropped_and_counted() {
     let Some(redis) = LocalRedis::start_or_skip("keyed") else {
         return;
@@ -1656,6 +1691,7 @@ async fn with_a_key_forged_trips_and_closes_are_dropped_and_counted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
 async fn below_the_quorum_each_node_probes_on_its_own_and_closes_only_itself() {
     let Some(redis) = LocalRedis::start_or_skip("alone") else {
         return;

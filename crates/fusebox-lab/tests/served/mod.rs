@@ -156,3 +156,110 @@ impl Drop for Lab {
         let _ = self.child.wait();
     }
 }
+
+/// A real Prometheus on a free loopback port scraping `jobs` (name, target
+/// `HOST:PORT`, metrics path) every second, with its data and log in the
+/// test's output directory; killed when dropped.
+pub struct Prometheus {
+    child: Child,
+    /// `http://127.0.0.1:PORT`, its API's base.
+    pub base: String,
+    log: std::path::PathBuf,
+    client: reqwest::blocking::Client,
+}
+
+impl Prometheus {
+    /// Starts Prometheus for the test `test` and waits until it is ready.
+    /// `None` (after one line) when Debian's `prometheus` is missing,
+    /// unless `FUSEBOX_REQUIRE_PROMETHEUS=1`.
+    pub fn start(test: &str, jobs: &[(&str, String, &str)]) -> Option<Prometheus> {
+        let binary = browser::external(
+            "prometheus",
+            "FUSEBOX_REQUIRE_PROMETHEUS",
+            "Debian package `prometheus`",
+        )?;
+        let dir = browser::out_dir(test);
+        let mut config = String::from(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n",
+        );
+        for (job, target, path) in jobs {
+            config.push_str(&format!(
+                "  - job_name: {job}\n    metrics_path: {path}\n    static_configs:\n      - targets: ['{target}']\n"
+            ));
+        }
+        let config_file = dir.join("prometheus.yml");
+        std::fs::write(&config_file, config).expect("write prometheus.yml");
+        let port = free_port();
+        let log = dir.join("prometheus.log");
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config_file.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("create prometheus.log"))
+            .spawn()
+            .expect("start prometheus");
+        let p = Prometheus {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            log,
+            client: reqwest::blocking::Client::new(),
+        };
+        p.until("ready", || {
+            p.client
+                .get(format!("{}/-/ready", p.base))
+                .send()
+                .is_ok_and(|r| r.status().is_success())
+        });
+        Some(p)
+    }
+
+    /// Waits (up to 30 s) until `ok` holds, or panics naming `what` and the log.
+    pub fn until(&self, what: &str, ok: impl Fn() -> bool) {
+        for _ in 0..150 {
+            if ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("prometheus never {what}; see {}", self.log.display());
+    }
+
+    /// GET `path` with `params` of the API as JSON (`null` when it fails).
+    pub fn get(&self, path: &str, params: &[(&str, &str)]) -> serde_json::Value {
+        let url = reqwest::Url::parse_with_params(&format!("{}{path}", self.base), params)
+            .expect("a valid URL");
+        let text = self
+            .client
+            .get(url)
+            .send()
+            .and_then(|r| r.text())
+            .unwrap_or_default();
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The instant vector of `query` (`[]` when it fails).
+    pub fn query(&self, query: &str) -> Vec<serde_json::Value> {
+        self.get("/api/v1/query", &[("query", query)])["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Waits until `job`'s scrape loop runs (`up` has a sample: targets
+    /// reach the loop seconds after readiness).
+    pub fn wait_scraping(&self, job: &str) {
+        let query = format!("up{{job=\"{job}\"}}");
+        self.until("scraped", || !self.query(&query).is_empty());
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
