@@ -805,6 +805,115 @@ mod whole_response {
         assert_eq!(stack.breaker().snapshot().consecutive_failures, 1);
     }
 
+    /// reqwest as a tower HTTP client: `http::Request` in, `http::Response`
+    /// with reqwest's streaming body out (what hyper's client gives).
+    #[cfg(feature = "tower")]
+    fn tower_client() -> impl tower::Service<
+        http::Request<String>,
+        Response = http::Response<reqwest::Body>,
+        Error = reqwest::Error,
+        Future = impl Send,
+    > + Clone
+           + Send
+           + 'static {
+        let client = reqwest::Client::new();
+        tower::service_fn(move |req: http::Request<String>| {
+            let client = client.clone();
+            async move {
+                let req = reqwest::Request::try_from(req)?;
+                Ok(http::Response::from(client.execute(req).await?))
+            }
+        })
+    }
+
+    #[cfg(feature = "tower")]
+    fn get(url: &str) -> http::Request<String> {
+        http::Request::get(url).body(String::new()).unwrap()
+    }
+
+    #[cfg(feature = "tower")]
+    #[tokio::test]
+    async fn through_the_whole_body_layer_a_stalled_body_is_a_timeout_and_a_failure() {
+        use fusebox::http::{StandardLayer, WholeBodyLayer};
+        use tower::{Layer, ServiceExt};
+        let s = server(STALLED_HEAD, b"only a part", Then::Stall).await;
+        let stack = Standard::builder("inventory")
+            .attempt_timeout(Duration::from_millis(200))
+            .total_timeout(Duration::from_secs(5))
+            .retry(attempts(2))
+            .breaker(breaker(3))
+            .build();
+        let svc = WholeBodyLayer::new(stack.clone()).layer(tower_client());
+
+        let started = StdInstant::now();
+        let e = svc.clone().oneshot(get(&s.url)).await.unwrap_err();
+        let took = started.elapsed();
+        assert!(e.is::<fusebox::Elapsed>(), "{e:?}");
+        assert!(took >= Duration::from_millis(400), "{took:?}");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        assert_eq!(s.hits.load(Ordering::Relaxed), 2, "the GET was retried");
+        assert_eq!(stack.breaker().snapshot().consecutive_failures, 2);
+        assert_eq!(stack.bulkhead().snapshot().in_use, 0);
+        let _ = svc.oneshot(get(&s.url)).await.unwrap_err();
+        assert_eq!(stack.breaker().state(), State::Open);
+
+        // The documented limit of the plain layer: the same stall is a
+        // success at the headers.
+        let plain = Standard::builder("plain")
+            .attempt_timeout(Duration::from_millis(200))
+            .breaker(breaker(1))
+            .build();
+        let r = StandardLayer::new(plain.clone())
+            .layer(tower_client())
+            .oneshot(get(&s.url))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(plain.breaker().snapshot().failures, 0);
+    }
+
+    #[cfg(feature = "tower")]
+    #[tokio::test]
+    async fn through_the_whole_body_layer_a_body_cut_short_or_too_long_is_a_failure() {
+        use fusebox::http::{BodyTooLarge, WholeBodyLayer};
+        use tower::{Layer, ServiceExt};
+        let cut = server(STALLED_HEAD, b"only a part", Then::Close).await;
+        let stack = Standard::builder("inventory")
+            .retry(attempts(1))
+            .breaker(breaker(5))
+            .build();
+        let svc = WholeBodyLayer::new(stack.clone()).layer(tower_client());
+        let e = svc.oneshot(get(&cut.url)).await.unwrap_err();
+        assert!(!e.is::<fusebox::Elapsed>(), "{e:?}");
+        assert_eq!(stack.breaker().snapshot().consecutive_failures, 1);
+
+        const HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n";
+        let whole = server(HEAD, b"7 in stock!", Then::Close).await;
+        let svc = WholeBodyLayer::new(stack.clone()).layer(tower_client());
+        let r = svc.oneshot(get(&whole.url)).await.unwrap();
+        assert_eq!(&r.body()[..], b"7 in stock!");
+        assert_eq!(stack.breaker().snapshot().consecutive_failures, 0);
+
+        let svc = WholeBodyLayer::new(stack.clone())
+            .max_body(10)
+            .layer(tower_client());
+        let e = svc.oneshot(get(&whole.url)).await.unwrap_err();
+        let failed = e
+            .downcast_ref::<fusebox::http::HttpError<Response<fusebox::http::Bytes>>>()
+            .expect("a failed attempt");
+        let too_large = failed
+            .transport_error()
+            .unwrap()
+            .downcast_ref::<BodyTooLarge>();
+        assert_eq!(too_large.map(BodyTooLarge::limit), Some(10), "{e:?}");
+        assert_eq!(
+            too_large.unwrap().to_string(),
+            "response body longer than the limit of 10 bytes"
+        );
+        assert_eq!(stack.breaker().snapshot().consecutive_failures, 1);
+        assert_eq!(stack.bulkhead().snapshot().in_use, 0);
+    }
+
     #[tokio::test]
     async fn the_bulkhead_slot_is_held_until_the_body_is_complete() {
         let s = server(STALLED_HEAD, b"", Then::Stall).await;

@@ -39,9 +39,10 @@
 //! | `Standard::send_bytes` (feature `reqwest`) | the request, the headers and the whole body | when the body is complete |
 //! | `Standard::send_json` (feature `json`) | as `send_bytes`, and decoding the body | when the body is complete and decoded |
 //! | [`Standard::run`], an attempt that returns a fully read response (e.g. `http::Response<Bytes>`) | everything the attempt's future does | when that future ends |
+//! | `WholeBodyLayer` (feature `tower`) | the request, the headers and the whole body, up to its size limit | when the body is complete |
 //! | `Standard::send`, `Standard::run` returning a streaming body, `StandardLayer` (feature `tower`) | the request and the headers only | when the headers arrive |
 //!
-//! Under the first three, a dependency that answers `200 OK` and then
+//! Under the first four, a dependency that answers `200 OK` and then
 //! stalls its body is the attempt timeout's failure (then retried as the
 //! [`RetryPolicy`] says, within the total timeout), a body cut short is a
 //! transport error, and both are failures for the breaker; the bulkhead
@@ -118,16 +119,20 @@ pub use self::classify::{Classifier, HttpResponse};
 pub use self::error::{HttpError, InvalidStandard, TransportError, UnknownDependency};
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-pub use self::layer::{StandardLayer, StandardService};
+pub use self::layer::{
+    BodyTooLarge, StandardLayer, StandardService, WholeBodyLayer, WholeBodyService,
+    DEFAULT_MAX_BODY,
+};
 pub use self::retry::{is_idempotent, retry_after, RetryPolicy};
 pub use self::standard::{
     Standard, StandardBuilder, StandardError, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_CONCURRENT,
     DEFAULT_TOTAL_TIMEOUT,
 };
 
-/// The body of a fully read response, as `Standard::send_bytes` returns it
-/// (feature `reqwest`; the `bytes` crate's type, re-exported so that a
-/// caller can name it without depending on `bytes`).
+/// The body of a fully read response, as `Standard::send_bytes` (feature
+/// `reqwest`) and `WholeBodyLayer` (feature `tower`) return it (the `bytes`
+/// crate's type, re-exported so that a caller can name it without depending
+/// on `bytes`).
 ///
 /// # Examples
 ///
@@ -136,8 +141,6 @@ pub use self::standard::{
 /// let response = http::Response::new(body);
 /// assert_eq!(&response.body()[..], b"7 in stock");
 /// ```
-#[cfg(feature = "reqwest")]
-#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub use bytes::Bytes;
 
 /// Any error, boxed (the same alias as `tower::BoxError`).
