@@ -17,6 +17,9 @@
 //!   second, direct or per key, on governor's GCRA.
 //! - `limit::AdaptiveLimit` (feature `limit`): a concurrency limit that
 //!   follows the dependency's latency (Vegas, Gradient2 or AIMD).
+//! - `throttle::Throttle` (feature `throttle`): adaptive throttling, which
+//!   refuses at random the share of calls a struggling backend would refuse
+//!   anyway (the client-side throttling of Google's SRE book).
 //!
 //! The breaker, the bulkhead and the rate limiters have a [`Mode`]: `enforce` (the default), `shadow` (decide
 //! and report what it would have refused, but let every call run: how a new
@@ -35,7 +38,7 @@
 //! `Router`), `fleet` (replicas sharing breaker state through Redis;
 //! `fleet-tls` adds `rediss://`; `test-util` adds `fleet::LocalRedis`, a
 //! throwaway `redis-server` for tests), `ratelimit` (rate limiters, on
-//! `governor`), `limit` (the adaptive concurrency limit), `quanta` (a TSC clock: cheaper readings, see
+//! `governor`), `limit` (the adaptive concurrency limit), `throttle` (adaptive throttling), `quanta` (a TSC clock: cheaper readings, see
 //! [`MonotonicClock`]). With no
 //! feature, fusebox depends on `arc-swap` alone (the breaker's live settings).
 //!
@@ -145,6 +148,9 @@ pub mod prelude;
 pub mod ratelimit;
 pub mod registry;
 pub mod retry;
+#[cfg(feature = "throttle")]
+#[cfg_attr(docsrs, doc(cfg(feature = "throttle")))]
+pub mod throttle;
 pub mod timeout;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]

@@ -136,4 +136,5 @@ macro_rules! known_refusals {
 }
 
 known_refusals! { Rejected, BulkheadFull, #[cfg(feature = "ratelimit")] crate::ratelimit::RateLimited,
-#[cfg(feature = "limit")] crate::limit::LimitExceeded }
+#[cfg(feature = "limit")] crate::limit::LimitExceeded,
+#[cfg(feature = "throttle")] crate::throttle::Throttled }

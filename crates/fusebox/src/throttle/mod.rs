@@ -1,0 +1,545 @@
+//! Adaptive throttling (feature `throttle`): refuse, at random, the share of
+//! calls a struggling backend would have refused anyway, before they are
+//! sent.
+//!
+//! A [`Throttle`] counts, over a sliding window, the *requests* the
+//! application made and the ones the backend *accepted*. While the backend
+//! accepts everything the two are equal and nothing is refused. When it
+//! starts refusing (overload errors, timeouts), the throttle refuses each
+//! new request locally with probability
+//!
+//! ```text
+//! p = clamp((requests - K x accepts) / (requests + padding), 0, max_rejection)
+//! ```
+//!
+//! so the backend receives about `K` times what it accepts (the client-side
+//! throttling of Google's SRE book, chapter 21). Unlike a breaker, it never
+//! shuts the dependency off: it sheds the excess and follows the backend's
+//! capacity up and down.
+//!
+//! # Counting
+//!
+//! - A request is counted **when it is admitted or refused**, before the
+//!   call: the throttle reacts within the calls' own duration, not one round
+//!   trip late.
+//! - An accept is counted when the permit says so
+//!   ([`ThrottlePermit::accept`]). [`ThrottlePermit::overload`], or a
+//!   permit dropped without a verdict (a panic, a cancelled future), counts
+//!   none. Classify as an accept every answer that shows the backend served
+//!   the call, a client error (4xx) included; as an overload only 429, 503,
+//!   timeouts and connection failures.
+//! - Locally refused requests count as requests (that is what lets the
+//!   throttle recover: as the backend heals, accepts rise and `p` falls).
+//!
+//! Both counts live in `buckets` time buckets over `window`; the randomness
+//! is a lock-free generator, seeded by [`Builder::seed`] in tests.
+//!
+//! # Examples
+//!
+//! ```
+//! use fusebox::throttle::{Throttle, ThrottleConfig};
+//! use fusebox::ManualClock;
+//!
+//! let clock = ManualClock::new();
+//! let backend = Throttle::builder()
+//!     .config(ThrottleConfig::default().padding(0))
+//!     .clock(clock.clone())
+//!     .seed(7)
+//!     .build()?;
+//! // The backend refuses everything: after a while most calls are refused here.
+//! let mut refused = 0;
+//! for _ in 0..1000 {
+//!     match backend.try_acquire() {
+//!         Ok(permit) => permit.overload(),
+//!         Err(_) => refused += 1,
+//!     }
+//! }
+//! assert!(refused > 700, "{refused}");
+//! assert!(backend.rejection_probability() <= 0.8);
+//! # Ok::<(), fusebox::ConfigError>(())
+//! ```
+
+mod config;
+mod error;
+
+pub use self::config::ThrottleConfig;
+pub use self::error::Throttled;
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::ConfigError;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A throttle: cheap to clone (clones share their counts).
+///
+/// # Examples
+///
+/// ```
+/// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+/// let permit = t.try_acquire().expect("nothing is refused while all is accepted");
+/// permit.accept();
+/// assert_eq!(t.snapshot().accepts, 1);
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Throttle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ThrottleConfig,
+    clock: Arc<dyn Clock>,
+    bucket_nanos: u64,
+    buckets: Box<[Bucket]>,
+    rng: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// One bucket of the window: which bucket period it holds (its index + 1;
+/// 0: none yet) and its counts.
+struct Bucket {
+    period: AtomicU64,
+    requests: AtomicU64,
+    accepts: AtomicU64,
+}
+
+impl fmt::Debug for Throttle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Throttle")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The counts of a [`Throttle`] now (see [`Throttle::snapshot`]).
+///
+/// # Examples
+///
+/// ```
+/// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+/// let s = t.snapshot();
+/// assert_eq!((s.requests, s.accepts, s.refused), (0, 0, 0));
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct ThrottleSnapshot {
+    /// Requests counted in the window (admitted and refused).
+    pub requests: u64,
+    /// Accepts counted in the window.
+    pub accepts: u64,
+    /// The rejection probability the next request meets.
+    pub rejection_probability: f64,
+    /// Requests refused since the throttle was built.
+    pub refused: u64,
+}
+
+impl Throttle {
+    /// A throttle on `config` and the default clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`ThrottleConfig::validate`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::throttle::{Throttle, ThrottleConfig};
+    /// assert!(Throttle::new(ThrottleConfig::default().k(0.0)).is_err());
+    /// ```
+    pub fn new(config: ThrottleConfig) -> Result<Self, ConfigError> {
+        Throttle::builder().config(config).build()
+    }
+
+    /// A builder: config, clock, seed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::builder().seed(1).build()?;
+    /// assert_eq!(t.config().k_value(), 2.0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn builder() -> Builder {
+        Builder {
+            config: ThrottleConfig::default(),
+            clock: None,
+            seed: None,
+        }
+    }
+
+    /// The settings it runs with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default().k(3.0))?;
+    /// assert_eq!(t.config().k_value(), 3.0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn config(&self) -> &ThrottleConfig {
+        &self.inner.config
+    }
+
+    /// Counts a request and admits it, or refuses it with the current
+    /// rejection probability.
+    ///
+    /// # Errors
+    ///
+    /// [`Throttled`] when the draw refuses it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// let permit = t.try_acquire().unwrap();
+    /// permit.accept();
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn try_acquire(&self) -> Result<ThrottlePermit, Throttled> {
+        let inner = &*self.inner;
+        let now = inner.clock.now_nanos();
+        let (requests, accepts) = inner.totals(now);
+        let p = inner.probability(requests, accepts);
+        inner.bucket(now).requests.fetch_add(1, Ordering::Relaxed);
+        if p > 0.0 && inner.draw() < p {
+            // Relaxed (all counts): statistics, nothing is published through them.
+            inner.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(Throttled::new(p));
+        }
+        Ok(ThrottlePermit {
+            owner: self.clone(),
+        })
+    }
+
+    /// Runs `f` if admitted: `Ok` counts as an accept, `Err` as an
+    /// overload. For a finer classification (a client error is an
+    /// accept), use [`try_acquire`](Throttle::try_acquire) and the permit.
+    ///
+    /// # Errors
+    ///
+    /// [`Throttled`] when the request is refused; `f` is not run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// let answer = t.call(|| Ok::<_, std::io::Error>("7 in stock")).unwrap();
+    /// assert_eq!(answer.unwrap(), "7 in stock");
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn call<T, E>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<Result<T, E>, Throttled> {
+        let permit = self.try_acquire()?;
+        let result = f();
+        match &result {
+            Ok(_) => permit.accept(),
+            Err(_) => permit.overload(),
+        }
+        Ok(result)
+    }
+
+    /// The rejection probability a request meets now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// assert_eq!(t.rejection_probability(), 0.0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn rejection_probability(&self) -> f64 {
+        let inner = &*self.inner;
+        let (requests, accepts) = inner.totals(inner.clock.now_nanos());
+        inner.probability(requests, accepts)
+    }
+
+    /// Its counts now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// t.try_acquire().unwrap().overload();
+    /// let s = t.snapshot();
+    /// assert_eq!((s.requests, s.accepts), (1, 0));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn snapshot(&self) -> ThrottleSnapshot {
+        let inner = &*self.inner;
+        let (requests, accepts) = inner.totals(inner.clock.now_nanos());
+        ThrottleSnapshot {
+            requests,
+            accepts,
+            rejection_probability: inner.probability(requests, accepts),
+            refused: inner.refused.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Inner {
+    /// The bucket of the time `now`, emptied first if it held an older
+    /// period. Two threads starting a bucket at once may lose a count of
+    /// the one that added before the other emptied it: a statistic.
+    fn bucket(&self, now: u64) -> &Bucket {
+        let period = now / self.bucket_nanos + 1;
+        let n = self.buckets.len() as u64;
+        let b = &self.buckets[(period % n) as usize];
+        // Acquire/Release: whoever sees the new period sees the emptied counts.
+        let held = b.period.load(Ordering::Acquire);
+        if held < period
+            && b.period
+                .compare_exchange(held, period, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            b.requests.store(0, Ordering::Relaxed);
+            b.accepts.store(0, Ordering::Relaxed);
+        }
+        b
+    }
+
+    /// Requests and accepts of the buckets within the window ending at `now`.
+    fn totals(&self, now: u64) -> (u64, u64) {
+        let period = now / self.bucket_nanos + 1;
+        let n = self.buckets.len() as u64;
+        let (mut requests, mut accepts) = (0, 0);
+        for b in self.buckets.iter() {
+            let held = b.period.load(Ordering::Acquire);
+            if held != 0 && held <= period && period - held < n {
+                requests += b.requests.load(Ordering::Relaxed);
+                accepts += b.accepts.load(Ordering::Relaxed);
+            }
+        }
+        (requests, accepts)
+    }
+
+    fn probability(&self, requests: u64, accepts: u64) -> f64 {
+        let c = &self.config;
+        let excess = requests as f64 - c.k * accepts as f64;
+        if excess <= 0.0 {
+            return 0.0;
+        }
+        (excess / (requests as f64 + f64::from(c.padding))).min(c.max_rejection)
+    }
+
+    /// A uniform draw in `[0, 1)`: splitmix64 over a shared counter.
+    fn draw(&self) -> f64 {
+        let mut z = self
+            .rng
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// A request the [`Throttle`] admitted; say how the backend answered.
+/// Dropped without a verdict, it counts no accept.
+///
+/// # Examples
+///
+/// ```
+/// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+/// let permit = t.try_acquire().unwrap();
+/// drop(permit); // a cancelled call: a request, no accept
+/// assert_eq!((t.snapshot().requests, t.snapshot().accepts), (1, 0));
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+#[must_use = "say whether the backend accepted the call"]
+#[derive(Debug)]
+pub struct ThrottlePermit {
+    owner: Throttle,
+}
+
+impl ThrottlePermit {
+    /// The backend served the call (a client error included).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// t.try_acquire().unwrap().accept();
+    /// assert_eq!(t.snapshot().accepts, 1);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn accept(self) {
+        let inner = &*self.owner.inner;
+        inner
+            .bucket(inner.clock.now_nanos())
+            .accepts
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The backend refused the call for load (429, 503), or it timed out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// t.try_acquire().unwrap().overload();
+    /// assert_eq!(t.snapshot().accepts, 0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn overload(self) {}
+}
+
+/// Builds a [`Throttle`] (see [`Throttle::builder`]).
+///
+/// # Examples
+///
+/// ```
+/// let t = fusebox::throttle::Throttle::builder()
+///     .config(fusebox::throttle::ThrottleConfig::default().k(1.5))
+///     .clock(fusebox::ManualClock::new())
+///     .seed(42)
+///     .build()?;
+/// assert_eq!(t.config().k_value(), 1.5);
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+pub struct Builder {
+    config: ThrottleConfig,
+    clock: Option<Arc<dyn Clock>>,
+    seed: Option<u64>,
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("config", &self.config)
+            .field("custom_clock", &self.clock.is_some())
+            .field("seed", &self.seed)
+            .finish()
+    }
+}
+
+impl Builder {
+    /// The settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::throttle::Throttle::builder().config(fusebox::throttle::ThrottleConfig::default());
+    /// assert!(b.build().is_ok());
+    /// ```
+    pub fn config(mut self, config: ThrottleConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The clock the window reads (a [`ManualClock`](crate::ManualClock)
+    /// in tests).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = fusebox::throttle::Throttle::builder().clock(fusebox::ManualClock::new());
+    /// assert!(b.build().is_ok());
+    /// ```
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The random draws' seed: the same seed and the same calls give the
+    /// same refusals (by default a seed from std's per-process randomness).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::throttle::Throttle;
+    /// let a = Throttle::builder().seed(3).build()?;
+    /// let b = Throttle::builder().seed(3).build()?;
+    /// for _ in 0..50 {
+    ///     let (x, y) = (a.try_acquire(), b.try_acquire());
+    ///     assert_eq!(x.is_ok(), y.is_ok());
+    ///     if let (Ok(x), Ok(y)) = (x, y) { x.overload(); y.overload(); }
+    /// }
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The throttle.
+    ///
+    /// # Errors
+    ///
+    /// As [`ThrottleConfig::validate`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::throttle::{Throttle, ThrottleConfig};
+    /// let e = Throttle::builder().config(ThrottleConfig::default().max_rejection(2.0)).build();
+    /// assert_eq!(e.unwrap_err().field(), "max_rejection");
+    /// ```
+    pub fn build(self) -> Result<Throttle, ConfigError> {
+        let config = self.config;
+        config.validate()?;
+        let window = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
+        let seed = self.seed.unwrap_or_else(|| {
+            use std::hash::{BuildHasher, Hasher};
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+        });
+        Ok(Throttle {
+            inner: Arc::new(Inner {
+                clock: self.clock.unwrap_or_else(|| Arc::new(MonotonicClock)),
+                bucket_nanos: (window / u64::from(config.buckets)).max(1),
+                buckets: (0..config.buckets)
+                    .map(|_| Bucket {
+                        period: AtomicU64::new(0),
+                        requests: AtomicU64::new(0),
+                        accepts: AtomicU64::new(0),
+                    })
+                    .collect(),
+                rng: AtomicU64::new(seed),
+                refused: AtomicU64::new(0),
+                config,
+            }),
+        })
+    }
+}
+
+/// Kind `"throttle"`: figures `requests` and `accepts` (the window's),
+/// `rejection_permille` (the rejection probability, in thousandths) and
+/// `refused` (since built).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::policy::Inspect;
+/// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+/// assert_eq!(t.kind(), "throttle");
+/// let names: Vec<_> = t.figures().iter().map(|f| f.name).collect();
+/// assert_eq!(names, ["requests", "accepts", "rejection_permille", "refused"]);
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+impl crate::policy::Inspect for Throttle {
+    fn kind(&self) -> &'static str {
+        "throttle"
+    }
+
+    fn mode(&self) -> crate::policy::Mode {
+        crate::policy::Mode::Enforce
+    }
+
+    fn figures(&self) -> Vec<crate::policy::Figure> {
+        use crate::policy::Figure;
+        let s = self.snapshot();
+        vec![
+            Figure::gauge("requests", "Requests in the throttle's window", s.requests),
+            Figure::gauge("accepts", "Accepts in the throttle's window", s.accepts),
+            Figure::gauge(
+                "rejection_permille",
+                "Throttle rejection probability, in thousandths",
+                (s.rejection_probability * 1000.0).round() as u64,
+            ),
+            Figure::counter("refused", "Requests refused by a throttle", s.refused),
+        ]
+    }
+}
