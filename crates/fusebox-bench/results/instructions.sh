@@ -14,7 +14,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${1:-crates/fusebox-bench/results/instructions.txt}
 CALLS=${CALLS:-20000}
-SCENARIOS=${SCENARIOS:-"closed_1t open_1t mixed_1t policies instrumented_1t stack_1t"}
+SCENARIOS=${SCENARIOS:-"closed_1t open_1t mixed_1t errors1_1t errors5_1t errors10_1t policies instrumented_1t stack_1t bulkhead_1t"}
+# fusebox's entries of these scenarios again in a default build (std's
+# `Instant` as the clock instead of the bench crate's `quanta`), as
+# `ENTRY[std clock]`: the paths that read the clock per call.
+STD_SCENARIOS=${STD_SCENARIOS:-"open_1t errors5_1t policies"}
 
 if ! command -v valgrind >/dev/null 2>&1; then
     echo "instructions.sh: installing valgrind" >&2
@@ -24,13 +28,20 @@ if ! command -v valgrind >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends valgrind
 fi
 
+TARGET=${CARGO_TARGET_DIR:-target}
+cargo build --release -p fusebox-bench --bin instructions --no-default-features >&2
+STD_BIN=$TARGET/release/instructions-std-clock
+cp "$TARGET/release/instructions" "$STD_BIN"
 cargo build --release -p fusebox-bench --bin instructions >&2
-BIN=${CARGO_TARGET_DIR:-target}/release/instructions
+BIN=$TARGET/release/instructions
 
+# count BINARY SCENARIO ENTRY CALLS
 count() {
+    local bin=$1
+    shift
     valgrind --tool=callgrind --callgrind-out-file=/dev/null \
         '--toggle-collect=*as fusebox_bench::harness::Runner>::run' \
-        "$BIN" "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'
+        "$bin" "$@" 2>&1 >/dev/null | sed -n 's/.*Collected : //p'
 }
 
 # Which code is measured (before OUT is rewritten: it is under crates/ too).
@@ -46,9 +57,17 @@ COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates ':!'"$OUT
         # tower-resilience's time window keeps one record per call and scans
         # them all: its cost grows with the fill, there is no steady state.
         case "$entry" in tower-resilience/time_window) continue ;; esac
-        a=$(count "$scenario" "$entry" "$CALLS")
-        b=$(count "$scenario" "$entry" $((2 * CALLS)))
+        a=$(count "$BIN" "$scenario" "$entry" "$CALLS")
+        b=$(count "$BIN" "$scenario" "$entry" $((2 * CALLS)))
         awk -v s="$scenario" -v e="$entry" -v a="$a" -v b="$b" -v n="$CALLS" \
+            'BEGIN { printf "%s\t%s\t%.1f\n", s, e, (b - a) / n }'
+    done
+    "$STD_BIN" --list | while read -r scenario entry; do
+        case " $STD_SCENARIOS " in *" $scenario "*) ;; *) continue ;; esac
+        case "$entry" in fusebox*) ;; *) continue ;; esac
+        a=$(count "$STD_BIN" "$scenario" "$entry" "$CALLS")
+        b=$(count "$STD_BIN" "$scenario" "$entry" $((2 * CALLS)))
+        awk -v s="$scenario" -v e="$entry[std clock]" -v a="$a" -v b="$b" -v n="$CALLS" \
             'BEGIN { printf "%s\t%s\t%.1f\n", s, e, (b - a) / n }'
     done
 } >"$OUT"

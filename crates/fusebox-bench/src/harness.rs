@@ -48,6 +48,9 @@ pub enum Load {
     /// A pseudo-random 20% of calls fail (xorshift, seeded per thread, so
     /// every crate sees the same sequence).
     Mixed20,
+    /// A pseudo-random one call in `n` fails (1 in 100: a 1% background
+    /// error rate; the same xorshift sequence for every crate).
+    OneIn(u64),
 }
 
 impl Load {
@@ -58,6 +61,7 @@ impl Load {
             Load::AllOk => false,
             Load::AllFail => true,
             Load::Mixed20 => rng.fail20(),
+            Load::OneIn(n) => rng.one_in(n),
         }
     }
 }
@@ -147,7 +151,18 @@ impl Xorshift {
         x ^= x >> 7;
         x ^= x << 17;
         self.0 = x;
-        x % 5 == 0
+        x.is_multiple_of(5)
+    }
+
+    /// One draw in `n`, on average.
+    #[inline(always)]
+    pub fn one_in(&mut self, n: u64) -> bool {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x.is_multiple_of(n)
     }
 }
 
@@ -175,6 +190,12 @@ pub fn timed_loop(
         Load::Mixed20 => {
             for _ in 0..iters {
                 let fail = rng.fail20();
+                tally.add(call(fail));
+            }
+        }
+        Load::OneIn(n) => {
+            for _ in 0..iters {
+                let fail = rng.one_in(n);
                 tally.add(call(fail));
             }
         }

@@ -204,6 +204,42 @@ pub fn all() -> Vec<Scenario> {
         entries: every_breaker(MIXED),
     });
 
+    // A background error rate that never trips (rate 0.5): the traffic a
+    // production window holds.
+    for (name, what, n) in [
+        (
+            "errors1_1t",
+            "1% of calls fail (never tripping), 1 thread",
+            100,
+        ),
+        (
+            "errors5_1t",
+            "5% of calls fail (never tripping), 1 thread",
+            20,
+        ),
+        (
+            "errors10_1t",
+            "10% of calls fail (never tripping), 1 thread",
+            10,
+        ),
+    ] {
+        v.push(Scenario {
+            name,
+            what,
+            threads: 1,
+            load: Load::OneIn(n),
+            open: false,
+            fixed_calls: None,
+            entries: vec![
+                entry(Fusebox, "count_window", COUNT_100),
+                entry(Fusebox, "time_window", TIME_10S),
+                entry(Failsafe, "time_window", TIME_10S),
+                entry(Recloser, "count_window", COUNT_100),
+                baseline(),
+            ],
+        });
+    }
+
     v.push(Scenario {
         entries: vec![
             entry(Fusebox, "consecutive", REFERENCE),

@@ -650,12 +650,19 @@ pub enum Limiter {
     TokioSemaphore,
     /// `tower::limit::ConcurrencyLimit`, driven by `ready().await` + `call().await`.
     TowerConcurrencyLimit,
+    /// fusebox's `limit::AdaptiveLimit::try_acquire`, a success (its
+    /// round-trip time read from the default clock) after the call.
+    FuseboxAdaptive,
+    /// fusebox's `throttle::Throttle::try_acquire`, an accept after the call.
+    FuseboxThrottle,
 }
 
 impl Limiter {
     /// Every limiter, fusebox first.
-    pub const ALL: [Limiter; 4] = [
+    pub const ALL: [Limiter; 6] = [
         Limiter::Fusebox,
+        Limiter::FuseboxAdaptive,
+        Limiter::FuseboxThrottle,
         Limiter::TokioSemaphore,
         Limiter::TowerConcurrencyLimit,
         Limiter::Baseline,
@@ -668,6 +675,8 @@ impl Limiter {
             Limiter::Fusebox => "fusebox",
             Limiter::TokioSemaphore => "tokio-semaphore",
             Limiter::TowerConcurrencyLimit => "tower-concurrency-limit",
+            Limiter::FuseboxAdaptive => "fusebox/adaptive_limit",
+            Limiter::FuseboxThrottle => "fusebox/throttle",
         }
     }
 
@@ -683,7 +692,77 @@ impl Limiter {
             Limiter::TowerConcurrencyLimit => Some(Box::new(TowerSubject(
                 tower::limit::ConcurrencyLimit::new(op_service(), limit),
             ))),
+            Limiter::FuseboxAdaptive => {
+                let config = fusebox::limit::LimitConfig::default()
+                    .initial(u32::try_from(limit).unwrap_or(u32::MAX))
+                    .max(u32::try_from(limit).unwrap_or(u32::MAX).max(1));
+                Some(Box::new(FuseboxAdaptive(
+                    fusebox::limit::AdaptiveLimit::new(config).expect("a valid limit"),
+                )))
+            }
+            Limiter::FuseboxThrottle => Some(Box::new(FuseboxThrottle(
+                fusebox::throttle::Throttle::builder()
+                    .seed(1)
+                    .build()
+                    .expect("the default throttle"),
+            ))),
         }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct FuseboxAdaptive(fusebox::limit::AdaptiveLimit);
+
+impl Guard for FuseboxAdaptive {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match self.0.try_acquire() {
+            Ok(permit) => match op(fail) {
+                Ok(_) => {
+                    permit.success();
+                    Verdict::Ok
+                }
+                Err(_) => {
+                    permit.dropped();
+                    Verdict::Failed
+                }
+            },
+            Err(_) => Verdict::Rejected,
+        }
+    }
+}
+
+impl Subject for FuseboxAdaptive {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
+    }
+}
+
+#[derive(Debug, Clone)]
+struct FuseboxThrottle(fusebox::throttle::Throttle);
+
+impl Guard for FuseboxThrottle {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        match self.0.try_acquire() {
+            Ok(permit) => match op(fail) {
+                Ok(_) => {
+                    permit.accept();
+                    Verdict::Ok
+                }
+                Err(_) => {
+                    permit.overload();
+                    Verdict::Failed
+                }
+            },
+            Err(_) => Verdict::Rejected,
+        }
+    }
+}
+
+impl Subject for FuseboxThrottle {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(SyncRunner::new(self.clone(), seed))
     }
 }
 

@@ -76,7 +76,7 @@ fn closed_path_of_every_policy_allocates_nothing() {
         let mut i = 0u32;
         assert_no_allocations(&format!("{name}: 1 failure in 10"), || {
             i += 1;
-            let r = b.call(if i % 10 == 0 { err } else { ok });
+            let r = b.call(if i.is_multiple_of(10) { err } else { ok });
             assert!(!matches!(r, Err(Error::Rejected(_))), "{name} tripped");
         });
         assert_no_allocations(&format!("{name}: call_with ignore"), || {
@@ -154,7 +154,7 @@ fn transitions_and_probes_allocate_nothing() {
             assert_eq!(b.state(), State::Open, "{name}: did not trip");
             assert!(b.call(ok).is_err());
             clock.advance(open_for);
-            if round % 2 == 0 {
+            if round.is_multiple_of(2) {
                 b.call(ok).expect("probe admitted");
                 assert_eq!(b.state(), State::Closed);
             } else {

@@ -178,7 +178,7 @@ fn cycle(b: &CircuitBreaker, clock: &ManualClock, n: u64) -> u64 {
         calls += 1;
         assert!(calls < 1_000, "{b:?} does not trip");
     }
-    let mut reopen = n % 2 == 0;
+    let mut reopen = n.is_multiple_of(2);
     loop {
         clock.advance(LONGEST_OPEN);
         match b.state() {

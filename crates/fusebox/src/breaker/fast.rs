@@ -451,18 +451,24 @@ impl Inner {
             && ticket.start == NO_START
             && path & TIME_WINDOW == 0
             && self.listeners.is_empty()
-            && self.core.with_live(|live| {
-                let noop = self.changes_nothing(live, path, &ticket, outcome);
-                if noop && path & FULL_QUIET != 0 {
-                    self.core.mark_full(live, ticket.generation);
-                }
-                noop
-            })
         {
-            // Untimed and told to no one (a count window full of plain
-            // successes): settled before any set-up.
-            self.core.count(&ticket, outcome, false);
-            return;
+            // Untimed, not slow, told to no one: settled, or recorded, in
+            // one visit to the live settings (a count window full of plain
+            // successes changes nothing; one holding failures mostly takes
+            // a success over a success, which writes nothing either).
+            return self.core.with_live(|live| {
+                self.core.count(&ticket, outcome, false);
+                if self.changes_nothing(live, path, &ticket, outcome) {
+                    if path & FULL_QUIET != 0 {
+                        self.core.mark_full(live, ticket.generation);
+                    }
+                    return;
+                }
+                let transition =
+                    self.core
+                        .record(live, ticket, outcome, false, &LazyNow::new(self));
+                self.emit(transition);
+            });
         }
         let now = LazyNow::new(self);
         let elapsed = self.elapsed(ticket.start, &now);
