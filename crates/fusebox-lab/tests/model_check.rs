@@ -339,6 +339,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     max_concurrent: None,
                     rate_limit: None,
                     limit: None,
+                    throttle: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -349,6 +350,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     max_concurrent: None,
                     rate_limit: None,
                     limit: None,
+                    throttle: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
@@ -356,6 +358,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     max_concurrent: None,
                     rate_limit: None,
                     limit: None,
+                    throttle: None,
                 },
             ];
             Scenario {

@@ -270,6 +270,44 @@ fn limit_keys_are_the_librarys_and_checked_by_it() {
     );
 }
 
+/// `throttle` is the library's throttle table, read and checked by it,
+/// with the same error shape as `limit`.
+#[test]
+fn throttle_keys_are_the_librarys_and_checked_by_it() {
+    let cases = [
+        ("throttle = { k = 0.5 }", "strategy.throttle.k", ">= 1"),
+        (
+            "throttle = { max_rejection = 1.5 }",
+            "strategy.throttle.max_rejection",
+            "[0, 1]",
+        ),
+        (
+            "throttle = { window = \"soon\" }",
+            "strategy.throttle.window",
+            "duration",
+        ),
+        (
+            "throttle = { kk = 2 }",
+            "strategy.throttle.kk",
+            "unknown field",
+        ),
+        ("throttle = 2", "strategy.throttle", "must be a table"),
+    ];
+    assert_key_errors(&cases);
+    let text = base().replacen(
+        "kind = \"none\"",
+        "kind = \"none\"\nthrottle = { k = 2.0 }",
+        1,
+    );
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.throttle"), "{e}");
+    assert!(
+        e.message
+            .contains("a throttle goes with kind = \"fusebox\""),
+        "{e}"
+    );
+}
+
 /// `rate_limit` is the library's rate limiter table, read and checked by
 /// the library: each bad value names the key inside it and its line.
 #[test]

@@ -19,6 +19,7 @@ use fusebox::ratelimit::RateLimiter;
 use fusebox::registry::{
     BulkheadConfig, DependencyConfig, Fusebox, FuseboxBuilder, FuseboxConfig, Observer, Tags,
 };
+use fusebox::throttle::{Throttle, ThrottlePermit};
 use fusebox::{Builder, Bulkhead, BulkheadPermit};
 use std::collections::HashMap;
 use std::fmt;
@@ -177,8 +178,12 @@ impl Breakers {
         spec: &StrategySpec,
         clock: &LabClock,
     ) -> FuseboxGuard {
-        let (max_concurrent, rate_limit, limit) =
-            (spec.max_concurrent, spec.rate_limit, spec.limit);
+        let (max_concurrent, rate_limit, limit, throttle) = (
+            spec.max_concurrent,
+            spec.rate_limit,
+            spec.limit,
+            spec.throttle,
+        );
         let mut unique = name.to_string();
         let mut k = 1;
         while self.registry.get(&unique).is_some() {
@@ -235,11 +240,22 @@ impl Breakers {
                 .expect("limit configuration checked when loaded"),
             trace: Arc::default(),
         });
+        // Built here too, on the run's clock; a fixed seed, so a virtual
+        // run is the same every time.
+        let throttle = throttle.map(|config| {
+            Throttle::builder()
+                .config(config)
+                .clock(clock.clone())
+                .seed(1)
+                .build()
+                .expect("throttle configuration checked when loaded")
+        });
         FuseboxGuard {
             breaker,
             bulkhead,
             rate_limiter,
             limit,
+            throttle,
             log,
         }
     }
@@ -253,6 +269,7 @@ pub struct FuseboxGuard {
     bulkhead: Option<Bulkhead>,
     rate_limiter: Option<RateLimiter>,
     limit: Option<LimitTrace>,
+    throttle: Option<Throttle>,
     log: Log,
 }
 
@@ -282,6 +299,9 @@ struct FuseboxTicket {
     /// The adaptive limit's permit: an answer is a sample, a timeout a
     /// drop, an error no sample.
     limit: Option<(LimitPermit, LimitTrace)>,
+    /// The throttle's permit: an answer is an accept, an error or a
+    /// timeout an overload.
+    throttle: Option<ThrottlePermit>,
 }
 
 impl Ticket for FuseboxTicket {
@@ -290,6 +310,12 @@ impl Ticket for FuseboxTicket {
             self.permit.success()
         } else {
             self.permit.failure()
+        }
+        if let Some(permit) = self.throttle {
+            match result {
+                CallResult::Success => permit.accept(),
+                CallResult::Timeout | CallResult::Error => permit.overload(),
+            }
         }
         if let Some((permit, trace)) = self.limit {
             match result {
@@ -306,7 +332,14 @@ impl Guard for FuseboxGuard {
     fn admit(&self, now: Duration) -> Admission {
         // The breaker reads the run's clock itself (set by the simulation in
         // virtual mode), which is the same time as `now`.
-        // The rate first: it is spent whatever happens next (a cell has
+        // The throttle first: a request it refuses is counted as a request
+        // and goes no further.
+        let throttle = match self.throttle.as_ref().map(Throttle::try_acquire) {
+            None => None,
+            Some(Ok(permit)) => Some(permit),
+            Some(Err(_)) => return Admission::FastFail,
+        };
+        // The rate next: it is spent whatever happens next (a cell has
         // nothing to give back), and a call over the rate takes neither a
         // slot nor a permit. The limiter reads the run's clock too.
         if let Some(Err(_)) = self.rate_limiter.as_ref().map(RateLimiter::try_acquire) {
@@ -336,6 +369,7 @@ impl Guard for FuseboxGuard {
                 permit,
                 _slot: slot,
                 limit,
+                throttle,
             })),
             Err(_) => Admission::FastFail,
         }

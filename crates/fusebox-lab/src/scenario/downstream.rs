@@ -109,6 +109,11 @@ pub struct Server {
     pub p90: Duration,
     /// `p99` of the service time without queueing.
     pub p99: Duration,
+    /// `reject_after`: a call that would wait longer than this for a worker
+    /// is refused at once (an error after 1 ms, as a 503 would be; the
+    /// server does no work for it). Unset: every call queues.
+    #[serde(default)]
+    pub reject_after: Option<Duration>,
 }
 
 impl Server {
@@ -167,6 +172,14 @@ impl ServerQueue {
             .enumerate()
             .min_by_key(|&(_, f)| f)
             .expect("at least one worker");
+        if let Some(limit) = self.server.reject_after {
+            if free.saturating_sub(now) > limit {
+                return CallPlan {
+                    duration: Duration::from_millis(1),
+                    result: CallResult::Error,
+                };
+            }
+        }
         let end = free.max(now) + service;
         self.free_at[i] = end;
         let duration = end - now;
@@ -346,6 +359,7 @@ mod tests {
             workers: 2,
             p90: ms(50),
             p99: ms(150),
+            reject_after: None,
         };
         let mut times: Vec<Duration> = (0..20_000).map(|n| server.service(n)).collect();
         times.sort_unstable();

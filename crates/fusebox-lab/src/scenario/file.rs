@@ -65,6 +65,7 @@ struct RawServer {
     workers: Spanned<i64>,
     p90: Spanned<Dur>,
     p99: Spanned<Dur>,
+    reject_after: Option<Spanned<Dur>>,
 }
 
 #[derive(Deserialize)]
@@ -222,7 +223,13 @@ impl RawScenario {
                         "must be at least p90",
                     ));
                 }
-                Some(super::Server { workers, p90, p99 })
+                let reject_after = r.reject_after.as_ref().map(|d| d.get_ref().0);
+                Some(super::Server {
+                    workers,
+                    p90,
+                    p99,
+                    reject_after,
+                })
             }
         };
         let mut scenario = Scenario {

@@ -46,6 +46,13 @@ pub struct StrategySpec {
     /// A call over the limit is refused at once and counts as a fast fail;
     /// an answer is a sample of its round-trip time, a timeout a drop.
     pub limit: Option<::fusebox::limit::LimitConfig>,
+    /// `throttle` (`kind = "fusebox"` only), e.g. `throttle = { k = 2.0,
+    /// window = "10s" }`: adaptive throttling in front of everything else
+    /// (the library's [`ThrottleConfig`](::fusebox::throttle::ThrottleConfig),
+    /// read by its own deserialiser and checked by its own validation), on
+    /// the run's clock with a fixed seed. A refused request counts as a fast
+    /// fail; an answer is an accept, an error or a timeout an overload.
+    pub throttle: Option<::fusebox::throttle::ThrottleConfig>,
 }
 
 /// Every kind of strategy the lab can run. Parsed from a `[[strategy]]`
@@ -268,6 +275,28 @@ fn limit(
     Ok(config)
 }
 
+/// The key of a fusebox strategy's throttle.
+const THROTTLE: &str = "throttle";
+
+/// `throttle`: a table of the library's throttle keys, on a fusebox
+/// strategy. An error names the key inside it (`strategy.throttle.k`).
+fn throttle(
+    ctx: &Ctx<'_>,
+    kind: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<::fusebox::throttle::ThrottleConfig, ScenarioError> {
+    let policy = PolicyTable {
+        key: THROTTLE,
+        what: "a throttle",
+        example: "{ k = 2.0, window = \"10s\" }",
+    };
+    let config: ::fusebox::throttle::ThrottleConfig = policy.read(ctx, kind, v)?;
+    config
+        .validate()
+        .map_err(|e| policy.err(ctx, v, e.field(), e.to_string()))?;
+    Ok(config)
+}
+
 /// The key of a fusebox strategy's rate limiter.
 const RATE_LIMIT: &str = "rate_limit";
 
@@ -372,7 +401,9 @@ impl RawStrategy {
         let keys: Vec<Key<'_>> = self
             .0
             .iter()
-            .filter(|(k, _)| ![NAME, KIND, MAX_CONCURRENT, RATE_LIMIT, LIMIT].contains(&k.as_str()))
+            .filter(|(k, _)| {
+                ![NAME, KIND, MAX_CONCURRENT, RATE_LIMIT, LIMIT, THROTTLE].contains(&k.as_str())
+            })
             .map(|(k, v)| (k.as_str(), v))
             .collect();
         let max_concurrent = self
@@ -389,6 +420,11 @@ impl RawStrategy {
             .0
             .get(LIMIT)
             .map(|v| limit(ctx, kind_str, v))
+            .transpose()?;
+        let throttle = self
+            .0
+            .get(THROTTLE)
+            .map(|v| throttle(ctx, kind_str, v))
             .transpose()?;
         let article: &[&str] = &["consecutive_failures", "open_for"];
         let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
@@ -447,6 +483,7 @@ impl RawStrategy {
             max_concurrent,
             rate_limit,
             limit,
+            throttle,
         })
     }
 }

@@ -14,6 +14,10 @@ use std::time::Duration;
 /// | `padding` | 8 | added to the requests in the denominator (as grpc-go does), so low traffic cannot reach full rejection |
 /// | `max_rejection` | 0.8 | the largest share of calls ever refused (Envoy's admission control caps at 80 %): some always reach the backend and see it heal |
 ///
+/// With the `config` feature it deserialises from the same keys:
+/// `{ k = 2.0, window = "30s", buckets = 10, padding = 8, max_rejection = 0.8 }`
+/// (each optional; validate after reading).
+///
 /// # Examples
 ///
 /// ```
@@ -29,8 +33,14 @@ use std::time::Duration;
 /// assert_eq!(ThrottleConfig::default().k(0.5).validate().unwrap_err().field(), "k");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(
+    feature = "config",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct ThrottleConfig {
     pub(crate) k: f64,
+    #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str"))]
     pub(crate) window: Duration,
     pub(crate) buckets: u32,
     pub(crate) padding: u32,
