@@ -104,13 +104,19 @@ impl<'a, R: AsyncRead + Unpin> Reader<'a, R> {
 
     /// One line, without its CRLF.
     async fn line(&mut self) -> io::Result<Vec<u8>> {
+        // What was searched already, after `start` (moving the buffered
+        // bytes to the front keeps it right).
+        let mut searched = 0;
         loop {
             let here = &self.buf[self.start..self.end];
-            if let Some(at) = here.windows(2).position(|w| w == b"\r\n") {
+            if let Some(at) = here[searched..].windows(2).position(|w| w == b"\r\n") {
+                let at = searched + at;
                 let line = here[..at].to_vec();
                 self.start += at + 2;
                 return Ok(line);
             }
+            // The last byte may be the CR of a CRLF still to come.
+            searched = here.len().saturating_sub(1);
             self.fill().await?;
         }
     }
@@ -475,7 +481,7 @@ impl Channel<'_> {
         else {
             return; // a PONG, or not a message
         };
-        if kind != Reply::Bulk(b"message".to_vec()) {
+        if !is(Some(&kind), b"message") {
             return; // a subscription's confirmation
         }
         let counters = &self.shared.counters;

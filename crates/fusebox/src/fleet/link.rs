@@ -379,7 +379,13 @@ impl Shared {
         };
         let error = FleetError::Redis(format!("channel: {what}"));
         lock(&self.link).last_error = Some(error.to_string());
-        self.subscribed.send_replace(false)
+        let was_up = self.subscribed.send_replace(false);
+        #[cfg(feature = "tracing")]
+        if was_up {
+            let s = &self.settings;
+            tracing::warn!(target: "fusebox::fleet", namespace = %s.namespace, node = %s.node, error = %what, "fleet channel lost: subscribing again, then syncing");
+        }
+        was_up
     }
 
     /// One round trip for `members`: their window deltas in, the fleet's
