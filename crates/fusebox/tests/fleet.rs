@@ -692,6 +692,7 @@ async fn namespaces_are_apart_and_bad_messages_are_dropped() {
         "{:?}",
         y[0].0.status()
     );
+    assert_eq!(y[0].0.status().messages_oversized, 1, "the 100 KB one");
     assert_eq!(y[0].1.state(), State::Closed);
 }
 
@@ -1113,6 +1114,15 @@ async fn losing_redis_is_an_event_and_a_metric() {
     redis.restart().unwrap();
     assert!(eventually(|| fleet.status().connected).await);
     assert_eq!(seen.lock().unwrap().as_slice(), [true, false, true]);
+    // The channel's connection was lost with Redis and made again.
+    assert!(eventually(|| fleet.status().channel_reconnects == 1).await);
+    let text = scrape(&registry);
+    for series in [
+        r#"fusebox_fleet_channel_reconnects_total{namespace="events",node="a"} 1"#,
+        r#"fusebox_fleet_messages_oversized_total{namespace="events",node="a"} 0"#,
+    ] {
+        assert!(text.contains(series), "{series} in {text}");
+    }
 }
 
 /// The handles can be shared across threads and tasks, and sharing a
@@ -1517,6 +1527,9 @@ async fn trips_travel_over_tls_with_a_private_ca() {
     };
     let (a, b) = (tls_node("a").await.unwrap(), tls_node("b").await.unwrap());
     a_trip_travels(&a, &b).await;
+    // It came as a message: the channel's own connection is TLS too.
+    assert!(eventually(|| b.status().messages_received >= 1).await);
+    assert_eq!(b.status().channel_reconnects, 0);
 
     // Without the CA the server's certificate is not trusted: never connected.
     let untrusted = Fleet::builder()

@@ -19,7 +19,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{watch, Notify};
 
 /// Timeouts in a row after which the node drops its connection and makes a
 /// new one: a frozen or partitioned Redis keeps a TCP connection open
@@ -27,29 +27,23 @@ use tokio::sync::{mpsc, Notify};
 /// it answers; a new connection bounds that.
 const RENEW_AFTER_TIMEOUTS: u32 = 3;
 
-/// Makes the node's connection: RESP3, so the channel's pushes come on the
-/// one multiplexed connection, resubscribed by the client after each
-/// reconnect; pushes go to the bounded inbox.
+/// Makes the node's command connection. RESP3, for its pushes: the client
+/// says with one when the connection drops. The channel's messages come on
+/// a connection of their own (see `channel`), never on this one.
 pub(crate) struct Connector {
     client: redis::Client,
     timeout: Duration,
     max_delay: Duration,
-    inbox: mpsc::Sender<Vec<u8>>,
     /// The node, once made (the pushes need it; it needs a connection).
     shared: Arc<OnceLock<Weak<Shared>>>,
 }
 
 impl Connector {
-    pub(crate) fn new(
-        client: redis::Client,
-        settings: &Settings,
-        inbox: mpsc::Sender<Vec<u8>>,
-    ) -> Connector {
+    pub(crate) fn new(client: redis::Client, settings: &Settings) -> Connector {
         Connector {
             client,
             timeout: settings.timeout,
-            max_delay: settings.sync_every.min(Duration::from_secs(1)),
-            inbox,
+            max_delay: reconnect_delay(settings),
             shared: Arc::default(),
         }
     }
@@ -57,7 +51,6 @@ impl Connector {
     /// A connection manager (connecting lazily) whose pushes count only
     /// while `generation` is the node's current connection.
     pub(crate) fn connect(&self, generation: u64) -> redis::RedisResult<ConnectionManager> {
-        let inbox = self.inbox.clone();
         let slot = Arc::clone(&self.shared);
         // Runs on the connection's task: never blocks.
         let push = move |info: PushInfo| -> Result<(), ()> {
@@ -68,35 +61,15 @@ impl Connector {
             if shared.generation.load(Ordering::Relaxed) != generation {
                 return Ok(());
             }
-            match info.kind {
-                PushKind::Message => {
-                    // An oversized message is dropped here, not copied into
-                    // the inbox (a flood of them would hold its whole depth).
-                    let bytes = match info.data.get(1) {
-                        Some(Value::BulkString(b)) if b.len() <= codec::MAX_MESSAGE_BYTES => {
-                            b.clone()
-                        }
-                        _ => {
-                            Counters::bump(&shared.counters.dropped);
-                            return Ok(());
-                        }
-                    };
-                    if inbox.try_send(bytes).is_err() {
-                        Counters::bump(&shared.counters.dropped);
-                    }
-                }
-                PushKind::Disconnection => {
-                    // Release: a flag for the sync task; nothing rides on it.
-                    shared.link_lost.store(true, Ordering::Release);
-                    shared.wake.notify_one();
-                }
-                _ => {}
+            if info.kind == PushKind::Disconnection {
+                // Release: a flag for the sync task; nothing rides on it.
+                shared.link_lost.store(true, Ordering::Release);
+                shared.wake.notify_one();
             }
             Ok(())
         };
         let config = ConnectionManagerConfig::new()
             .set_push_sender(push)
-            .set_automatic_resubscription()
             .set_connection_timeout(Some(self.timeout))
             .set_response_timeout(Some(self.timeout))
             .set_number_of_retries(1)
@@ -104,6 +77,11 @@ impl Connector {
             .set_max_delay(self.max_delay);
         ConnectionManager::new_lazy_with_config(self.client.clone(), config)
     }
+}
+
+/// The longest wait between two tries to connect (commands or channel).
+pub(crate) fn reconnect_delay(settings: &Settings) -> Duration {
+    settings.sync_every.min(Duration::from_secs(1))
 }
 
 /// A fleet's settings, validated by the builder.
@@ -157,9 +135,11 @@ pub(crate) struct Shared {
     /// The namespace's boot marker as last read: a different one means
     /// Redis lost its keys (a restart without persistence, a flush).
     boot: Mutex<Option<String>>,
-    /// Whether the channel subscription was made once (the connection
-    /// manager renews it after every reconnect).
-    pub(crate) subscribed: AtomicBool,
+    /// Whether the channel's connection is subscribed now.
+    pub(crate) subscribed: watch::Sender<bool>,
+    /// Set when the channel subscribes (again): what was published while
+    /// it was not is read by a sync at once.
+    pub(crate) resync: AtomicBool,
     scripts: Scripts,
     /// The protocol's time zero (its `now` is the time since).
     origin: Instant,
@@ -231,7 +211,8 @@ impl Shared {
             next_id: AtomicU64::new(1),
             on_status,
             boot: Mutex::new(None),
-            subscribed: AtomicBool::new(false),
+            subscribed: watch::Sender::new(false),
+            resync: AtomicBool::new(false),
             scripts: Scripts {
                 sync: Script::new(scripts::SYNC),
                 trip: Script::new(scripts::TRIP),
@@ -255,8 +236,6 @@ impl Shared {
         if let Ok(conn) = self.connector.connect(generation) {
             *lock(&self.conn) = conn;
             self.generation.store(generation, Ordering::Relaxed);
-            // Release: pairs with the Acquire in `subscribe`.
-            self.subscribed.store(false, Ordering::Release);
         }
     }
 
@@ -312,6 +291,8 @@ impl Shared {
             messages_received: Counters::get(&self.counters.received),
             messages_dropped: Counters::get(&self.counters.dropped),
             messages_unauthenticated: Counters::get(&self.counters.unauthenticated),
+            messages_oversized: Counters::get(&self.counters.oversized),
+            channel_reconnects: Counters::get(&self.counters.subscriptions).saturating_sub(1),
             last_error: link.last_error.clone(),
         }
     }
@@ -378,17 +359,33 @@ impl Shared {
         }
     }
 
-    /// Subscribes to the namespace's channel (once; the connection manager
-    /// subscribes again after each reconnect).
-    pub(crate) async fn subscribe(&self) -> Result<(), FleetError> {
-        if self.subscribed.load(Ordering::Acquire) {
-            return Ok(());
+    /// The channel's connection subscribed: counted, said to `connect`,
+    /// and a sync asked for (what was published before is read there).
+    pub(crate) fn channel_up(&self) {
+        Counters::bump(&self.counters.subscriptions);
+        self.subscribed.send_replace(true);
+        // Release: a flag for the sync task; nothing rides on it.
+        self.resync.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
+
+    /// The channel's connection ended with `error`; returns whether it had
+    /// subscribed.
+    pub(crate) fn channel_down(&self, error: &FleetError) -> bool {
+        let what = match error {
+            FleetError::Redis(e) => e.clone(),
+            FleetError::Timeout => "no answer within the timeout".into(),
+            e => e.to_string(),
+        };
+        let error = FleetError::Redis(format!("channel: {what}"));
+        lock(&self.link).last_error = Some(error.to_string());
+        let was_up = self.subscribed.send_replace(false);
+        #[cfg(feature = "tracing")]
+        if was_up {
+            let s = &self.settings;
+            tracing::warn!(target: "fusebox::fleet", namespace = %s.namespace, node = %s.node, error = %what, "fleet channel lost: subscribing again, then syncing");
         }
-        let mut conn = self.conn();
-        self.run(conn.subscribe(&self.channel)).await?;
-        // Release: pairs with the Acquire above (a flag, nothing else).
-        self.subscribed.store(true, Ordering::Release);
-        Ok(())
+        was_up
     }
 
     /// One round trip for `members`: their window deltas in, the fleet's

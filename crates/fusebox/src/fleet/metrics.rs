@@ -66,6 +66,16 @@ impl Collector for FleetCollector {
                 "Fleet messages dropped because the fleet's key did not sign them (forged, or from a node without the key)",
                 s.messages_unauthenticated,
             ),
+            (
+                "fusebox_fleet_messages_oversized",
+                "Fleet messages dropped because they were longer than the fleet's limit (read past, never held in memory)",
+                s.messages_oversized,
+            ),
+            (
+                "fusebox_fleet_channel_reconnects",
+                "Times the node's channel connection was lost and made again (Redis closed it, e.g. over its pubsub output-buffer limit, or it stopped answering)",
+                s.channel_reconnects,
+            ),
         ];
         for (name, help, value) in counters {
             let counter = ConstCounter::new(value);

@@ -171,14 +171,27 @@
 //!   are dropped and counted ([`FleetStatus::messages_dropped`]), never a
 //!   panic. [`decode`] is the one decoder; it is property-tested on
 //!   arbitrary bytes and fuzzed (`fuzz/`, target `fleet_decode`).
+//! - A flood of large messages costs no memory. Each node holds two
+//!   connections to Redis: one for its commands (the scripts), one
+//!   subscribed to the namespace's channel, which the fleet reads itself
+//!   with a bound: a message over [`MAX_MESSAGE_BYTES`], whatever its size
+//!   (10 MB from anyone who can publish on the channel), is read past in
+//!   8 KiB pieces, never held in memory, and counted
+//!   ([`FleetStatus::messages_oversized`]). If Redis closes the subscriber
+//!   (over its `client-output-buffer-limit pubsub`), syncs and control
+//!   calls go on on the other connection; the node subscribes again and
+//!   syncs at once, so a trip sent meanwhile arrives within one reconnect
+//!   ([`FleetStatus::channel_reconnects`]).
 //! - Passwords: `redis://user:password@host:6379/0` (ACL user) and
 //!   `redis://:password@host` work as in the `redis` crate; a URL in an error
 //!   message has its credentials masked.
 //! - TLS: with the cargo feature `fleet-tls`, `rediss://` URLs connect over
-//!   TLS (the `redis` crate's rustls support). The server's certificate is
-//!   checked against the system's root certificates, or against a private
-//!   CA given with [`FleetBuilder::tls_root_certificate`] (tested against a
-//!   TLS-only `redis-server`, and refused without the CA). rustls needs a
+//!   TLS (rustls: the `redis` crate's support for the commands' connection,
+//!   `tokio-rustls` for the channel's). The server's certificate is
+//!   checked, on both connections, against the system's root certificates,
+//!   or against a private CA given with
+//!   [`FleetBuilder::tls_root_certificate`] (tested against a TLS-only
+//!   `redis-server`, and refused without the CA). rustls needs a
 //!   process-wide crypto provider: if the application installed none, the
 //!   first `rediss://` fleet installs rustls's `ring` provider. Client
 //!   certificates (mutual TLS) and `#insecure` URLs are not offered. Without
@@ -190,6 +203,7 @@
 //! The network never changes a breaker's settings; only its state, and only
 //! through what the rules above allow.
 
+mod channel;
 mod codec;
 mod error;
 mod link;
@@ -610,18 +624,33 @@ impl FleetBuilder {
         })?;
 
         let (inbox_tx, inbox_rx) = mpsc::channel::<Vec<u8>>(INBOX);
-        let connector = Connector::new(client, &settings, inbox_tx);
+        let endpoint = channel::Endpoint::new(
+            client.get_connection_info(),
+            #[cfg(feature = "fleet-tls")]
+            self.root_certificate.clone(),
+        );
+        let max_delay = link::reconnect_delay(&settings);
+        let connector = Connector::new(client, &settings);
         let conn = connector
             .connect(0)
             .map_err(|e| bad("redis_url", redact(&url), leak_problem(e)))?;
         let shared = Shared::new(settings, connector, conn, self.on_status);
+        let (stop, stopped) = watch::channel(());
+        let mut subscribed = shared.subscribed.subscribe();
+        tokio::spawn(channel::channel_loop(
+            Arc::clone(&shared),
+            endpoint,
+            inbox_tx,
+            max_delay,
+            stopped.clone(),
+        ));
         // One first try, bounded by the timeout, so that with Redis up the
         // node is connected and subscribed when this returns; with Redis
-        // down it returns all the same, and the sync task keeps trying.
+        // down it returns all the same, and the tasks keep trying.
         if shared.sync(&[]).await.is_ok() {
-            let _ = shared.subscribe().await;
+            let timeout = shared.settings.timeout;
+            let _ = tokio::time::timeout(timeout, subscribed.wait_for(|up| *up)).await;
         }
-        let (stop, stopped) = watch::channel(());
         tokio::spawn(task::sync_loop(Arc::clone(&shared), stopped.clone()));
         tokio::spawn(task::inbox_loop(Arc::clone(&shared), inbox_rx, stopped));
         Ok(Fleet {

@@ -63,6 +63,18 @@ pub struct FleetStatus {
     /// (unsigned, or signed with another key, or altered): forged, or from
     /// a node without the key. Always 0 without a key.
     pub messages_unauthenticated: u64,
+    /// Of those dropped, messages longer than
+    /// [`MAX_MESSAGE_BYTES`](super::MAX_MESSAGE_BYTES): read past in small
+    /// chunks and never held in memory, whatever their size. Someone
+    /// other than the fleet publishes on its channel.
+    pub messages_oversized: u64,
+    /// Times the node's channel connection (the one its messages come on,
+    /// apart from the commands' connection) was lost and made again: Redis
+    /// closed it (a restart, or its `client-output-buffer-limit pubsub`
+    /// exceeded by a flood of large messages) or it stopped answering. After
+    /// each, the node syncs at once, so what was published meanwhile is
+    /// caught up; the commands and syncs are not interrupted by it.
+    pub channel_reconnects: u64,
     /// The last Redis error, if any.
     pub last_error: Option<String>,
 }
@@ -154,6 +166,9 @@ pub(crate) struct Counters {
     pub(crate) received: AtomicU64,
     pub(crate) dropped: AtomicU64,
     pub(crate) unauthenticated: AtomicU64,
+    pub(crate) oversized: AtomicU64,
+    /// Times the channel's connection subscribed.
+    pub(crate) subscriptions: AtomicU64,
 }
 
 impl Counters {

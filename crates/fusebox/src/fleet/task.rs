@@ -1,7 +1,7 @@
-//! The fleet's two tasks: the sync task (a round trip every `sync_every`,
-//! and whatever a transition left to tell, as soon as it happens) and the
-//! inbox task (applies the channel's messages). Neither is ever awaited by
-//! a caller of a breaker.
+//! The fleet's tasks: the sync task (a round trip every `sync_every`, and
+//! whatever a transition left to tell, as soon as it happens), the inbox
+//! task (applies the channel's messages) and the channel's (see
+//! `channel`). None is ever awaited by a caller of a breaker.
 
 use super::link::Shared;
 use super::protocol::{Action, Input};
@@ -32,12 +32,16 @@ pub(crate) async fn sync_loop(shared: Arc<Shared>, mut stop: watch::Receiver<()>
         if shared.link_lost.swap(false, Ordering::Acquire) {
             shared.set_connected(false, Some(&FleetError::Redis("connection lost".into())));
         }
-        if ticked || !shared.connected() {
+        // Acquire: a flag from the channel's task; nothing rides on it.
+        let resync = shared.resync.swap(false, Ordering::Acquire);
+        if ticked || resync || !shared.connected() {
             // The heartbeat and window sync; while disconnected, also the
-            // probe that finds Redis back.
+            // probe that finds Redis back; after the channel subscribed
+            // again, what it may have missed.
             let members = shared.members();
-            if shared.sync(&members).await.is_ok() && shared.subscribe().await.is_err() {
-                continue;
+            if shared.sync(&members).await.is_err() && resync {
+                // Asked again at the next try.
+                shared.resync.store(true, Ordering::Release);
             }
         }
         if shared.connected() {
