@@ -116,25 +116,12 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let stack = self.stack.clone();
-        let client = self.inner.clone();
-        let (parts, body) = request.into_parts();
-        Box::pin(async move {
-            let method = parts.method.clone();
-            stack
-                .run(&method, move || {
-                    let req = Request::from_parts(parts.clone(), body.clone());
-                    let mut client = client.clone();
-                    async move {
-                        std::future::poll_fn(|cx| client.poll_ready(cx))
-                            .await
-                            .map_err(Into::<BoxError>::into)?;
-                        client.call(req).await.map_err(Into::<BoxError>::into)
-                    }
-                })
-                .await
-                .map_err(StandardError::into_box_error)
-        })
+        through(
+            self.stack.clone(),
+            self.inner.clone(),
+            request,
+            |response| std::future::ready(Ok(response)),
+        )
     }
 }
 
@@ -297,37 +284,65 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let stack = self.stack.clone();
-        let client = self.inner.clone();
         let max_body = self.max_body;
-        let (parts, body) = request.into_parts();
-        Box::pin(async move {
-            let method = parts.method.clone();
-            stack
-                .run(&method, move || {
-                    let req = Request::from_parts(parts.clone(), body.clone());
-                    let mut client = client.clone();
-                    async move {
-                        std::future::poll_fn(|cx| client.poll_ready(cx))
-                            .await
-                            .map_err(Into::<BoxError>::into)?;
-                        let response = client.call(req).await.map_err(Into::<BoxError>::into)?;
-                        let (head, body) = response.into_parts();
-                        let body = Limited::new(body, max_body)
-                            .collect()
-                            .await
-                            .map_err(|e| match e.downcast::<LengthLimitError>() {
-                                Ok(_) => BodyTooLarge { limit: max_body }.into(),
-                                Err(e) => e,
-                            })?
-                            .to_bytes();
-                        Ok::<_, BoxError>(Response::from_parts(head, body))
-                    }
-                })
-                .await
-                .map_err(StandardError::into_box_error)
-        })
+        through(
+            self.stack.clone(),
+            self.inner.clone(),
+            request,
+            move |response: Response<RB>| async move {
+                let (head, body) = response.into_parts();
+                let body = Limited::new(body, max_body)
+                    .collect()
+                    .await
+                    .map_err(|e| match e.downcast::<LengthLimitError>() {
+                        Ok(_) => BodyTooLarge { limit: max_body }.into(),
+                        Err(e) => e,
+                    })?
+                    .to_bytes();
+                Ok(Response::from_parts(head, body))
+            },
+        )
     }
+}
+
+/// `request` through `stack`, each attempt on its own clone of `client`
+/// (driven to readiness first) and its response made the attempt's answer
+/// by `read`, inside the attempt's deadlines.
+fn through<S, B, RB, R, F, Fut>(
+    stack: Standard,
+    client: S,
+    request: Request<B>,
+    read: F,
+) -> Pin<Box<dyn Future<Output = Result<Response<R>, BoxError>> + Send>>
+where
+    S: Service<Request<B>, Response = Response<RB>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send,
+    B: Clone + Send + Sync + 'static,
+    RB: Send + 'static,
+    R: Send + Sync + 'static,
+    F: Fn(Response<RB>) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<Response<R>, BoxError>> + Send,
+{
+    let (parts, body) = request.into_parts();
+    Box::pin(async move {
+        let method = parts.method.clone();
+        stack
+            .run(&method, move || {
+                let req = Request::from_parts(parts.clone(), body.clone());
+                let mut client = client.clone();
+                let read = read.clone();
+                async move {
+                    std::future::poll_fn(|cx| client.poll_ready(cx))
+                        .await
+                        .map_err(Into::<BoxError>::into)?;
+                    let response = client.call(req).await.map_err(Into::<BoxError>::into)?;
+                    read(response).await
+                }
+            })
+            .await
+            .map_err(StandardError::into_box_error)
+    })
 }
 
 /// A response body longer than a [`WholeBodyLayer`]'s limit.
