@@ -1628,6 +1628,56 @@ async fn without_a_key_a_forged_trip_lasts_until_the_next_sync() {
     }
 }
 
+/// Without a key, a forged close during a real outage reaches every node;
+/// each lets through at most its trip threshold of failing calls (5
+/// consecutive failures) before it is open again, by its own failures or by
+/// the next sync finding the fleet's trip in Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs redis-server: run with -- --ignored"]
+async fn without_a_key_a_forged_close_lets_at_most_the_trip_threshold_of_failures_through() {
+    let Some(redis) = LocalRedis::start_or_skip("forged_close") else {
+        return;
+    };
+    let nodes = fleet_of(&redis, "forged_close", 3, || {
+        consecutive(5, Duration::from_secs(30))
+    })
+    .await;
+    // A real outage: node 0 trips the fleet; Redis holds the trip.
+    fail(&nodes[0].1, 5);
+    all_become(&nodes, State::Open).await;
+    let mut closed = [0usize; 3];
+    for round in 0..3 {
+        let close = fusebox::fleet::Message::new(
+            "forged_close",
+            "evil",
+            "payments",
+            fusebox::fleet::Kind::Close,
+        );
+        publish(&redis, "forged_close", &close.encode()).await;
+        tokio::time::sleep(ms(20)).await;
+        // The dependency is still down: every call a node admits fails.
+        for (i, (_, b, _)) in nodes.iter().enumerate() {
+            // Calls until the node refuses one; those it ran all failed.
+            let mut through = 0;
+            while through < 50 {
+                match b.call(|| Err::<(), _>("down")) {
+                    Err(fusebox::Error::Inner(_)) => through += 1,
+                    _ => break,
+                }
+            }
+            assert!(
+                through <= 5,
+                "round {round}, node {i}: {through} failures let through"
+            );
+            closed[i] += usize::from(through > 0);
+        }
+        // Open again everywhere: Redis still holds the trip.
+        all_become(&nodes, State::Open).await;
+    }
+    // The forged closes did reach the nodes (else the bound says nothing).
+    assert!(closed.iter().sum::<usize>() > 0, "{closed:?}");
+}
+
 /// Three nodes of namespace `ns` whose fleet has key `key`.
 async fn keyed(
     redis: &LocalRedis,

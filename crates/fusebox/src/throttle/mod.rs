@@ -13,9 +13,10 @@
 //! ```
 //!
 //! so the backend receives about `K` times what it accepts (the client-side
-//! throttling of Google's SRE book, chapter 21). Unlike a breaker, it never
-//! shuts the dependency off: it sheds the excess and follows the backend's
-//! capacity up and down.
+//! throttling of Google's SRE book, chapter 21). Unlike a breaker, it does
+//! not shut the dependency off (with `max_rejection` below 1, some calls
+//! always go out): it sheds the excess and follows the backend's capacity
+//! up and down.
 //!
 //! # Counting
 //!
