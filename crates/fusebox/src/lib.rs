@@ -21,10 +21,11 @@
 //!   refuses at random the share of calls a struggling backend would refuse
 //!   anyway (the client-side throttling of Google's SRE book).
 //!
-//! The breaker, the bulkhead and the rate limiters have a [`Mode`]: `enforce` (the default), `shadow` (decide
+//! The breaker, the bulkhead, the rate limiters, the adaptive limit and the throttle have a [`Mode`]: `enforce` (the default), `shadow` (decide
 //! and report what it would have refused, but let every call run: how a new
-//! breaker or limit is rolled out safely) or `off`; set in code or in a
-//! registry file and changeable live. Observers read any policy through
+//! breaker or limit is rolled out safely) or `off`; set in code (the
+//! breaker, bulkhead and rate limiters also in a registry file) and
+//! changeable live. Observers read any policy through
 //! [`policy::Inspect`], and any refusal through [`policy::Refusal`].
 //!
 //! Integrations behind features: `tokio` (async waiting and timeouts),

@@ -219,3 +219,46 @@ fn clones_share_their_counts_and_threads_lose_no_request() {
     assert_eq!(s.accepts, 40_000);
     assert_eq!(s.refused, 0);
 }
+
+#[test]
+fn shadow_decides_as_enforce_and_refuses_nothing_off_counts_nothing() {
+    use fusebox::Mode;
+    let clock = ManualClock::new();
+    let config = ThrottleConfig::default().padding(0);
+    let enforce = throttle(config, &clock, 21);
+    let shadow = throttle(config.mode(Mode::Shadow), &clock, 21);
+    // The backend refuses everything: the same draws, the same decisions.
+    for _ in 0..2000 {
+        clock.advance(Duration::from_millis(1));
+        let refused = match enforce.try_acquire() {
+            Ok(p) => {
+                p.overload();
+                false
+            }
+            Err(_) => true,
+        };
+        let before = shadow.snapshot().shadowed;
+        shadow
+            .try_acquire()
+            .expect("shadow mode refuses nothing")
+            .overload();
+        assert_eq!(shadow.snapshot().shadowed - before, u64::from(refused));
+    }
+    let (e, s) = (enforce.snapshot(), shadow.snapshot());
+    assert!(e.refused > 1000, "{e:?}");
+    assert_eq!((s.refused, s.shadowed), (0, e.refused));
+    assert_eq!(s.requests, e.requests);
+
+    // Off: admits and counts nothing, verdicts included; back on, it counts.
+    shadow.set_mode(Mode::Off);
+    let requests = shadow.snapshot().requests;
+    for _ in 0..100 {
+        shadow.try_acquire().unwrap().accept();
+    }
+    assert_eq!(shadow.snapshot().requests, requests);
+    assert_eq!(shadow.snapshot().accepts, 0);
+    shadow.set_mode(Mode::Enforce);
+    assert_eq!(shadow.mode(), Mode::Enforce);
+    drop(shadow.try_acquire());
+    assert_eq!(shadow.snapshot().requests, requests + 1, "counted again");
+}

@@ -1,5 +1,6 @@
 //! [`ThrottleConfig`]: a throttle's settings and their one validation.
 
+use crate::policy::Mode;
 use crate::ConfigError;
 use std::time::Duration;
 
@@ -13,9 +14,10 @@ use std::time::Duration;
 /// | `window` | 30 s in 10 buckets | long enough to hold every call's answer (at least the call timeout), short enough to follow a recovery within a minute |
 /// | `padding` | 8 | added to the requests in the denominator (as grpc-go does), so low traffic cannot reach full rejection |
 /// | `max_rejection` | 0.8 | the largest share of calls ever refused (Envoy's admission control caps at 80 %): some always reach the backend and see it heal |
+/// | `mode` | enforce | as every policy: `shadow` decides and counts refusals but lets the call run, `off` admits and counts nothing |
 ///
 /// With the `config` feature it deserialises from the same keys:
-/// `{ k = 2.0, window = "30s", buckets = 10, padding = 8, max_rejection = 0.8 }`
+/// `{ k = 2.0, window = "30s", buckets = 10, padding = 8, max_rejection = 0.8, mode = "enforce" }`
 /// (each optional; validate after reading).
 ///
 /// # Examples
@@ -45,6 +47,7 @@ pub struct ThrottleConfig {
     pub(crate) buckets: u32,
     pub(crate) padding: u32,
     pub(crate) max_rejection: f64,
+    pub(crate) mode: Mode,
 }
 
 impl Default for ThrottleConfig {
@@ -55,6 +58,7 @@ impl Default for ThrottleConfig {
             buckets: 10,
             padding: 8,
             max_rejection: 0.8,
+            mode: Mode::Enforce,
         }
     }
 }
@@ -117,6 +121,32 @@ impl ThrottleConfig {
     pub fn max_rejection(mut self, p: f64) -> Self {
         self.max_rejection = p;
         self
+    }
+
+    /// The mode the throttle starts in ([`Mode::Enforce`] by default; see
+    /// [`Throttle::set_mode`](super::Throttle::set_mode)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::Mode;
+    /// let c = fusebox::throttle::ThrottleConfig::default().mode(Mode::Shadow);
+    /// assert_eq!(c.mode_value(), Mode::Shadow);
+    /// ```
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The mode it starts in.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::throttle::ThrottleConfig::default().mode_value(), fusebox::Mode::Enforce);
+    /// ```
+    pub fn mode_value(&self) -> Mode {
+        self.mode
     }
 
     /// `K`.

@@ -67,9 +67,10 @@ pub use self::config::ThrottleConfig;
 pub use self::error::Throttled;
 
 use crate::clock::{Clock, MonotonicClock};
+use crate::policy::Mode;
 use crate::ConfigError;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// A throttle: cheap to clone (clones share their counts).
@@ -95,6 +96,8 @@ struct Inner {
     buckets: Box<[Bucket]>,
     rng: AtomicU64,
     refused: AtomicU64,
+    shadowed: AtomicU64,
+    mode: AtomicU8,
 }
 
 /// One bucket of the window: which bucket period it holds (its index + 1;
@@ -134,6 +137,8 @@ pub struct ThrottleSnapshot {
     pub rejection_probability: f64,
     /// Requests refused since the throttle was built.
     pub refused: u64,
+    /// Requests a throttle in shadow mode would have refused and let run.
+    pub shadowed: u64,
 }
 
 impl Throttle {
@@ -183,12 +188,55 @@ impl Throttle {
         &self.inner.config
     }
 
+    /// The mode in force.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// assert_eq!(t.mode(), fusebox::Mode::Enforce);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn mode(&self) -> Mode {
+        match self.inner.mode.load(Ordering::Relaxed) {
+            1 => Mode::Shadow,
+            2 => Mode::Off,
+            _ => Mode::Enforce,
+        }
+    }
+
+    /// Switches the mode, for this throttle and its clones: `Shadow` draws
+    /// and counts as `Enforce` does but admits the requests it would refuse
+    /// (counted in [`ThrottleSnapshot::shadowed`]); `Off` admits everything
+    /// and counts nothing (its permits' verdicts neither).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::Mode;
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// t.set_mode(Mode::Off);
+    /// t.try_acquire().unwrap().accept();
+    /// assert_eq!(t.snapshot().requests, 0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn set_mode(&self, mode: Mode) {
+        let m = match mode {
+            Mode::Enforce => 0,
+            Mode::Shadow => 1,
+            Mode::Off => 2,
+        };
+        // Relaxed: a switch; a call racing it sees the old or the new mode.
+        self.inner.mode.store(m, Ordering::Relaxed);
+    }
+
     /// Counts a request and admits it, or refuses it with the current
-    /// rejection probability.
+    /// rejection probability (in shadow mode: admits it and counts it as
+    /// shadowed; in off mode: admits it and counts nothing).
     ///
     /// # Errors
     ///
-    /// [`Throttled`] when the draw refuses it.
+    /// [`Throttled`] when the draw refuses it (enforce mode only).
     ///
     /// # Examples
     ///
@@ -200,18 +248,28 @@ impl Throttle {
     /// ```
     pub fn try_acquire(&self) -> Result<ThrottlePermit, Throttled> {
         let inner = &*self.inner;
+        let mode = self.mode();
+        let permit = |counted| ThrottlePermit {
+            owner: self.clone(),
+            counted,
+        };
+        if mode == Mode::Off {
+            return Ok(permit(false));
+        }
         let now = inner.clock.now_nanos();
         let (requests, accepts) = inner.totals(now);
         let p = inner.probability(requests, accepts);
         inner.bucket(now).requests.fetch_add(1, Ordering::Relaxed);
         if p > 0.0 && inner.draw() < p {
             // Relaxed (all counts): statistics, nothing is published through them.
+            if mode == Mode::Shadow {
+                inner.shadowed.fetch_add(1, Ordering::Relaxed);
+                return Ok(permit(true));
+            }
             inner.refused.fetch_add(1, Ordering::Relaxed);
             return Err(Throttled::new(p));
         }
-        Ok(ThrottlePermit {
-            owner: self.clone(),
-        })
+        Ok(permit(true))
     }
 
     /// Runs `f` if admitted: `Ok` counts as an accept, `Err` as an
@@ -274,6 +332,7 @@ impl Throttle {
             accepts,
             rejection_probability: inner.probability(requests, accepts),
             refused: inner.refused.load(Ordering::Relaxed),
+            shadowed: inner.shadowed.load(Ordering::Relaxed),
         }
     }
 }
@@ -352,6 +411,8 @@ impl Inner {
 #[derive(Debug)]
 pub struct ThrottlePermit {
     owner: Throttle,
+    /// Admitted in off mode: its verdict counts nothing.
+    counted: bool,
 }
 
 impl ThrottlePermit {
@@ -366,6 +427,9 @@ impl ThrottlePermit {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn accept(self) {
+        if !self.counted {
+            return;
+        }
         let inner = &*self.owner.inner;
         inner
             .bucket(inner.clock.now_nanos())
@@ -500,6 +564,12 @@ impl Builder {
                     .collect(),
                 rng: AtomicU64::new(seed),
                 refused: AtomicU64::new(0),
+                shadowed: AtomicU64::new(0),
+                mode: AtomicU8::new(match config.mode {
+                    Mode::Enforce => 0,
+                    Mode::Shadow => 1,
+                    Mode::Off => 2,
+                }),
                 config,
             }),
         })
@@ -507,8 +577,8 @@ impl Builder {
 }
 
 /// Kind `"throttle"`: figures `requests` and `accepts` (the window's),
-/// `rejection_permille` (the rejection probability, in thousandths) and
-/// `refused` (since built).
+/// `rejection_permille` (the rejection probability, in thousandths),
+/// `refused` and `shadowed` (since built).
 ///
 /// # Examples
 ///
@@ -517,7 +587,7 @@ impl Builder {
 /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
 /// assert_eq!(t.kind(), "throttle");
 /// let names: Vec<_> = t.figures().iter().map(|f| f.name).collect();
-/// assert_eq!(names, ["requests", "accepts", "rejection_permille", "refused"]);
+/// assert_eq!(names, ["requests", "accepts", "rejection_permille", "refused", "shadowed"]);
 /// # Ok::<(), fusebox::ConfigError>(())
 /// ```
 impl crate::policy::Inspect for Throttle {
@@ -525,8 +595,8 @@ impl crate::policy::Inspect for Throttle {
         "throttle"
     }
 
-    fn mode(&self) -> crate::policy::Mode {
-        crate::policy::Mode::Enforce
+    fn mode(&self) -> Mode {
+        Throttle::mode(self)
     }
 
     fn figures(&self) -> Vec<crate::policy::Figure> {
@@ -541,6 +611,11 @@ impl crate::policy::Inspect for Throttle {
                 (s.rejection_probability * 1000.0).round() as u64,
             ),
             Figure::counter("refused", "Requests refused by a throttle", s.refused),
+            Figure::counter(
+                "shadowed",
+                "Requests a throttle in shadow mode would have refused and let run",
+                s.shadowed,
+            ),
         ]
     }
 }
