@@ -33,8 +33,8 @@ use loom::sync::{atomic::fence, Condvar};
 use std::sync::{atomic::fence, Condvar};
 
 use crate::clock::nanos;
-use crate::policy::Mode;
-use crate::sync::{lock, Arc, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering};
+use crate::policy::{Mode, ModeCell};
+use crate::sync::{lock, Arc, AtomicU64, AtomicUsize, Mutex, Ordering};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -71,9 +71,9 @@ struct Inner {
     in_use: AtomicUsize,
     /// Calls refused (immediately or after waiting `max_wait`).
     rejected: AtomicU64,
-    /// The [`Mode`], as [`mode_tag`]; changed in place by
+    /// The [`Mode`]; changed in place by
     /// [`Bulkhead::set_mode`].
-    mode: AtomicU8,
+    mode: ModeCell,
     /// Calls admitted over the limit in shadow mode (the bulkhead was full).
     shadowed: AtomicU64,
     /// Threads inside `acquire` that may be parked on `cond`.
@@ -191,7 +191,7 @@ impl Builder {
                 name: self.name,
                 in_use: AtomicUsize::new(0),
                 rejected: AtomicU64::new(0),
-                mode: AtomicU8::new(mode_tag(self.mode)),
+                mode: ModeCell::new(self.mode),
                 shadowed: AtomicU64::new(0),
                 sync_waiters: AtomicUsize::new(0),
                 lock: Mutex::new(()),
@@ -504,9 +504,9 @@ impl Bulkhead {
     /// assert_eq!(b.mode(), Mode::Enforce);
     /// ```
     pub fn set_mode(&self, mode: Mode) {
-        // Relaxed: see `Inner::mode`; callers already waiting are woken to
+        // Callers already waiting are woken to
         // read it (a shadow or off bulkhead admits them at once).
-        self.inner.mode.store(mode_tag(mode), Ordering::Relaxed);
+        self.inner.mode.set(mode);
         if mode != Mode::Enforce {
             self.inner.wake_all();
         }
@@ -692,24 +692,10 @@ impl Bulkhead {
 }
 
 /// A [`Mode`] as the byte [`Inner::mode`] holds.
-fn mode_tag(mode: Mode) -> u8 {
-    match mode {
-        Mode::Enforce => 0,
-        Mode::Shadow => 1,
-        Mode::Off => 2,
-    }
-}
-
 impl Inner {
     #[inline]
     fn mode(&self) -> Mode {
-        // Relaxed: a setting read on its own; a call that reads the old
-        // mode is decided as if it came just before the change.
-        match self.mode.load(Ordering::Relaxed) {
-            0 => Mode::Enforce,
-            1 => Mode::Shadow,
-            _ => Mode::Off,
-        }
+        self.mode.get()
     }
 
     /// Admits a call: a free slot, or (shadow, off) one over the limit.

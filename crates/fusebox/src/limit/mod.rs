@@ -79,7 +79,8 @@ pub use self::config::{Algorithm, LimitConfig, LimitConfigError};
 pub use self::error::LimitExceeded;
 
 use self::algorithm::{Estimator, Window};
-use crate::sync::{lock, Arc, AtomicU64, AtomicU8, Mutex, Ordering};
+use crate::policy::ModeCell;
+use crate::sync::{lock, Arc, AtomicU64, Mutex, Ordering};
 use crate::{Clock, Mode, MonotonicClock};
 use std::fmt;
 use std::time::Duration;
@@ -114,7 +115,7 @@ struct Inner {
     generation: AtomicU64,
     /// The most calls in flight at an admission since the window opened.
     peak: AtomicU64,
-    mode: AtomicU8,
+    mode: ModeCell,
     clock: Arc<dyn Clock>,
     window: Mutex<Open>,
     admitted: AtomicU64,
@@ -179,22 +180,6 @@ pub enum Verdict {
     /// It timed out or the dependency said it is overloaded: the window
     /// cuts the limit.
     Dropped,
-}
-
-fn mode_from(v: u8) -> Mode {
-    match v {
-        1 => Mode::Shadow,
-        2 => Mode::Off,
-        _ => Mode::Enforce,
-    }
-}
-
-fn mode_to(m: Mode) -> u8 {
-    match m {
-        Mode::Enforce => 0,
-        Mode::Shadow => 1,
-        Mode::Off => 2,
-    }
 }
 
 impl AdaptiveLimit {
@@ -275,7 +260,7 @@ impl AdaptiveLimit {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn mode(&self) -> Mode {
-        mode_from(self.inner.mode.load(Ordering::Relaxed))
+        self.inner.mode.get()
     }
 
     /// Changes the mode live (for every clone).
@@ -292,7 +277,7 @@ impl AdaptiveLimit {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn set_mode(&self, mode: Mode) {
-        self.inner.mode.store(mode_to(mode), Ordering::Relaxed);
+        self.inner.mode.set(mode);
     }
 
     /// Admits a call if fewer than the limit are in flight.
@@ -617,7 +602,7 @@ impl Builder {
                 in_flight: AtomicU64::new(0),
                 generation: AtomicU64::new(0),
                 peak: AtomicU64::new(0),
-                mode: AtomicU8::new(mode_to(config.mode)),
+                mode: ModeCell::new(config.mode),
                 clock,
                 window: Mutex::new(Open {
                     estimator: Estimator::new(&config),

@@ -25,6 +25,7 @@ mod mode;
 
 pub use cause::{Cause, PolicyError};
 pub use inspect::{Figure, FigureKind, Inspect};
+pub(crate) use mode::ModeCell;
 pub use mode::{Mode, ParseModeError};
 
 use crate::breaker::Rejected;

@@ -1,6 +1,7 @@
 //! [`Mode`]: whether a policy enforces its decisions, only reports them, or
 //! stands aside.
 
+use crate::sync::{AtomicU8, Ordering};
 use std::fmt;
 use std::str::FromStr;
 
@@ -106,5 +107,40 @@ impl FromStr for Mode {
             .into_iter()
             .find(|m| m.as_str() == s)
             .ok_or_else(|| ParseModeError(s.to_owned()))
+    }
+}
+
+/// A policy's live mode, one byte: what every policy with a [`Mode`]
+/// holds and changes in place.
+#[derive(Debug)]
+pub(crate) struct ModeCell(AtomicU8);
+
+impl ModeCell {
+    pub(crate) fn new(mode: Mode) -> Self {
+        ModeCell(AtomicU8::new(Self::encode(mode)))
+    }
+
+    const fn encode(mode: Mode) -> u8 {
+        match mode {
+            Mode::Enforce => 0,
+            Mode::Shadow => 1,
+            Mode::Off => 2,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self) -> Mode {
+        // Relaxed: the mode publishes no other memory; a call racing a
+        // change may see either mode.
+        match self.0.load(Ordering::Relaxed) {
+            0 => Mode::Enforce,
+            1 => Mode::Shadow,
+            _ => Mode::Off,
+        }
+    }
+
+    pub(crate) fn set(&self, mode: Mode) {
+        // Relaxed: see `get`.
+        self.0.store(Self::encode(mode), Ordering::Relaxed);
     }
 }

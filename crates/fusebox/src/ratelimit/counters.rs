@@ -2,43 +2,9 @@
 //! decision (shared by the direct and the keyed limiter).
 
 use super::RateLimited;
-use crate::sync::{AtomicU64, AtomicU8, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use crate::Mode;
 use std::time::Duration;
-
-/// The live mode, one byte.
-#[derive(Debug)]
-pub(crate) struct ModeCell(AtomicU8);
-
-impl ModeCell {
-    pub(crate) fn new(mode: Mode) -> Self {
-        ModeCell(AtomicU8::new(Self::encode(mode)))
-    }
-
-    const fn encode(mode: Mode) -> u8 {
-        match mode {
-            Mode::Enforce => 0,
-            Mode::Shadow => 1,
-            Mode::Off => 2,
-        }
-    }
-
-    #[inline]
-    pub(crate) fn get(&self) -> Mode {
-        // Relaxed: the mode publishes no other memory; a call racing a
-        // change may see either mode.
-        match self.0.load(Ordering::Relaxed) {
-            0 => Mode::Enforce,
-            1 => Mode::Shadow,
-            _ => Mode::Off,
-        }
-    }
-
-    pub(crate) fn set(&self, mode: Mode) {
-        // Relaxed: see `get`.
-        self.0.store(Self::encode(mode), Ordering::Relaxed);
-    }
-}
 
 /// Calls admitted, refused, and let through by shadow mode.
 #[derive(Debug, Default)]

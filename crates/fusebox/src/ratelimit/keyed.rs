@@ -2,8 +2,9 @@
 
 use super::clock::GovernorClock;
 use super::config::rule;
-use super::counters::{Counters, ModeCell, Verdict};
+use super::counters::{Counters, Verdict};
 use super::{RateLimitConfig, RateLimitConfigError, RateLimitSnapshot, RateLimited};
+use crate::policy::ModeCell;
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 use crate::{Clock, Mode, MonotonicClock};
 use governor::middleware::NoOpMiddleware;

@@ -89,7 +89,8 @@ pub use self::keyed::{KeyedBuilder, KeyedRateLimiter, KeyedSnapshot};
 pub use self::tower::RateLimitLayer;
 
 use self::clock::GovernorClock;
-use self::counters::{Counters, ModeCell, Verdict};
+use self::counters::{Counters, Verdict};
+use crate::policy::ModeCell;
 use crate::sync::Swap;
 use crate::{Clock, Mode, MonotonicClock};
 use governor::middleware::NoOpMiddleware;

@@ -67,10 +67,10 @@ pub use self::config::ThrottleConfig;
 pub use self::error::Throttled;
 
 use crate::clock::{Clock, MonotonicClock};
-use crate::policy::Mode;
+use crate::policy::{Mode, ModeCell};
 use crate::ConfigError;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A throttle: cheap to clone (clones share their counts).
@@ -97,7 +97,7 @@ struct Inner {
     rng: AtomicU64,
     refused: AtomicU64,
     shadowed: AtomicU64,
-    mode: AtomicU8,
+    mode: ModeCell,
 }
 
 /// One bucket of the window: which bucket period it holds (its index + 1;
@@ -198,11 +198,7 @@ impl Throttle {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn mode(&self) -> Mode {
-        match self.inner.mode.load(Ordering::Relaxed) {
-            1 => Mode::Shadow,
-            2 => Mode::Off,
-            _ => Mode::Enforce,
-        }
+        self.inner.mode.get()
     }
 
     /// Switches the mode, for this throttle and its clones: `Shadow` draws
@@ -221,13 +217,7 @@ impl Throttle {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn set_mode(&self, mode: Mode) {
-        let m = match mode {
-            Mode::Enforce => 0,
-            Mode::Shadow => 1,
-            Mode::Off => 2,
-        };
-        // Relaxed: a switch; a call racing it sees the old or the new mode.
-        self.inner.mode.store(m, Ordering::Relaxed);
+        self.inner.mode.set(mode);
     }
 
     /// Counts a request and admits it, or refuses it with the current
@@ -565,11 +555,7 @@ impl Builder {
                 rng: AtomicU64::new(seed),
                 refused: AtomicU64::new(0),
                 shadowed: AtomicU64::new(0),
-                mode: AtomicU8::new(match config.mode {
-                    Mode::Enforce => 0,
-                    Mode::Shadow => 1,
-                    Mode::Off => 2,
-                }),
+                mode: ModeCell::new(config.mode),
                 config,
             }),
         })
