@@ -65,10 +65,7 @@ impl Estimator {
     /// Between `every / 2` and `every` windows.
     fn next_probe(&mut self, every: u32) -> u32 {
         self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        let z = crate::retry::backoff::mix(self.rng);
         let half = every / 2;
         half + u32::try_from(z % u64::from(every - half + 1)).unwrap_or(0)
     }

@@ -196,7 +196,10 @@ impl SplitMix64 {
     }
 }
 
-fn mix(mut z: u64) -> u64 {
+/// SplitMix64's output function: a well-mixed 64-bit value of `z` (the
+/// crate's one source of cheap, seeded randomness: jitter, the adaptive
+/// limit's re-probe, the throttle's draws).
+pub(crate) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

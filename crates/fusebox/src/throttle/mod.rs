@@ -374,13 +374,11 @@ impl Inner {
 
     /// A uniform draw in `[0, 1)`: splitmix64 over a shared counter.
     fn draw(&self) -> f64 {
-        let mut z = self
-            .rng
-            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
-            .wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        let z = crate::retry::backoff::mix(
+            self.rng
+                .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+                .wrapping_add(0x9E37_79B9_7F4A_7C15),
+        );
         (z >> 11) as f64 / (1u64 << 53) as f64
     }
 }
