@@ -29,7 +29,7 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 
 TARGET=${CARGO_TARGET_DIR:-target}
-cargo build --release -p fusebox-bench --bin instructions --no-default-features >&2
+cargo build --release -p fusebox-bench --bin instructions --no-default-features --features adaptive >&2
 STD_BIN=$TARGET/release/instructions-std-clock
 cp "$TARGET/release/instructions" "$STD_BIN"
 cargo build --release -p fusebox-bench --bin instructions >&2
@@ -52,23 +52,22 @@ COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates ':!'"$OUT
     echo "# date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "# $(valgrind --version); $(uname -m); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
     echo "# commit: $COMMIT"
-    "$BIN" --list | while read -r scenario entry; do
-        case " $SCENARIOS " in *" $scenario "*) ;; *) continue ;; esac
-        # tower-resilience's time window keeps one record per call and scans
-        # them all: its cost grows with the fill, there is no steady state.
-        case "$entry" in tower-resilience/time_window) continue ;; esac
-        a=$(count "$BIN" "$scenario" "$entry" "$CALLS")
-        b=$(count "$BIN" "$scenario" "$entry" $((2 * CALLS)))
-        awk -v s="$scenario" -v e="$entry" -v a="$a" -v b="$b" -v n="$CALLS" \
-            'BEGIN { printf "%s\t%s\t%.1f\n", s, e, (b - a) / n }'
-    done
-    "$STD_BIN" --list | while read -r scenario entry; do
-        case " $STD_SCENARIOS " in *" $scenario "*) ;; *) continue ;; esac
-        case "$entry" in fusebox*) ;; *) continue ;; esac
-        a=$(count "$STD_BIN" "$scenario" "$entry" "$CALLS")
-        b=$(count "$STD_BIN" "$scenario" "$entry" $((2 * CALLS)))
-        awk -v s="$scenario" -v e="$entry[std clock]" -v a="$a" -v b="$b" -v n="$CALLS" \
-            'BEGIN { printf "%s\t%s\t%.1f\n", s, e, (b - a) / n }'
-    done
+    # measure BINARY SCENARIOS ENTRY-GLOB SUFFIX: one line per entry.
+    measure() {
+        "$1" --list | while read -r scenario entry; do
+            case " $2 " in *" $scenario "*) ;; *) continue ;; esac
+            # shellcheck disable=SC2254 # a glob on purpose
+            case "$entry" in $3) ;; *) continue ;; esac
+            # tower-resilience's time window keeps one record per call and scans
+            # them all: its cost grows with the fill, there is no steady state.
+            case "$entry" in tower-resilience/time_window) continue ;; esac
+            a=$(count "$1" "$scenario" "$entry" "$CALLS")
+            b=$(count "$1" "$scenario" "$entry" $((2 * CALLS)))
+            awk -v s="$scenario" -v e="$entry$4" -v a="$a" -v b="$b" -v n="$CALLS" \
+                'BEGIN { printf "%s\t%s\t%.1f\n", s, e, (b - a) / n }'
+        done
+    }
+    measure "$BIN" "$SCENARIOS" '*' ''
+    measure "$STD_BIN" "$STD_SCENARIOS" 'fusebox*' '[std clock]'
 } >"$OUT"
 echo "instructions.sh: wrote $OUT" >&2

@@ -692,6 +692,9 @@ impl Limiter {
             Limiter::TowerConcurrencyLimit => Some(Box::new(TowerSubject(
                 tower::limit::ConcurrencyLimit::new(op_service(), limit),
             ))),
+            #[cfg(not(feature = "adaptive"))]
+            Limiter::FuseboxAdaptive | Limiter::FuseboxThrottle => None,
+            #[cfg(feature = "adaptive")]
             Limiter::FuseboxAdaptive => {
                 let config = fusebox::limit::LimitConfig::default()
                     .initial(u32::try_from(limit).unwrap_or(u32::MAX))
@@ -700,6 +703,7 @@ impl Limiter {
                     fusebox::limit::AdaptiveLimit::new(config).expect("a valid limit"),
                 )))
             }
+            #[cfg(feature = "adaptive")]
             Limiter::FuseboxThrottle => Some(Box::new(FuseboxThrottle(
                 fusebox::throttle::Throttle::builder()
                     .seed(1)
@@ -710,9 +714,11 @@ impl Limiter {
     }
 }
 
+#[cfg(feature = "adaptive")]
 #[derive(Debug, Clone)]
 struct FuseboxAdaptive(fusebox::limit::AdaptiveLimit);
 
+#[cfg(feature = "adaptive")]
 impl Guard for FuseboxAdaptive {
     #[inline(always)]
     fn call(&mut self, fail: bool) -> Verdict {
@@ -732,15 +738,18 @@ impl Guard for FuseboxAdaptive {
     }
 }
 
+#[cfg(feature = "adaptive")]
 impl Subject for FuseboxAdaptive {
     fn runner(&self, seed: u64) -> Box<dyn Runner> {
         Box::new(SyncRunner::new(self.clone(), seed))
     }
 }
 
+#[cfg(feature = "adaptive")]
 #[derive(Debug, Clone)]
 struct FuseboxThrottle(fusebox::throttle::Throttle);
 
+#[cfg(feature = "adaptive")]
 impl Guard for FuseboxThrottle {
     #[inline(always)]
     fn call(&mut self, fail: bool) -> Verdict {
@@ -760,6 +769,7 @@ impl Guard for FuseboxThrottle {
     }
 }
 
+#[cfg(feature = "adaptive")]
 impl Subject for FuseboxThrottle {
     fn runner(&self, seed: u64) -> Box<dyn Runner> {
         Box::new(SyncRunner::new(self.clone(), seed))
