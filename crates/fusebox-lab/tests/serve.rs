@@ -428,48 +428,15 @@ fn a_served_fleet_lists_its_replicas() {
 #[test]
 #[ignore = "needs Prometheus: run with -- --ignored"]
 fn a_prometheus_scraping_every_15s_collects_the_whole_run() {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("prometheus"))
-            .find(|p| p.is_file())
-    });
-    let Some(prometheus) = found else {
-        let required = std::env::var("FUSEBOX_REQUIRE_PROMETHEUS").as_deref() == Ok("1");
-        assert!(
-            !required,
-            "prometheus not found, and FUSEBOX_REQUIRE_PROMETHEUS=1"
-        );
-        eprintln!("skipping: prometheus not found (apt-get install prometheus)");
+    let run = ServedRun::start("prometheus");
+    let Some(prometheus) = served::Prometheus::start_every(
+        "serve_prometheus",
+        "15s",
+        &[("lab", run.addr.to_string(), "/metrics")],
+    ) else {
         return;
     };
-    let run = ServedRun::start("prometheus");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let config = run.dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 15s\nscrape_configs:\n  - job_name: lab\n    static_configs:\n      - targets: ['{}']\n",
-            run.addr
-        ),
-    )
-    .unwrap();
-    let mut server = std::process::Command::new(prometheus)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            run.dir.join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let prom: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let query = "/api/v1/query?query=fusebox_calls_total%7Bname%3D%22serve-test%2Ffusebox%22%2Coutcome%3D%22failure%22%7D";
+    let query = "fusebox_calls_total{name=\"serve-test/fusebox\",outcome=\"failure\"}";
     let want = run.fusebox()["downstream_call_failures"].as_f64().unwrap();
     let started = std::time::Instant::now();
     let got = loop {
@@ -478,20 +445,14 @@ fn a_prometheus_scraping_every_15s_collects_the_whole_run() {
             "no sample within 60 s (4 scrape intervals)"
         );
         std::thread::sleep(Duration::from_millis(500));
-        if TcpStream::connect(prom).is_err() {
-            continue;
-        }
-        let (_, _, body) = get(prom, query);
-        let answer: serde_json::Value = match serde_json::from_str(&body) {
-            Ok(v) => v,
-            Err(_) => continue,
-        };
-        if let Some(v) = answer["data"]["result"][0]["value"][1].as_str() {
+        if let Some(v) = prometheus
+            .query(query)
+            .first()
+            .and_then(|r| r["value"][1].as_str().map(str::to_owned))
+        {
             break v.parse::<f64>().unwrap();
         }
     };
-    let _ = server.kill();
-    let _ = server.wait();
     assert_eq!(got, want, "Prometheus holds the run's failing calls");
 }
 

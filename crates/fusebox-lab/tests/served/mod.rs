@@ -158,7 +158,7 @@ impl Drop for Lab {
 }
 
 /// A real Prometheus on a free loopback port scraping `jobs` (name, target
-/// `HOST:PORT`, metrics path) every second, with its data and log in the
+/// `HOST:PORT`, metrics path) every second (or as set), with its data and log in the
 /// test's output directory; killed when dropped.
 pub struct Prometheus {
     child: Child,
@@ -173,14 +173,23 @@ impl Prometheus {
     /// `None` (after one line) when Debian's `prometheus` is missing,
     /// unless `FUSEBOX_REQUIRE_PROMETHEUS=1`.
     pub fn start(test: &str, jobs: &[(&str, String, &str)]) -> Option<Prometheus> {
+        Prometheus::start_every(test, "1s", jobs)
+    }
+
+    /// [`Prometheus::start`] scraping every `interval` (`"15s"`).
+    pub fn start_every(
+        test: &str,
+        interval: &str,
+        jobs: &[(&str, String, &str)],
+    ) -> Option<Prometheus> {
         let binary = browser::external(
             "prometheus",
             "FUSEBOX_REQUIRE_PROMETHEUS",
             "Debian package `prometheus`",
         )?;
         let dir = browser::out_dir(test);
-        let mut config = String::from(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n",
+        let mut config = format!(
+            "global:\n  scrape_interval: {interval}\n  evaluation_interval: {interval}\nscrape_configs:\n"
         );
         for (job, target, path) in jobs {
             config.push_str(&format!(
