@@ -163,9 +163,11 @@ pub mod trace;
 mod track;
 
 /// Breaker sets: one breaker per key with a bounded number of keys
-/// ([`BreakerSet`]).
+/// ([`BreakerSet`]), and outlier detection across the keys ([`Outliers`](set::Outliers)).
 pub mod set {
-    pub use crate::breaker::set::{BreakerSet, SetBuilder, DEFAULT_IDLE_AFTER, DEFAULT_MAX_KEYS};
+    pub use crate::breaker::set::{
+        BreakerSet, Outliers, SetBuilder, DEFAULT_IDLE_AFTER, DEFAULT_MAX_KEYS,
+    };
 }
 
 pub use breaker::set::BreakerSet;

@@ -202,3 +202,238 @@ fn racing_callers_keep_the_cap_and_one_breaker_per_key() {
     });
     assert!(hosts.len() <= 64);
 }
+
+/// Outlier detection: ejection on failures in a row and on a success rate
+/// below the keys', at most `max_ejection_percent` of the keys at once,
+/// ejection times that grow and are worked off, and `pick`.
+mod outliers {
+    use fusebox::set::{BreakerSet, Outliers};
+    use fusebox::{CircuitBreaker, Error, ManualClock, Reason, State, Transition};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    const INTERVAL: Duration = Duration::from_secs(10);
+    const BASE: Duration = Duration::from_secs(30);
+
+    /// A set whose own breakers trip only on a failure rate of 90 % over
+    /// 1,000 calls, so what opens a key here is detection.
+    fn hosts(
+        clock: &ManualClock,
+        outliers: Outliers,
+    ) -> (BreakerSet<String>, Arc<Mutex<Vec<Transition>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        let set = BreakerSet::builder(
+            CircuitBreaker::builder()
+                .failure_rate(0.9)
+                .count_window(1_000)
+                .min_calls(1_000)
+                .clock(clock.clone())
+                .on_transition(move |t: &Transition| log.lock().unwrap().push(*t)),
+        )
+        .name("hosts")
+        .outliers(outliers.interval(INTERVAL).base_ejection(BASE))
+        .build()
+        .unwrap();
+        (set, seen)
+    }
+
+    fn calls(set: &BreakerSet<String>, key: &str, n: usize, fail_every: usize) {
+        for i in 0..n {
+            let fail = fail_every != 0 && i % fail_every == 0;
+            let _ = set.call(key, || if fail { Err("boom") } else { Ok(()) });
+        }
+    }
+
+    fn ejected_now(set: &BreakerSet<String>, keys: &[String]) -> usize {
+        keys.iter().filter(|k| set.is_ejected(k.as_str())).count()
+    }
+
+    #[test]
+    fn failures_in_a_row_eject_a_key_which_rejects_with_retry_after_then_probes_back() {
+        let clock = ManualClock::new();
+        let (set, log) = hosts(&clock, Outliers::default());
+        calls(&set, "a", 20, 0);
+        calls(&set, "b", 5, 1); // 5 failures in a row
+        assert_eq!(set.detect_outliers(), vec!["b".to_string()]);
+        assert_eq!(set.ejections(), 1);
+        match set.call("b", || Ok::<(), &str>(())) {
+            Err(Error::Rejected(r)) => assert_eq!(r.retry_after(), Some(BASE)),
+            other => panic!("an ejected key rejects: {other:?}"),
+        }
+        assert!(
+            set.call("a", || Ok::<(), &str>(())).is_ok(),
+            "another key is untouched"
+        );
+        let t = *log.lock().unwrap().last().unwrap();
+        assert_eq!((t.from, t.to), (State::Closed, State::Open));
+        assert_eq!(t.reason, Reason::Outlier { ejected_for: BASE });
+        assert_eq!(t.reason.as_str(), "outlier");
+        // After the ejection a probe goes through and closes the breaker.
+        clock.advance(BASE);
+        assert!(!set.is_ejected("b"));
+        assert!(set.call("b", || Ok::<(), &str>(())).is_ok());
+        assert_eq!(set.get("b").state(), State::Closed);
+        // Ejected again at once: the second ejection lasts twice as long.
+        calls(&set, "b", 5, 1);
+        assert_eq!(set.detect_outliers(), vec!["b".to_string()]);
+        match set.call("b", || Ok::<(), &str>(())) {
+            Err(Error::Rejected(r)) => assert_eq!(r.retry_after(), Some(2 * BASE)),
+            other => panic!("ejected again: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn ejections_are_worked_off_by_intervals_without_failure() {
+        let clock = ManualClock::new();
+        let (set, _) = hosts(&clock, Outliers::default());
+        for round in 1..=2u32 {
+            calls(&set, "b", 5, 1);
+            assert_eq!(set.detect_outliers().len(), 1);
+            clock.advance(BASE * round);
+            assert!(set.call("b", || Ok::<(), &str>(())).is_ok(), "probe");
+        }
+        // Two ejections to work off: two quiet rounds.
+        for _ in 0..2 {
+            calls(&set, "b", 10, 0);
+            clock.advance(INTERVAL);
+            assert!(set.detect_outliers().is_empty());
+        }
+        calls(&set, "b", 5, 1);
+        assert_eq!(set.detect_outliers().len(), 1);
+        match set.call("b", || Ok::<(), &str>(())) {
+            Err(Error::Rejected(r)) => assert_eq!(r.retry_after(), Some(BASE), "back to the base"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_success_rate_below_the_peers_is_ejected_and_the_peers_are_not() {
+        let clock = ManualClock::new();
+        let (set, _) = hosts(&clock, Outliers::default().consecutive_failures(None));
+        for i in 0..10 {
+            // Peers fail 1 call in 50 to 1 in 41 (some spread); h7 one in 3.
+            let every = if i == 7 { 3 } else { 50 - i };
+            calls(&set, &format!("h{i}"), 200, every);
+        }
+        assert_eq!(set.detect_outliers(), vec!["h7".to_string()]);
+        // With fewer keys of enough volume than min_keys, rates are not compared.
+        clock.advance(BASE * 2);
+        let (few, _) = hosts(&clock, Outliers::default().consecutive_failures(None));
+        for i in 0..4 {
+            let every = if i == 2 { 3 } else { 50 };
+            calls(&few, &format!("h{i}"), 200, every);
+        }
+        calls(&few, "quiet", 99, 0); // under request_volume: not counted
+        assert!(few.detect_outliers().is_empty());
+    }
+
+    #[test]
+    fn when_every_key_fails_no_more_than_the_ejection_cap_is_out_at_once() {
+        for (keys, percent, cap) in [(10, 10, 1), (10, 30, 3), (25, 20, 5), (3, 10, 1)] {
+            let clock = ManualClock::new();
+            let (set, _) = hosts(&clock, Outliers::default().max_ejection_percent(percent));
+            let names: Vec<String> = (0..keys).map(|i| format!("h{i}")).collect();
+            let mut most = 0;
+            for _round in 0..40 {
+                for k in &names {
+                    calls(&set, k, 10, 1);
+                }
+                set.detect_outliers();
+                let out = ejected_now(&set, &names);
+                assert!(out <= cap, "{out} of {keys} ejected, cap {cap}");
+                most = most.max(out);
+                clock.advance(INTERVAL);
+            }
+            assert_eq!(most, cap, "the cap is reached: every key fails");
+            assert!(
+                set.ejections() > cap as u64,
+                "ejections rotate over the keys"
+            );
+        }
+    }
+
+    #[test]
+    fn a_breaker_open_on_its_own_is_not_ejected_nor_counted_against_the_cap() {
+        let clock = ManualClock::new();
+        let (set, _) = hosts(&clock, Outliers::default());
+        calls(&set, "a", 5, 1);
+        set.get("a").force_open();
+        calls(&set, "b", 5, 1);
+        assert_eq!(set.detect_outliers(), vec!["b".to_string()]);
+        assert!(!set.is_ejected("a"));
+        assert_eq!(set.get("a").state(), State::ForcedOpen);
+    }
+
+    #[test]
+    fn pick_takes_no_open_or_ejected_key_and_probes_a_recovering_one() {
+        let clock = ManualClock::new();
+        let (set, _) = hosts(&clock, Outliers::default());
+        let names: Vec<String> = (0..5).map(|i| format!("h{i}")).collect();
+        calls(&set, "h1", 5, 1);
+        assert_eq!(set.detect_outliers(), vec!["h1".to_string()]);
+        set.get("h3").force_open();
+        let mut picked = [0usize; 5];
+        for _ in 0..1_000 {
+            let k = set.pick(&names).unwrap();
+            picked[names.iter().position(|n| n == k).unwrap()] += 1;
+        }
+        assert_eq!((picked[1], picked[3]), (0, 0), "{picked:?}");
+        for i in [0, 2, 4] {
+            assert!(picked[i] > 200, "healthy keys share the picks: {picked:?}");
+        }
+        // The ejection over, h1 is half open: it is taken (for its probe)
+        // as soon as it is drawn, and not while its probe is out.
+        clock.advance(BASE);
+        let first = (0..20).find(|_| set.pick(&names) == Some(&names[1]));
+        assert!(first.is_some(), "a recovering key gets its probe");
+        let probe = set.get("h1").try_acquire().unwrap();
+        assert!((0..200).all(|_| set.pick(&names) != Some(&names[1])));
+        probe.success();
+        assert_eq!(set.get("h1").state(), State::Closed);
+        // Nothing may be taken: None.
+        let all_open: Vec<String> = vec!["h3".into()];
+        assert_eq!(set.pick(&all_open), None);
+        assert_eq!(set.pick(&[]), None);
+    }
+
+    #[test]
+    fn bad_outlier_settings_fail_the_build_naming_the_setting() {
+        let err = BreakerSet::<String>::builder(CircuitBreaker::builder())
+            .outliers(Outliers::default().max_ejection_percent(0))
+            .build()
+            .unwrap_err();
+        assert_eq!(err.field(), "outliers.max_ejection_percent");
+        assert!(err.to_string().contains("from 1 to 100"), "{err}");
+    }
+
+    #[test]
+    fn without_outlier_detection_nothing_is_ejected() {
+        let clock = ManualClock::new();
+        let set = BreakerSet::<String>::builder(CircuitBreaker::builder().clock(clock.clone()))
+            .build()
+            .unwrap();
+        calls(&set, "a", 50, 1);
+        assert!(set.detect_outliers().is_empty());
+        assert_eq!(set.ejections(), 0);
+    }
+
+    #[cfg(feature = "tokio")]
+    #[tokio::test(start_paused = true)]
+    async fn the_detection_future_runs_every_interval_and_ends_with_the_set() {
+        let set =
+            BreakerSet::<String>::builder(CircuitBreaker::builder().consecutive_failures(100))
+                .outliers(Outliers::default().interval(INTERVAL))
+                .build()
+                .unwrap();
+        let task = tokio::spawn(set.outlier_detection());
+        calls(&set, "b", 5, 1);
+        tokio::time::sleep(INTERVAL / 2).await;
+        assert!(!set.is_ejected("b"), "not before the first interval");
+        tokio::time::sleep(INTERVAL).await;
+        assert!(set.is_ejected("b"));
+        drop(set);
+        tokio::time::sleep(INTERVAL * 2).await;
+        assert!(task.is_finished(), "the future ends once the set is gone");
+    }
+}

@@ -605,6 +605,20 @@ impl CircuitBreaker {
         self.inner.emit(t);
     }
 
+    /// Opens from Closed or HalfOpen for `open_for`, for a reason no rule of
+    /// this breaker gave (a fleet's trip, an outlier ejection); extends a
+    /// shorter open period; leaves forced open and disabled alone. Whether
+    /// it opened now.
+    pub(crate) fn open_for(&self, open_for: Duration, reason: Reason) -> bool {
+        let t = self
+            .inner
+            .core
+            .open_for(self.inner.now(), crate::clock::nanos(open_for), reason);
+        let opened = t.is_some();
+        self.inner.emit(t);
+        opened
+    }
+
     /// The name given to the builder, if any.
     ///
     /// # Examples

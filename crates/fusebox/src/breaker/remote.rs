@@ -21,11 +21,7 @@ impl CircuitBreaker {
     /// Opens from Closed or HalfOpen for `remaining` (extends a shorter open
     /// period; leaves forced open and disabled alone), with [`Reason::Remote`].
     pub(crate) fn trip_remote(&self, remaining: Duration) {
-        let t = self
-            .inner
-            .core
-            .trip_remote(self.inner.now(), nanos(remaining));
-        self.inner.emit(t);
+        self.open_for(remaining, Reason::Remote);
     }
 
     /// Open or HalfOpen -> Closed, with [`Reason::Remote`].

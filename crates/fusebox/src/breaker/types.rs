@@ -390,13 +390,20 @@ pub enum Reason {
     /// Another replica's breaker decided it: a trip, a close or a control
     /// message that travelled through the fleet (feature `fleet`).
     Remote,
+    /// A [`BreakerSet`](crate::BreakerSet)'s outlier detection ejected this
+    /// key for `ejected_for` (Closed -> Open): it failed more than its peers
+    /// (see [`Outliers`](crate::set::Outliers)).
+    Outlier {
+        /// How long the key is ejected (the open period).
+        ejected_for: Duration,
+    },
 }
 
 impl Reason {
     /// The reason's name in lower snake case, as in traces and metrics:
     /// `consecutive_failures`, `failure_rate`, `slow_call_rate`,
     /// `failures_within`, `cooldown_elapsed`, `probe_failed`, `probe_timed_out`,
-    /// `probes_succeeded`, `manual`, `remote`.
+    /// `probes_succeeded`, `manual`, `remote`, `outlier`.
     ///
     /// # Examples
     ///
@@ -418,6 +425,7 @@ impl Reason {
             Reason::ProbesSucceeded { .. } => "probes_succeeded",
             Reason::Manual => "manual",
             Reason::Remote => "remote",
+            Reason::Outlier { .. } => "outlier",
         }
     }
 }
@@ -447,6 +455,11 @@ impl fmt::Display for Reason {
             Reason::ProbesSucceeded { successes } => write!(f, "{successes} probes succeeded"),
             Reason::Manual => f.write_str("manual control"),
             Reason::Remote => f.write_str("decided by the fleet"),
+            Reason::Outlier { ejected_for } => write!(
+                f,
+                "ejected as an outlier for {}",
+                crate::duration::format(*ejected_for)
+            ),
         }
     }
 }

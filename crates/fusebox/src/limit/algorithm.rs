@@ -65,7 +65,7 @@ impl Estimator {
     /// Between `every / 2` and `every` windows.
     fn next_probe(&mut self, every: u32) -> u32 {
         self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let z = crate::retry::backoff::mix(self.rng);
+        let z = crate::policy::mix(self.rng);
         let half = every / 2;
         half + u32::try_from(z % u64::from(every - half + 1)).unwrap_or(0)
     }

@@ -139,3 +139,12 @@ macro_rules! known_refusals {
 known_refusals! { Rejected, BulkheadFull, #[cfg(feature = "ratelimit")] crate::ratelimit::RateLimited,
 #[cfg(feature = "limit")] crate::limit::LimitExceeded,
 #[cfg(feature = "throttle")] crate::throttle::Throttled }
+
+/// SplitMix64's output function: a well-mixed 64-bit value of `z` (the
+/// crate's one source of cheap, seeded randomness: retry jitter, the
+/// adaptive limit's re-probe, the throttle's draws, a breaker set's picks).
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

@@ -37,6 +37,7 @@
 //! ```
 
 use super::RetryConfigError;
+use crate::policy::mix;
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -194,15 +195,6 @@ impl SplitMix64 {
         let off = (u128::from(self.next_u64()) * (span + 1)) >> 64;
         lo + Duration::from_nanos(u64::try_from(off).unwrap_or(u64::MAX))
     }
-}
-
-/// SplitMix64's output function: a well-mixed 64-bit value of `z` (the
-/// crate's one source of cheap, seeded randomness: jitter, the adaptive
-/// limit's re-probe, the throttle's draws).
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// A seeded random stream; clones continue with fresh, distinct streams.

@@ -374,7 +374,7 @@ impl Inner {
 
     /// A uniform draw in `[0, 1)`: splitmix64 over a shared counter.
     fn draw(&self) -> f64 {
-        let z = crate::retry::backoff::mix(
+        let z = crate::policy::mix(
             self.rng
                 .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
                 .wrapping_add(0x9E37_79B9_7F4A_7C15),

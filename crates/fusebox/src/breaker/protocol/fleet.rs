@@ -7,31 +7,6 @@ use super::{Core, Nanos, ProbeGate, Totals, Transition};
 use crate::breaker::tally::Tally;
 
 impl Core {
-    /// Opens from Closed or HalfOpen until `now + remaining` (a trip decided
-    /// elsewhere); extends an open period that would end sooner; leaves
-    /// ForcedOpen and Disabled alone.
-    pub(crate) fn trip_remote(&self, now: Nanos, remaining: Nanos) -> Option<Transition> {
-        let mut slow = lock(&self.slow);
-        let w = self.load();
-        let until = now.saturating_add(remaining);
-        match w.state() {
-            State::Closed | State::HalfOpen => {
-                slow.clear_probes();
-                // Relaxed: published by the Release store of the word.
-                self.open_until.store(until, Ordering::Relaxed);
-                Some(self.publish(w, State::Open, now, Reason::Remote))
-            }
-            State::Open => {
-                // Relaxed: written only under the lock we hold.
-                if until > self.open_until.load(Ordering::Relaxed) {
-                    self.open_until.store(until, Ordering::Relaxed);
-                }
-                None
-            }
-            State::ForcedOpen | State::Disabled => None,
-        }
-    }
-
     /// Open or HalfOpen -> Closed: a probe elsewhere closed the fleet's breaker.
     pub(crate) fn close_remote(&self, now: Nanos) -> Option<Transition> {
         let mut slow = lock(&self.slow);

@@ -822,6 +822,37 @@ impl Core {
         None
     }
 
+    /// Opens from Closed or HalfOpen until `now + remaining`, for `reason`
+    /// (a fleet's trip, an outlier ejection): no rule decided it, so the trip
+    /// count that grows the open period is left alone. Extends an open period
+    /// that would end sooner; leaves ForcedOpen and Disabled alone.
+    pub(crate) fn open_for(
+        &self,
+        now: Nanos,
+        remaining: Nanos,
+        reason: Reason,
+    ) -> Option<Transition> {
+        let mut slow = lock(&self.slow);
+        let w = self.load();
+        let until = now.saturating_add(remaining);
+        match w.state() {
+            State::Closed | State::HalfOpen => {
+                slow.clear_probes();
+                // Relaxed: published by the Release store of the word.
+                self.open_until.store(until, Ordering::Relaxed);
+                Some(self.publish(w, State::Open, now, reason))
+            }
+            State::Open => {
+                // Relaxed: written only under the lock we hold.
+                if until > self.open_until.load(Ordering::Relaxed) {
+                    self.open_until.store(until, Ordering::Relaxed);
+                }
+                None
+            }
+            State::ForcedOpen | State::Disabled => None,
+        }
+    }
+
     /// Manual control: moves to `to` (ForcedOpen, Disabled or Closed) with a
     /// new generation. Returns a transition only when the state changed.
     pub(crate) fn set(&self, to: State, now: Nanos, reason: Reason) -> Option<Transition> {

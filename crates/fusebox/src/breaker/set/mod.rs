@@ -1,8 +1,14 @@
 //! [`BreakerSet`]: one breaker per key (a host, a tenant, an endpoint), made
-//! on first use from one configuration, with a bounded number of keys.
+//! on first use from one configuration, with a bounded number of keys, and
+//! outlier detection across the keys (`outliers`).
+
+mod outliers;
+
+pub use outliers::Outliers;
 
 use super::{BreakerConfig, Builder, CircuitBreaker, ConfigError, Error, Snapshot, State};
 use crate::sync::{lock, read, write, Mutex};
+use outliers::{Seen, Watch};
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::fmt;
@@ -78,12 +84,19 @@ struct SetInner<K> {
     next_sweep: AtomicU64,
     evicted: AtomicU64,
     overflowed: AtomicU64,
+    /// Outlier detection, if on; locked by a round of detection.
+    outliers: Option<Mutex<Outliers>>,
+    ejected: AtomicU64,
+    /// Draws of `pick` so far (its random stream).
+    picks: AtomicU64,
 }
 
 struct Entry {
     breaker: CircuitBreaker,
     /// The set's time (nanoseconds) of the last `get`.
     last_used: AtomicU64,
+    /// What outlier detection heard of this key (with detection on).
+    watch: Option<Arc<Watch>>,
 }
 
 /// Builds a [`BreakerSet`]; from [`BreakerSet::builder`].
@@ -92,6 +105,7 @@ struct Entry {
 ///
 /// - `max_keys`: [`DEFAULT_MAX_KEYS`] (1,000)
 /// - `idle_after`: [`DEFAULT_IDLE_AFTER`] (10 minutes)
+/// - no outlier detection
 /// - no name
 ///
 /// # Examples
@@ -112,6 +126,7 @@ pub struct SetBuilder<K> {
     name: Option<String>,
     max_keys: usize,
     idle_after: Duration,
+    outliers: Option<Outliers>,
     keys: std::marker::PhantomData<fn() -> K>,
 }
 
@@ -121,6 +136,7 @@ impl<K> fmt::Debug for SetBuilder<K> {
             .field("name", &self.name)
             .field("max_keys", &self.max_keys)
             .field("idle_after", &self.idle_after)
+            .field("outliers", &self.outliers)
             .finish_non_exhaustive()
     }
 }
@@ -178,11 +194,35 @@ impl<K> SetBuilder<K> {
         self
     }
 
+    /// Turns on outlier detection across the keys (see [`Outliers`]): a key
+    /// failing more than its peers is ejected, at most
+    /// `max_ejection_percent` of the keys at once. Detection runs when
+    /// [`BreakerSet::detect_outliers`] is called (or on the future of
+    /// [`BreakerSet::outlier_detection`], feature `tokio`), every
+    /// [`interval`](Outliers::interval).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::set::Outliers;
+    /// use fusebox::{BreakerSet, CircuitBreaker};
+    /// let hosts: BreakerSet<String> = BreakerSet::builder(CircuitBreaker::builder())
+    ///     .outliers(Outliers::default())
+    ///     .build()?;
+    /// assert!(hosts.outliers().is_some());
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn outliers(mut self, outliers: Outliers) -> Self {
+        self.outliers = Some(outliers);
+        self
+    }
+
     /// Builds the set (and its overflow breaker).
     ///
     /// # Errors
     ///
-    /// The breaker settings' [`ConfigError`], or `max_keys` of 0.
+    /// The breaker settings' [`ConfigError`], `max_keys` of 0, or a bad
+    /// [`Outliers`] setting (named `outliers.FIELD`).
     ///
     /// # Examples
     ///
@@ -200,6 +240,9 @@ impl<K> SetBuilder<K> {
                 "must be at least 1",
             ));
         }
+        if let Some(o) = &self.outliers {
+            o.validate()?;
+        }
         let overflow = self
             .template
             .clone()
@@ -216,6 +259,9 @@ impl<K> SetBuilder<K> {
                 next_sweep: AtomicU64::new(0),
                 evicted: AtomicU64::new(0),
                 overflowed: AtomicU64::new(0),
+                outliers: self.outliers.map(Mutex::new),
+                ejected: AtomicU64::new(0),
+                picks: AtomicU64::new(0),
             }),
         })
     }
@@ -246,6 +292,7 @@ impl<K> BreakerSet<K> {
             name: None,
             max_keys: DEFAULT_MAX_KEYS,
             idle_after: DEFAULT_IDLE_AFTER,
+            outliers: None,
             keys: std::marker::PhantomData,
         }
     }
@@ -334,6 +381,32 @@ impl<K> BreakerSet<K> {
             self.inner.evicted.load(Ordering::Relaxed),
             self.inner.overflowed.load(Ordering::Relaxed),
         )
+    }
+
+    /// The set's outlier detection settings, if detection is on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert!(set.outliers().is_none());
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn outliers(&self) -> Option<Outliers> {
+        self.inner.outliers.as_ref().map(|o| lock(o).clone())
+    }
+
+    /// Keys ejected by outlier detection so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert_eq!(set.ejections(), 0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn ejections(&self) -> u64 {
+        self.inner.ejected.load(Ordering::Relaxed)
     }
 
     /// Puts `config` in force on every breaker of the set, the overflow one
@@ -439,6 +512,189 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
             .collect()
     }
 
+    /// Runs one round of outlier detection (see [`Outliers`]) and returns
+    /// the keys it ejected; call it every [`Outliers::interval`] (the
+    /// success rates are taken over the time since the last round). Does
+    /// nothing without [`SetBuilder::outliers`], or while another round
+    /// runs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::set::Outliers;
+    /// use fusebox::{BreakerSet, CircuitBreaker, State};
+    ///
+    /// // Breakers that trip late; detection ejects the host that fails 3 times in a row.
+    /// let hosts: BreakerSet<&str> = BreakerSet::builder(CircuitBreaker::builder().consecutive_failures(100))
+    ///     .outliers(Outliers::default().consecutive_failures(Some(3)))
+    ///     .build()?;
+    /// for _ in 0..3 {
+    ///     let _ = hosts.call(&"b", || Err::<(), _>("refused"));
+    ///     let _ = hosts.call(&"a", || Ok::<(), &str>(()));
+    /// }
+    /// assert_eq!(hosts.detect_outliers(), vec!["b"]);
+    /// assert_eq!(hosts.get(&"b").state(), State::Open);
+    /// assert!(hosts.is_ejected(&"b"));
+    /// assert_eq!(hosts.pick(&["a", "b"]), Some(&"a"));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn detect_outliers(&self) -> Vec<K> {
+        let Some(outliers) = &self.inner.outliers else {
+            return Vec::new();
+        };
+        let outliers = match outliers.try_lock() {
+            Ok(o) => o,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Vec::new(),
+        };
+        // The keys are copied out first: ejecting tells the breakers'
+        // listeners, which must not run under the set's lock.
+        let keys: Vec<(K, CircuitBreaker, Arc<Watch>)> = read(&self.inner.breakers)
+            .iter()
+            .filter_map(|(k, e)| {
+                let w = e.watch.as_ref()?;
+                Some((k.clone(), e.breaker.clone(), Arc::clone(w)))
+            })
+            .collect();
+        let seen: Vec<Seen<'_, K>> = keys
+            .iter()
+            .map(|(key, breaker, watch)| Seen {
+                key,
+                breaker,
+                watch,
+            })
+            .collect();
+        let ejected = outliers::detect(&outliers, &seen, self.now());
+        self.inner
+            .ejected
+            .fetch_add(ejected.len() as u64, Ordering::Relaxed);
+        ejected
+    }
+
+    /// Whether outlier detection has `key` ejected now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// assert!(!set.is_ejected(&1));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn is_ejected<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let now = self.now();
+        read(&self.inner.breakers)
+            .get(key)
+            .and_then(|e| Some(e.watch.as_ref()?.is_ejected(&e.breaker, now)))
+            .unwrap_or(false)
+    }
+
+    /// Picks one of `candidates` to send a call to, for callers that
+    /// balance their own endpoints: two candidates drawn at random, the
+    /// healthier one taken (power of two choices). A candidate may be taken
+    /// when its breaker is closed (or it has none yet), or half open with no
+    /// probe out (so a recovering key gets its probe); a half-open one is
+    /// preferred (its probe is what closes it), then the one with fewer
+    /// failures since the last round of outlier detection. When neither
+    /// drawn candidate may be taken, the first that may, from a random
+    /// start; `None` when no candidate may (every one open, ejected or
+    /// probing): fail fast or wait for the shortest `retry_after`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = fusebox::BreakerSet::<&str>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// set.get(&"b").force_open();
+    /// for _ in 0..10 {
+    ///     assert_eq!(set.pick(&["a", "b"]), Some(&"a"));
+    /// }
+    /// set.get(&"a").force_open();
+    /// assert_eq!(set.pick(&["a", "b"]), None);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn pick<'a>(&self, candidates: &'a [K]) -> Option<&'a K> {
+        let n = candidates.len();
+        if n == 0 {
+            return None;
+        }
+        // Relaxed: a counter feeding the random stream.
+        let draw = crate::policy::mix(self.inner.picks.fetch_add(1, Ordering::Relaxed));
+        let first = (draw % n as u64) as usize;
+        let breakers = read(&self.inner.breakers);
+        // Lower is better; None: may not be taken.
+        let score = |key: &K| -> Option<(u8, u64)> {
+            let Some(e) = breakers.get(key) else {
+                return Some((1, 0));
+            };
+            match e.breaker.state() {
+                State::Closed => Some((1, e.watch.as_ref().map_or(0, |w| w.failures()))),
+                State::HalfOpen if e.breaker.probes_in_flight() == 0 => Some((0, 0)),
+                _ => None,
+            }
+        };
+        let mut best = score(&candidates[first]).map(|s| (s, first));
+        if n > 1 {
+            let second = (first + 1 + ((draw >> 32) % (n as u64 - 1)) as usize) % n;
+            if let Some(s) = score(&candidates[second])
+                && best.is_none_or(|(b, _)| s < b)
+            {
+                best = Some((s, second));
+            }
+        }
+        if best.is_none() {
+            best = (1..n)
+                .map(|i| (first + i) % n)
+                .find_map(|i| score(&candidates[i]).map(|s| (s, i)));
+        }
+        best.map(|(_, i)| &candidates[i])
+    }
+
+    /// A future that runs [`detect_outliers`](Self::detect_outliers) every
+    /// [`Outliers::interval`] on tokio's timer (feature `tokio`), until the
+    /// set and all its clones are dropped; spawn it once. Ends at once
+    /// without outlier detection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), fusebox::ConfigError> {
+    /// use fusebox::set::Outliers;
+    /// let hosts = fusebox::BreakerSet::<String>::builder(fusebox::CircuitBreaker::builder())
+    ///     .outliers(Outliers::default())
+    ///     .build()?;
+    /// let detection = tokio::spawn(hosts.outlier_detection());
+    /// drop(hosts); // the detection ends with the set
+    /// detection.await.unwrap();
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub fn outlier_detection(&self) -> impl std::future::Future<Output = ()> + Send + 'static
+    where
+        K: Send + Sync + 'static,
+    {
+        let set = Arc::downgrade(&self.inner);
+        let every = self.outliers().map(|o| o.interval_value());
+        async move {
+            let Some(every) = every else { return };
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                // The set is held only for a round, so dropping it ends this.
+                if set.strong_count() == 0 {
+                    return;
+                }
+                tick.tick().await;
+                let Some(inner) = set.upgrade() else { return };
+                BreakerSet { inner }.detect_outliers();
+            }
+        }
+    }
+
     /// Evicts every breaker idle for `idle_after` that is closed and held
     /// by nobody else; how many.
     ///
@@ -492,10 +748,12 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
             inner.overflowed.fetch_add(1, Ordering::Relaxed);
             return inner.overflow.clone();
         }
-        let built = lock(&inner.template)
-            .clone()
-            .name(key_name(inner.name.as_deref(), &key))
-            .build();
+        let watch = inner.outliers.as_ref().map(|_| Arc::new(Watch::default()));
+        let mut template = lock(&inner.template).clone();
+        if let Some(w) = &watch {
+            template = template.listener(Arc::clone(w));
+        }
+        let built = template.name(key_name(inner.name.as_deref(), &key)).build();
         // The template's settings were validated when set.
         let Ok(breaker) = built else {
             return inner.overflow.clone();
@@ -505,6 +763,7 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
             Entry {
                 breaker: breaker.clone(),
                 last_used: AtomicU64::new(now),
+                watch,
             },
         );
         breaker
