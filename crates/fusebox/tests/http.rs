@@ -970,6 +970,101 @@ mod whole_response {
         assert_eq!(stack.breaker().snapshot().failures, 1);
     }
 
+    /// Two real hosts, one answering 503: with one breaker per authority
+    /// every request to the healthy host succeeds; with the one shared
+    /// breaker, the sick host's failures turn the healthy host's requests
+    /// away too.
+    #[tokio::test]
+    async fn per_authority_breakers_keep_a_healthy_host_served_while_another_fails() {
+        const OK: &str = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n";
+        const DOWN: &str = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n";
+        let healthy = server(OK, b"ok", Then::Close).await;
+        let sick = server(DOWN, b"", Then::Close).await;
+        let client = reqwest::Client::new();
+        // The same rule for both: half of the last 10 calls failing, from 6 calls.
+        let rule = || {
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .count_window(10)
+                .min_calls(6)
+                .open_for(Duration::from_secs(60))
+        };
+        let per_host = Standard::builder("inventory")
+            .retry(attempts(1))
+            .per_authority(fusebox::BreakerSet::builder(rule()).build().unwrap())
+            .build();
+        let shared = Standard::builder("inventory")
+            .retry(attempts(1))
+            .breaker(rule().build().unwrap())
+            .build();
+        let mut refused_healthy = [0u32; 2];
+        for (i, stack) in [&per_host, &shared].into_iter().enumerate() {
+            for _ in 0..20 {
+                let _ = stack.send_bytes(client.get(&sick.url)).await;
+                match stack.send_bytes(client.get(&healthy.url)).await {
+                    Ok(r) => assert_eq!(&r.body()[..], b"ok"),
+                    Err(e) if e.is_refusal() => refused_healthy[i] += 1,
+                    Err(e) => panic!("the healthy host failed: {e}"),
+                }
+            }
+        }
+        assert_eq!(
+            refused_healthy[0], 0,
+            "per authority: no healthy request refused"
+        );
+        assert!(
+            refused_healthy[1] >= 15,
+            "shared: {} healthy requests refused",
+            refused_healthy[1]
+        );
+        let breakers = per_host.breakers().unwrap();
+        let key = |url: &str| fusebox::http::authority(&url.parse().unwrap()).unwrap();
+        assert_eq!(breakers.get(&*key(&sick.url)).state(), State::Open);
+        assert_eq!(breakers.get(&*key(&healthy.url)).state(), State::Closed);
+        assert_eq!(breakers.len(), 2);
+        assert_eq!(
+            per_host.breaker().snapshot().calls,
+            0,
+            "the stack's own breaker is not used"
+        );
+        // Per authority, 6 failures opened the sick host's breaker; shared,
+        // 3 failures and 3 successes opened the one breaker; neither called
+        // the sick host again while open.
+        assert_eq!(sick.hits.load(Ordering::Relaxed), 6 + 3);
+    }
+
+    /// The same through the tower layer: the request's URI selects the breaker.
+    #[cfg(feature = "tower")]
+    #[tokio::test]
+    async fn through_the_tower_layer_the_request_uri_selects_the_breaker() {
+        use fusebox::http::WholeBodyLayer;
+        use tower::{Layer, ServiceExt};
+        const OK: &str = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n";
+        const DOWN: &str = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n";
+        let healthy = server(OK, b"ok", Then::Close).await;
+        let sick = server(DOWN, b"", Then::Close).await;
+        let stack = Standard::builder("inventory")
+            .retry(attempts(1))
+            .per_authority(
+                fusebox::BreakerSet::builder(CircuitBreaker::builder().consecutive_failures(2))
+                    .build()
+                    .unwrap(),
+            )
+            .build();
+        let svc = WholeBodyLayer::new(stack.clone()).layer(tower_client());
+        for _ in 0..10 {
+            let _ = svc.clone().oneshot(get(&sick.url)).await;
+            let r = svc
+                .clone()
+                .oneshot(get(&healthy.url))
+                .await
+                .expect("healthy host served");
+            assert_eq!(&r.body()[..], b"ok");
+        }
+        assert_eq!(sick.hits.load(Ordering::Relaxed), 2);
+        assert_eq!(stack.breakers().unwrap().len(), 2);
+    }
+
     #[tokio::test]
     async fn run_covers_an_attempt_that_reads_its_body() {
         let s = server(STALLED_HEAD, b"", Then::Stall).await;

@@ -326,9 +326,9 @@ where
 {
     let (parts, body) = request.into_parts();
     Box::pin(async move {
-        let method = parts.method.clone();
+        let (method, uri) = (parts.method.clone(), parts.uri.clone());
         stack
-            .run(&method, move || {
+            .run_to(&uri, &method, move || {
                 let req = Request::from_parts(parts.clone(), body.clone());
                 let mut client = client.clone();
                 let read = read.clone();

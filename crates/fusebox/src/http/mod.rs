@@ -50,6 +50,21 @@
 //! read after the stack has let go: no deadline of the stack bounds it,
 //! the bulkhead slot is free again and the breaker has counted a success.
 //!
+//! # One breaker per host
+//!
+//! One breaker for everything a stack sends lets one sick host turn away
+//! the requests to every healthy one. [`StandardBuilder::per_authority`]
+//! gives the stack a [`BreakerSet`](crate::BreakerSet): each request passes
+//! the breaker of its URL's authority ([`authority`]: `scheme://host:port`),
+//! or of the key given to [`Standard::run_for`]. The timeouts, the retry and
+//! its budget, the bulkhead and the rate limiter stay shared; the set bounds
+//! how many hosts have a breaker (`max_keys`) and can eject outliers
+//! ([`Outliers`](crate::set::Outliers)).
+//!
+//! ```text
+//! total timeout( retry with budget( breaker of the host( bulkhead( attempt timeout( request ) ) ) ) )
+//! ```
+//!
 //! # reqwest
 //!
 //! The `reqwest` feature supports reqwest **0.13** (`reqwest = "0.13"` in
@@ -128,6 +143,42 @@ pub use self::standard::{
     Standard, StandardBuilder, StandardError, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_CONCURRENT,
     DEFAULT_TOTAL_TIMEOUT,
 };
+
+/// The key [`StandardBuilder::per_authority`] gives a request:
+/// `scheme://host:port`, with the scheme's port when the URI has none
+/// (80 for `http`, 443 for `https`), the host in lower case; `None` for a URI
+/// without a scheme or host (a path alone).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::http::authority;
+/// let uri: http::Uri = "https://API.example.com/v1/items?x=1".parse()?;
+/// assert_eq!(authority(&uri).as_deref(), Some("https://api.example.com:443"));
+/// let uri: http::Uri = "http://10.0.0.7:8080/".parse()?;
+/// assert_eq!(authority(&uri).as_deref(), Some("http://10.0.0.7:8080"));
+/// assert_eq!(authority(&"/v1/items".parse()?), None);
+/// # Ok::<(), http::uri::InvalidUri>(())
+/// ```
+pub fn authority(uri: &::http::Uri) -> Option<String> {
+    let scheme = uri.scheme_str()?;
+    let port = uri.port_u16().or(match scheme {
+        "http" | "ws" => Some(80),
+        "https" | "wss" => Some(443),
+        _ => None,
+    });
+    Some(authority_parts(scheme, uri.host()?, port))
+}
+
+/// `scheme://host:port` (or `scheme://host` without a port), lower case.
+fn authority_parts(scheme: &str, host: &str, port: Option<u16>) -> String {
+    let mut key = match port {
+        Some(port) => format!("{scheme}://{host}:{port}"),
+        None => format!("{scheme}://{host}"),
+    };
+    key.make_ascii_lowercase();
+    key
+}
 
 /// The body of a fully read response, as `Standard::send_bytes` (feature
 /// `reqwest`) and `WholeBodyLayer` (feature `tower`) return it (the `bytes`

@@ -12,8 +12,9 @@ use crate::registry::Fusebox;
 use crate::retry::{DefaultBackoff, Retry, RetryBudget, RetryIf};
 use crate::stats::PolicyStats;
 use crate::timeout::Elapsed;
-use crate::{Bulkhead, CircuitBreaker};
+use crate::{BreakerSet, Bulkhead, CircuitBreaker};
 use ::http::Method;
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -89,6 +90,8 @@ impl<R: HttpResponse> RetryIf<HttpError<R>> for ConnectOnly {
 struct StandardInner {
     name: Box<str>,
     breaker: CircuitBreaker,
+    /// One breaker per authority (or user key), when the stack has them.
+    breakers: Option<BreakerSet<String>>,
     bulkhead: Bulkhead,
     retry: Retry<DefaultBackoff, RetryPolicy>,
     attempt: Duration,
@@ -129,6 +132,7 @@ pub struct StandardBuilder {
     attempt: Duration,
     retry: Option<Retry>,
     breaker: Option<CircuitBreaker>,
+    breakers: Option<BreakerSet<String>>,
     bulkhead: Option<Bulkhead>,
     #[cfg(feature = "ratelimit")]
     rate_limiter: Option<crate::ratelimit::RateLimiter>,
@@ -214,6 +218,7 @@ impl Standard {
             attempt: DEFAULT_ATTEMPT_TIMEOUT,
             retry: None,
             breaker: None,
+            breakers: None,
             bulkhead: None,
             #[cfg(feature = "ratelimit")]
             rate_limiter: None,
@@ -347,6 +352,19 @@ impl Standard {
     /// ```
     pub fn breaker(&self) -> &CircuitBreaker {
         &self.inner.breaker
+    }
+
+    /// The breakers per authority, if the stack has them (see
+    /// [`StandardBuilder::per_authority`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::builder("inventory").build();
+    /// assert!(s.breakers().is_none());
+    /// ```
+    pub fn breakers(&self) -> Option<&BreakerSet<String>> {
+        self.inner.breakers.as_ref()
     }
 
     /// The bulkhead.
@@ -498,15 +516,103 @@ impl Standard {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<R, E>>,
     {
+        self.run_keyed(None, method, attempt).await
+    }
+
+    /// As [`run`](Self::run), for the endpoint `key`: with
+    /// [`per_authority`](StandardBuilder::per_authority), the attempts pass
+    /// `key`'s own breaker instead of the stack's (without it, the stack's
+    /// breaker, as `run`). `key` is an authority as [`authority`](super::authority)
+    /// writes it (`"https://api.example.com:443"`) or any key of your own
+    /// (a replica's name, a tenant).
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), fusebox::ConfigError> {
+    /// use fusebox::http::{BoxError, Standard};
+    /// use fusebox::{BreakerSet, CircuitBreaker, State};
+    /// let hosts = BreakerSet::builder(CircuitBreaker::builder().consecutive_failures(1)).build()?;
+    /// let s = Standard::builder("replicas").per_authority(hosts).build();
+    /// let down = || async { Err::<http::Response<()>, BoxError>("reset".into()) };
+    /// let _ = s.run_for("replica-2", &http::Method::GET, down).await;
+    /// let breakers = s.breakers().unwrap();
+    /// assert_eq!(breakers.get("replica-2").state(), State::Open);
+    /// assert_eq!(breakers.get("replica-1").state(), State::Closed);
+    /// assert_eq!(s.breaker().state(), State::Closed); // the stack's own breaker saw nothing
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run_for<R, E, F, Fut>(
+        &self,
+        key: &str,
+        method: &Method,
+        attempt: F,
+    ) -> Result<R, StandardError<R>>
+    where
+        R: HttpResponse,
+        E: TransportError,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+    {
+        self.run_keyed(Some(key), method, attempt).await
+    }
+
+    /// [`run_for`](Self::run_for) with `uri`'s authority as the key when
+    /// the stack has breakers per authority and `uri` has one; `run`
+    /// otherwise (the tower layers' way in).
+    #[cfg(feature = "tower")]
+    pub(crate) async fn run_to<R, E, F, Fut>(
+        &self,
+        uri: &::http::Uri,
+        method: &Method,
+        attempt: F,
+    ) -> Result<R, StandardError<R>>
+    where
+        R: HttpResponse,
+        E: TransportError,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+    {
+        let key = self
+            .inner
+            .breakers
+            .as_ref()
+            .and_then(|_| super::authority(uri));
+        self.run_keyed(key.as_deref(), method, attempt).await
+    }
+
+    async fn run_keyed<R, E, F, Fut>(
+        &self,
+        key: Option<&str>,
+        method: &Method,
+        attempt: F,
+    ) -> Result<R, StandardError<R>>
+    where
+        R: HttpResponse,
+        E: TransportError,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+    {
         let mode = if self.inner.retry_policy.retries_method(method) {
             Mode::Retry
         } else {
             Mode::ConnectOnly
         };
-        self.run_as(mode, attempt).await
+        self.run_as(key, mode, attempt).await
     }
 
-    async fn run_as<R, E, F, Fut>(&self, mode: Mode, mut attempt: F) -> Result<R, StandardError<R>>
+    async fn run_as<R, E, F, Fut>(
+        &self,
+        key: Option<&str>,
+        mode: Mode,
+        mut attempt: F,
+    ) -> Result<R, StandardError<R>>
     where
         R: HttpResponse,
         E: TransportError,
@@ -514,7 +620,7 @@ impl Standard {
         Fut: Future<Output = Result<R, E>>,
     {
         let classifier = self.inner.classifier;
-        self.run_attempts(mode, || {
+        self.run_attempts(key, mode, || {
             let fut = attempt();
             async move {
                 match fut.await {
@@ -530,9 +636,11 @@ impl Standard {
     /// The stack around `once`, one classified attempt: everything `once`'s
     /// future does (sending, reading the body, decoding) is inside the
     /// attempt timeout, the bulkhead slot and the breaker's permit, and its
-    /// result is the breaker's verdict.
+    /// result is the breaker's verdict. With breakers per authority and a
+    /// `key`, the key's breaker stands where the stack's would.
     async fn run_attempts<T, R, F, Fut>(
         &self,
+        key: Option<&str>,
         mode: Mode,
         mut once: F,
     ) -> Result<T, StandardError<R>>
@@ -542,13 +650,14 @@ impl Standard {
         Fut: Future<Output = Result<T, HttpError<R>>>,
     {
         let inner = &*self.inner;
+        let keyed = key.and_then(|k| Some(inner.breakers.as_ref()?.get(k)));
         #[cfg(feature = "tracing")]
         let span = crate::trace::call_span(&inner.name);
         let call = async {
             match mode {
-                Mode::Retry => inner.pipeline.call_async(&mut once).await,
-                Mode::ConnectOnly => inner.sent_once.call_async(&mut once).await,
-                Mode::Single => inner.pipeline.run_async(once()).await,
+                Mode::Retry => through(&inner.pipeline, keyed).call_async(&mut once).await,
+                Mode::ConnectOnly => through(&inner.sent_once, keyed).call_async(&mut once).await,
+                Mode::Single => through(&inner.pipeline, keyed).run_async(once()).await,
             }
         };
         #[cfg(feature = "tracing")]
@@ -766,8 +875,16 @@ impl Standard {
             Some(_) => Mode::ConnectOnly,
             None => Mode::Single, // a streamed body: it can be sent once
         };
+        let key = self.inner.breakers.as_ref().and_then(|_| {
+            let url = request.url();
+            Some(super::authority_parts(
+                url.scheme(),
+                url.host_str()?,
+                url.port_or_known_default(),
+            ))
+        });
         let mut first = Some(request);
-        self.run_attempts(mode, || {
+        self.run_attempts(key.as_deref(), mode, || {
             // A copy per attempt while the request can be copied; the
             // original for the one attempt of a streamed body.
             let next = match first.as_ref().and_then(reqwest::Request::try_clone) {
@@ -790,6 +907,18 @@ impl Standard {
             }
         })
         .await
+    }
+}
+
+/// `pipeline`, or a copy with `breaker` in its breaker's place (a pipeline
+/// is a few handles: the copy costs an allocation, next to an HTTP request).
+fn through<P: Clone>(
+    pipeline: &Pipeline<DefaultBackoff, P>,
+    breaker: Option<CircuitBreaker>,
+) -> Cow<'_, Pipeline<DefaultBackoff, P>> {
+    match breaker {
+        None => Cow::Borrowed(pipeline),
+        Some(b) => Cow::Owned(pipeline.clone().into_builder().breaker(b).build()),
     }
 }
 
@@ -870,6 +999,36 @@ impl StandardBuilder {
     /// ```
     pub fn breaker(mut self, breaker: CircuitBreaker) -> Self {
         self.breaker = Some(breaker);
+        self
+    }
+
+    /// One breaker per endpoint instead of one for everything the stack
+    /// sends: a host that fails opens its own breaker, and the requests to
+    /// every other host go on. The key is the request's authority
+    /// (`scheme://host:port`, see [`authority`](super::authority)) for
+    /// `send`, `send_bytes`, `send_json` and the tower layers, or the key
+    /// given to [`Standard::run_for`]; [`Standard::run`] (no URL) and a
+    /// request without an authority use the stack's breaker.
+    ///
+    /// Per endpoint: the breaker (made from `breakers`' settings on first
+    /// use, bounded by its `max_keys`, with its outlier detection if it has
+    /// one). Shared by all endpoints: the total and attempt timeouts, the
+    /// retry and its budget, the bulkhead (one pool for the dependency),
+    /// the rate limiter, the stats.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{BreakerSet, CircuitBreaker};
+    /// let hosts = BreakerSet::builder(CircuitBreaker::builder().failure_rate(0.5))
+    ///     .max_keys(100)
+    ///     .build()?;
+    /// let s = fusebox::http::Standard::builder("cdn").per_authority(hosts).build();
+    /// assert_eq!(s.breakers().unwrap().max_keys(), 100);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn per_authority(mut self, breakers: BreakerSet<String>) -> Self {
+        self.breakers = Some(breakers);
         self
     }
 
@@ -1024,6 +1183,7 @@ impl StandardBuilder {
             inner: Arc::new(StandardInner {
                 name: self.name.into(),
                 breaker,
+                breakers: self.breakers,
                 bulkhead,
                 attempt: self.attempt,
                 sent_once: policies.clone().into_builder().retry(once_retry).build(),
