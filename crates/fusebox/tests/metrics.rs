@@ -594,6 +594,52 @@ fn shadow_modes_and_what_they_let_through_are_exported() {
     ));
 }
 
+/// A breaker set with 500 keys exports a fixed number of series (its
+/// figures, never one series per key), with outlier ejections counted.
+#[test]
+fn a_breaker_set_is_exported_with_bounded_series_through_inspect() {
+    use fusebox::set::{BreakerSet, Outliers};
+    use std::sync::Arc;
+
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let clock = ManualClock::new();
+    let hosts: BreakerSet<String> = BreakerSet::builder(
+        CircuitBreaker::builder()
+            .consecutive_failures(3)
+            .clock(clock.clone()),
+    )
+    .max_keys(1_000)
+    .outliers(Outliers::default().consecutive_failures(Some(2)))
+    .build()
+    .unwrap();
+    metrics.track_policy("hosts", Arc::new(hosts.clone()));
+    let series = |registry: &Registry| fusebox::metrics::encode_text(registry).lines().count();
+    let _ = hosts.call("h0", || Ok::<_, ()>(()));
+    let few = series(&registry);
+    for i in 0..500 {
+        let _ = hosts.call(&*format!("h{i}"), || Ok::<_, ()>(()));
+    }
+    for _ in 0..3 {
+        let _ = hosts.call("h1", || Err::<(), _>(())); // trips on its own
+    }
+    for _ in 0..2 {
+        let _ = hosts.call("h2", || Err::<(), _>(())); // ejected below
+    }
+    assert_eq!(hosts.detect_outliers(), vec!["h2".to_string()]);
+    assert_eq!(series(&registry), few, "500 keys add no series");
+
+    let e = scrape(&registry);
+    let get = |metric| e.get(metric, &[("name", "hosts")]);
+    assert_eq!(get("fusebox_breaker_set_keys"), 500.0);
+    assert_eq!(get("fusebox_breaker_set_max_keys"), 1_000.0);
+    assert_eq!(get("fusebox_breaker_set_open"), 2.0);
+    assert_eq!(get("fusebox_breaker_set_ejected"), 1.0);
+    assert_eq!(get("fusebox_breaker_set_ejections_total"), 1.0);
+    assert_eq!(get("fusebox_breaker_set_overflowed_total"), 0.0);
+    assert_eq!(e.types["fusebox_breaker_set_ejections"], "counter");
+}
+
 #[cfg(feature = "ratelimit")]
 #[test]
 fn a_rate_limiter_is_exported_through_inspect_alone() {

@@ -770,6 +770,70 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     }
 }
 
+/// The set's figures, bounded whatever the keys (one series per figure,
+/// never one per key): `keys`, `max_keys`, `open` (keys whose breaker is
+/// not closed), `ejected` (keys out by outlier detection now), and the
+/// counters `evicted`, `overflowed` and `ejections`. Observers export them
+/// as `fusebox_breaker_set_{figure}` (e.g. `Metrics::track_policy`).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::policy::Inspect;
+/// let set = fusebox::BreakerSet::<u8>::builder(fusebox::CircuitBreaker::builder()).build()?;
+/// set.get(&1).force_open();
+/// set.get(&2);
+/// let figure = |name| set.figures().into_iter().find(|f| f.name == name).unwrap().value;
+/// assert_eq!((figure("keys"), figure("open")), (2, 1));
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+impl<K: Send + Sync + 'static> crate::policy::Inspect for BreakerSet<K> {
+    fn kind(&self) -> &'static str {
+        "breaker_set"
+    }
+
+    fn mode(&self) -> crate::policy::Mode {
+        self.inner.overflow.mode()
+    }
+
+    fn figures(&self) -> Vec<crate::policy::Figure> {
+        use crate::policy::Figure;
+        let now = self.now();
+        let (mut keys, mut open, mut ejected) = (0u64, 0u64, 0u64);
+        for e in read(&self.inner.breakers).values() {
+            keys += 1;
+            open += u64::from(e.breaker.state() != State::Closed);
+            ejected += u64::from(
+                e.watch
+                    .as_ref()
+                    .is_some_and(|w| w.is_ejected(&e.breaker, now)),
+            );
+        }
+        let (evicted, overflowed) = self.counts();
+        vec![
+            Figure::gauge("keys", "Keys with a breaker of their own", keys),
+            Figure::gauge(
+                "max_keys",
+                "The most keys with a breaker of their own",
+                u64::try_from(self.inner.max_keys).unwrap_or(u64::MAX),
+            ),
+            Figure::gauge("open", "Keys whose breaker is not closed", open),
+            Figure::gauge("ejected", "Keys ejected by outlier detection now", ejected),
+            Figure::counter("evicted", "Idle breakers evicted", evicted),
+            Figure::counter(
+                "overflowed",
+                "Calls that took the overflow breaker (the set was full)",
+                overflowed,
+            ),
+            Figure::counter(
+                "ejections",
+                "Ejections by outlier detection",
+                self.ejections(),
+            ),
+        ]
+    }
+}
+
 impl<K> fmt::Debug for BreakerSet<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BreakerSet")
