@@ -39,6 +39,10 @@ where
     for policy in pipeline.stages().iter().filter_map(Stage::inspect) {
         observer.policy(name, policy);
     }
+    #[cfg(feature = "tokio")]
+    if let Some(hedge) = pipeline.hedge() {
+        observer.policy(name, std::sync::Arc::new(hedge.clone()));
+    }
     observer.stats(name, &stats, budget.as_ref());
     pipeline.into_builder().stats(stats).build()
 }
@@ -51,6 +55,9 @@ pub(crate) fn standard<T: Track + ?Sized>(observer: &T, stack: &crate::http::Sta
     observer.stats(name, stack.stats(), stack.retry().budget());
     for policy in stack.stages().iter().filter_map(Stage::inspect) {
         observer.policy(name, policy);
+    }
+    if let Some(set) = stack.breakers() {
+        observer.policy(name, std::sync::Arc::new(set.clone()));
     }
     if !observer.is_tracked(name) {
         observer.breaker(name, &Tags::new(), stack.breaker());

@@ -890,3 +890,48 @@ fn metrics_under_other_prefixes_are_their_own() {
     assert!(text.contains(r#"app_fusebox_circuit_state{name="one",state="closed"} 1"#));
     assert!(text.contains(r#"app_fusebox_circuit_state{name="two",state="closed"} 1"#));
 }
+
+/// A tracked pipeline's hedge and a standard stack's breakers per
+/// authority are exported with the rest of their policies.
+#[cfg(all(feature = "tokio", feature = "http"))]
+#[tokio::test(start_paused = true)]
+async fn a_pipelines_hedge_and_a_stacks_breakers_per_host_are_exported() {
+    use fusebox::hedge::{Delay, Hedge};
+    use fusebox::BreakerSet;
+
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let hedge = Hedge::builder()
+        .delay(Delay::Fixed(Duration::from_millis(10)))
+        .build()
+        .unwrap();
+    let p = metrics.track_pipeline("search", fusebox::Pipeline::builder().hedge(hedge).build());
+    let mut n = 0;
+    let r = p
+        .call_async(|| {
+            n += 1;
+            let wait = if n == 1 { 1_000 } else { 1 };
+            async move {
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                Ok::<_, std::io::Error>(())
+            }
+        })
+        .await;
+    assert!(r.is_ok());
+    let hosts: BreakerSet<String> = BreakerSet::builder(CircuitBreaker::builder())
+        .build()
+        .unwrap();
+    let stack = fusebox::http::Standard::builder("cdn")
+        .per_authority(hosts.clone())
+        .build();
+    metrics.track_standard(&stack);
+    hosts.get("https://a:443").force_open();
+
+    let e = scrape(&registry);
+    let get = |metric, name| e.get(metric, &[("name", name)]);
+    assert_eq!(get("fusebox_hedge_hedges_total", "search"), 1.0);
+    assert_eq!(get("fusebox_hedge_won_by_hedge_total", "search"), 1.0);
+    assert_eq!(get("fusebox_hedge_delay_us", "search"), 10_000.0);
+    assert_eq!(get("fusebox_breaker_set_open", "cdn"), 1.0);
+    assert_eq!(get("fusebox_breaker_set_keys", "cdn"), 1.0);
+}

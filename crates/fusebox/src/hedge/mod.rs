@@ -514,3 +514,56 @@ impl fmt::Debug for Hedge {
             .finish_non_exhaustive()
     }
 }
+
+/// The hedge's figures, for observers (`Metrics::track_policy` exports
+/// them as `fusebox_hedge_{figure}`): the counters `calls`, `hedges`,
+/// `won_by_hedge` and `refused_by_budget`, and the gauge `delay_us`, the
+/// hedge delay in force in microseconds (0 while a quantile delay waits for
+/// samples: no hedging yet).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::hedge::{Delay, Hedge};
+/// use fusebox::policy::Inspect;
+/// let h = Hedge::builder().delay(Delay::Fixed(std::time::Duration::from_millis(20))).build()?;
+/// let delay = h.figures().into_iter().find(|f| f.name == "delay_us").unwrap();
+/// assert_eq!((h.kind(), delay.value), ("hedge", 20_000));
+/// # Ok::<(), fusebox::ConfigError>(())
+/// ```
+impl crate::policy::Inspect for Hedge {
+    fn kind(&self) -> &'static str {
+        "hedge"
+    }
+
+    fn mode(&self) -> crate::policy::Mode {
+        crate::policy::Mode::Enforce
+    }
+
+    fn figures(&self) -> Vec<crate::policy::Figure> {
+        use crate::policy::Figure;
+        let s = self.stats();
+        let delay = self
+            .current_delay()
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        vec![
+            Figure::counter("calls", "Calls made", s.calls),
+            Figure::counter("hedges", "Extra attempts sent", s.hedges),
+            Figure::counter(
+                "won_by_hedge",
+                "Calls answered by an extra attempt",
+                s.won_by_hedge,
+            ),
+            Figure::counter(
+                "refused_by_budget",
+                "Extra attempts not sent because the budget was spent",
+                s.refused_by_budget,
+            ),
+            Figure::gauge(
+                "delay_us",
+                "The hedge delay in force, in microseconds (0: not hedging yet)",
+                delay,
+            ),
+        ]
+    }
+}
