@@ -246,6 +246,83 @@ fn scripted(codes: &'static [u16]) -> (Arc<AtomicU32>, impl FnMut() -> Sent) {
     (n, attempt)
 }
 
+/// An attempt whose first call answers 200 after `first`, and every later
+/// one after 10 ms; counts the attempts sent.
+fn slow_first(first: Duration) -> (Arc<AtomicU32>, impl FnMut() -> Sent) {
+    let n = Arc::new(AtomicU32::new(0));
+    let count = n.clone();
+    let attempt = move || {
+        let i = count.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async move {
+            let took = if i == 0 {
+                first
+            } else {
+                Duration::from_millis(10)
+            };
+            tokio::time::sleep(took).await;
+            Ok(answer(200))
+        }) as Sent
+    };
+    (n, attempt)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hedging_preset_hedges_the_tail_of_idempotent_requests_only() {
+    let stack = Standard::hedging("search").build();
+    // The quantile delay needs 100 answers before any hedge.
+    for _ in 0..100 {
+        let (_, quick) = slow_first(Duration::from_millis(10));
+        stack.run(&Method::GET, quick).await.unwrap();
+    }
+    assert_eq!(stack.hedge().unwrap().stats().hedges, 0);
+    let (sent, stalled) = slow_first(Duration::from_secs(1));
+    let started = Instant::now();
+    stack.run(&Method::GET, stalled).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "answered by the hedge: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(sent.load(Ordering::Relaxed), 2);
+    assert_eq!(stack.hedge().unwrap().stats().won_by_hedge, 1);
+    // The dropped attempt gave its breaker permit back without a verdict.
+    assert_eq!(stack.breaker().snapshot().failures, 0);
+    // A POST may not be sent twice: it waits for its one attempt.
+    let (sent, stalled) = slow_first(Duration::from_secs(1));
+    let started = Instant::now();
+    stack.run(&Method::POST, stalled).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(sent.load(Ordering::Relaxed), 1);
+    assert_eq!(stack.hedge().unwrap().stats().hedges, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hedging_presets_extra_attempts_spend_the_retry_budget() {
+    // A budget with no floor and 10 % of calls: after 30 calls, 3 hedges.
+    let budget = RetryBudget::builder()
+        .ratio(0.1)
+        .min_per_second(0)
+        .build()
+        .unwrap();
+    let retry = Retry::builder().budget(budget.clone()).build().unwrap();
+    let stack = Standard::hedging("search").retry(retry).build();
+    assert!(stack.hedge().unwrap().budget().is_some());
+    for _ in 0..100 {
+        let (_, quick) = slow_first(Duration::from_millis(10));
+        stack.run(&Method::GET, quick).await.unwrap();
+    }
+    let mut hedged = 0;
+    for _ in 0..40 {
+        let (sent, stalled) = slow_first(Duration::from_millis(200));
+        stack.run(&Method::GET, stalled).await.unwrap();
+        hedged += u32::from(sent.load(Ordering::Relaxed) == 2);
+    }
+    let stats = stack.hedge().unwrap().stats();
+    assert_eq!(stats.hedges, u64::from(hedged));
+    assert!(stats.refused_by_budget > 0, "the budget ran out: {stats:?}");
+    assert!(hedged < 40, "{hedged} of 40 hedged");
+}
+
 #[tokio::test(start_paused = true)]
 async fn total_timeout_ends_the_whole_call() {
     let stack = Standard::builder("inventory")

@@ -65,6 +65,17 @@
 //! total timeout( retry with budget( breaker of the host( bulkhead( attempt timeout( request ) ) ) ) )
 //! ```
 //!
+//! # Hedging
+//!
+//! [`Standard::hedging`] is the standard stack with a hedge inside the
+//! retry: an idempotent request still unanswered at the 95th percentile of
+//! recent latencies is sent once more, the first answer wins, and extra
+//! attempts spend from the retry's budget.
+//!
+//! ```text
+//! total timeout( retry( hedge( breaker( bulkhead( attempt timeout( request ) ) ) ) ) )
+//! ```
+//!
 //! # reqwest
 //!
 //! The `reqwest` feature supports reqwest **0.13** (`reqwest = "0.13"` in

@@ -7,6 +7,7 @@ use super::{
     UnknownDependency,
 };
 use crate::fallback::FallbackFn;
+use crate::hedge::{Delay, Hedge};
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::registry::Fusebox;
 use crate::retry::{DefaultBackoff, Retry, RetryBudget, RetryIf};
@@ -133,12 +134,20 @@ pub struct StandardBuilder {
     retry: Option<Retry>,
     breaker: Option<CircuitBreaker>,
     breakers: Option<BreakerSet<String>>,
+    hedge: Option<Hedging>,
     bulkhead: Option<Bulkhead>,
     #[cfg(feature = "ratelimit")]
     rate_limiter: Option<crate::ratelimit::RateLimiter>,
     classifier: Classifier,
     retry_policy: RetryPolicy,
     stats: Option<PolicyStats>,
+}
+
+/// The hedge a builder was given, or the preset's (made at `build`, on the
+/// retry's budget).
+enum Hedging {
+    Given(Hedge),
+    Preset,
 }
 
 impl fmt::Debug for StandardBuilder {
@@ -191,6 +200,21 @@ fn default_retry() -> Retry {
         .unwrap_or_else(|_| unreachable!("3 attempts is valid"))
 }
 
+/// [`Standard::hedging`]'s hedge: the 95th percentile after 100 answers, one
+/// extra attempt, on the retry's budget.
+fn preset_hedge(budget: Option<&RetryBudget>) -> Hedge {
+    let b = Hedge::builder()
+        .delay(Delay::Quantile(0.95))
+        .max_extra(1)
+        .min_samples(100);
+    let b = match budget {
+        Some(budget) => b.shared_budget(budget.clone()),
+        None => b,
+    };
+    b.build()
+        .unwrap_or_else(|_| unreachable!("constant hedge settings are valid"))
+}
+
 fn default_breaker(name: &str) -> CircuitBreaker {
     CircuitBreaker::builder()
         .name(name)
@@ -219,6 +243,7 @@ impl Standard {
             retry: None,
             breaker: None,
             breakers: None,
+            hedge: None,
             bulkhead: None,
             #[cfg(feature = "ratelimit")]
             rate_limiter: None,
@@ -226,6 +251,37 @@ impl Standard {
             retry_policy: RetryPolicy::new(),
             stats: None,
         }
+    }
+
+    /// A builder with the defaults and **hedging**, for a dependency whose
+    /// tail latency matters: an idempotent request not answered after the
+    /// 95th percentile of recent answers' latency (once 100 answers are in)
+    /// is sent once more, the first answer wins and the other attempt is
+    /// dropped (its breaker permit and bulkhead slot released without a
+    /// verdict). Extra attempts spend from the retry's budget, so hedges and
+    /// retries together stay within 20 % of the calls; a spent budget stops
+    /// new hedges and cancels none in flight. The shape:
+    ///
+    /// ```text
+    /// total timeout( retry( hedge( breaker( bulkhead( attempt timeout( request ) ) ) ) ) )
+    /// ```
+    ///
+    /// Replace the hedge with [`StandardBuilder::hedge`]; the retry with
+    /// [`StandardBuilder::retry`] (the preset's hedge then spends from that
+    /// retry's budget).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = fusebox::http::Standard::hedging("search").build();
+    /// let hedge = s.hedge().unwrap();
+    /// assert_eq!(hedge.delay(), fusebox::hedge::Delay::Quantile(0.95));
+    /// assert!(hedge.budget().is_some());
+    /// ```
+    pub fn hedging(name: impl Into<String>) -> StandardBuilder {
+        let mut b = Standard::builder(name);
+        b.hedge = Some(Hedging::Preset);
+        b
     }
 
     /// A builder from the registry's dependency `name` (its
@@ -352,6 +408,18 @@ impl Standard {
     /// ```
     pub fn breaker(&self) -> &CircuitBreaker {
         &self.inner.breaker
+    }
+
+    /// The hedge of idempotent requests, if the stack hedges (see
+    /// [`Standard::hedging`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::http::Standard::builder("inventory").build().hedge().is_none());
+    /// ```
+    pub fn hedge(&self) -> Option<&Hedge> {
+        self.inner.pipeline.hedge()
     }
 
     /// The breakers per authority, if the stack has them (see
@@ -1032,6 +1100,27 @@ impl StandardBuilder {
         self
     }
 
+    /// Hedges idempotent requests with `hedge` (inside the retry, around
+    /// the breaker; see [`Standard::hedging`] for the preset). For hedges to
+    /// spend from the retry's budget, build `hedge` with
+    /// [`shared_budget`](crate::hedge::Builder::shared_budget) and that
+    /// budget. Requests that may not be retried are not hedged either.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::hedge::{Delay, Hedge};
+    /// use std::time::Duration;
+    /// let hedge = Hedge::builder().delay(Delay::Fixed(Duration::from_millis(80))).build()?;
+    /// let s = fusebox::http::Standard::builder("search").hedge(hedge).build();
+    /// assert_eq!(s.hedge().unwrap().delay(), Delay::Fixed(Duration::from_millis(80)));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn hedge(mut self, hedge: Hedge) -> Self {
+        self.hedge = Some(Hedging::Given(hedge));
+        self
+    }
+
     /// The bulkhead (a shared handle).
     ///
     /// # Examples
@@ -1179,6 +1268,15 @@ impl StandardBuilder {
             None => policies,
         };
         let policies = policies.build();
+        let hedge = self.hedge.map(|h| match h {
+            Hedging::Given(h) => h,
+            Hedging::Preset => preset_hedge(retry.budget()),
+        });
+        let pipeline = policies.clone().into_builder().retry(retry.clone());
+        let pipeline = match hedge {
+            Some(h) => pipeline.hedge(h),
+            None => pipeline,
+        };
         Standard {
             inner: Arc::new(StandardInner {
                 name: self.name.into(),
@@ -1186,8 +1284,8 @@ impl StandardBuilder {
                 breakers: self.breakers,
                 bulkhead,
                 attempt: self.attempt,
-                sent_once: policies.clone().into_builder().retry(once_retry).build(),
-                pipeline: policies.into_builder().retry(retry.clone()).build(),
+                sent_once: policies.into_builder().retry(once_retry).build(),
+                pipeline: pipeline.build(),
                 retry,
                 total: self.total,
                 classifier: self.classifier,
