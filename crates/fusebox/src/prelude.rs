@@ -40,7 +40,7 @@ pub use crate::tower::{BoxError, BulkheadLayer, CircuitBreakerLayer, FallbackLay
 
 #[cfg(all(feature = "tower", feature = "tokio"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "tokio"))))]
-pub use crate::tower::{RetryLayer, TimeoutLayer};
+pub use crate::tower::{HedgeLayer, RetryLayer, TimeoutLayer};
 
 #[cfg(all(feature = "tower", feature = "http"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "http"))))]

@@ -1029,3 +1029,63 @@ async fn a_future_dropped_by_an_unrelated_panic_is_released_not_failed() {
         "three dropped calls are no failures"
     );
 }
+
+#[cfg(feature = "tokio")]
+mod hedge {
+    use fusebox::hedge::{Delay, Hedge};
+    use fusebox::tower::{BoxError, CircuitBreakerLayer, HedgeLayer};
+    use fusebox::CircuitBreaker;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tower::{service_fn, Layer, Service, ServiceExt};
+
+    /// A replica whose first request stalls for 10 s and whose others take 10 ms.
+    fn replica(
+        sent: Arc<AtomicU32>,
+    ) -> impl Service<u32, Response = u32, Error = std::io::Error, Future = impl Send>
+           + Clone
+           + Send
+           + 'static {
+        service_fn(move |x: u32| {
+            let first = sent.fetch_add(1, Ordering::Relaxed) == 0;
+            async move {
+                let took = if first { 10_000 } else { 10 };
+                tokio::time::sleep(Duration::from_millis(took)).await;
+                Ok(x)
+            }
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_request_is_hedged_and_the_dropped_attempt_releases_its_breaker_permit() {
+        let hedge = Hedge::builder()
+            .delay(Delay::Fixed(Duration::from_millis(100)))
+            .build()
+            .unwrap();
+        let breaker = CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .build()
+            .unwrap();
+        let sent = Arc::new(AtomicU32::new(0));
+        let mut svc = HedgeLayer::new(hedge.clone())
+            .layer(CircuitBreakerLayer::new(breaker.clone()).layer(replica(sent.clone())));
+        let started = tokio::time::Instant::now();
+        let answer: Result<u32, BoxError> = svc.ready().await.unwrap().call(7).await;
+        assert_eq!(answer.unwrap(), 7);
+        assert_eq!(started.elapsed(), Duration::from_millis(110));
+        assert_eq!(sent.load(Ordering::Relaxed), 2);
+        assert_eq!(hedge.stats().won_by_hedge, 1);
+        let s = breaker.snapshot();
+        assert_eq!(
+            (s.failures, s.state),
+            (0, fusebox::State::Closed),
+            "the cancelled attempt is no failure"
+        );
+        assert_eq!(breaker.probes_in_flight(), 0);
+        // A quick request is not hedged.
+        let answer = svc.ready().await.unwrap().call(8).await.unwrap();
+        assert_eq!((answer, sent.load(Ordering::Relaxed)), (8, 3));
+        assert_eq!(hedge.stats().hedges, 1);
+    }
+}

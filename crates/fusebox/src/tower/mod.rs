@@ -10,6 +10,7 @@
 //! | bulkhead | [`BulkheadLayer`] | [`bulkhead::Bulkhead`] | [`BulkheadFull`](crate::BulkheadFull) |
 //! | timeout (feature `tokio`) | `TimeoutLayer` | `timeout::Timeout` | [`Elapsed`](crate::Elapsed) |
 //! | retry (feature `tokio`) | `RetryLayer` | `retry::Retry` | none: sends the request again as a [`Retry`](crate::retry::Retry) policy says |
+//! | hedge (feature `tokio`) | `HedgeLayer` | `hedge::Hedge` | none: sends a slow request again, first success wins |
 //! | fallback | [`FallbackLayer`] | [`fallback::Fallback`] | none: replaces errors |
 //! | rate limiter (feature `ratelimit`) | `fusebox::ratelimit::RateLimitLayer` | `fusebox::ratelimit::tower::RateLimit` | `fusebox::ratelimit::RateLimited` |
 //!
@@ -62,6 +63,9 @@ pub mod bulkhead;
 pub mod fallback;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub mod hedge;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod retry;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
@@ -73,6 +77,9 @@ pub mod timeout;
 pub use self::breaker::CircuitBreakerLayer;
 pub use self::bulkhead::BulkheadLayer;
 pub use self::fallback::FallbackLayer;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use self::hedge::HedgeLayer;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use self::retry::RetryLayer;
