@@ -107,6 +107,10 @@ pub enum PipelineError<E> {
     /// The adaptive limit was reached (feature `limit`); the call never ran.
     #[cfg(feature = "limit")]
     LimitExceeded(LimitExceeded),
+    /// The adaptive throttle refused the call (feature `throttle`); it
+    /// never ran.
+    #[cfg(feature = "throttle")]
+    Throttled(crate::throttle::Throttled),
     /// The call did not answer within the timeout.
     TimedOut(Elapsed),
     /// The call ran and failed.
@@ -172,6 +176,8 @@ impl<E: std::error::Error + Send + Sync + 'static> PipelineError<E> {
             PipelineError::RateLimited(r) => Box::new(r),
             #[cfg(feature = "limit")]
             PipelineError::LimitExceeded(l) => Box::new(l),
+            #[cfg(feature = "throttle")]
+            PipelineError::Throttled(t) => Box::new(t),
             PipelineError::TimedOut(t) => Box::new(t),
             PipelineError::Failed(f) => Box::new(f),
         }
@@ -188,6 +194,8 @@ impl<E> PolicyError for PipelineError<E> {
             PipelineError::RateLimited(r) => Cause::Refused(r),
             #[cfg(feature = "limit")]
             PipelineError::LimitExceeded(l) => Cause::Refused(l),
+            #[cfg(feature = "throttle")]
+            PipelineError::Throttled(t) => Cause::Refused(t),
             PipelineError::TimedOut(t) => Cause::TimedOut(t),
             PipelineError::Failed(e) => Cause::Failed(e),
         }
@@ -203,6 +211,8 @@ impl<E: fmt::Display> fmt::Display for PipelineError<E> {
             PipelineError::RateLimited(r) => fmt::Display::fmt(r, f),
             #[cfg(feature = "limit")]
             PipelineError::LimitExceeded(l) => fmt::Display::fmt(l, f),
+            #[cfg(feature = "throttle")]
+            PipelineError::Throttled(t) => fmt::Display::fmt(t, f),
             PipelineError::TimedOut(t) => fmt::Display::fmt(t, f),
             PipelineError::Failed(e) => fmt::Display::fmt(e, f),
         }
@@ -241,6 +251,13 @@ impl<E> From<RateLimited> for PipelineError<E> {
 impl<E> From<LimitExceeded> for PipelineError<E> {
     fn from(l: LimitExceeded) -> Self {
         PipelineError::LimitExceeded(l)
+    }
+}
+
+#[cfg(feature = "throttle")]
+impl<E> From<crate::throttle::Throttled> for PipelineError<E> {
+    fn from(t: crate::throttle::Throttled) -> Self {
+        PipelineError::Throttled(t)
     }
 }
 
@@ -591,6 +608,31 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
         self.place(Stage::Limit(limit))
     }
 
+    /// The adaptive throttle (feature `throttle`; a shared handle), inside
+    /// the breaker and outside the rate limiter. It counts each attempt and
+    /// refuses it at once with its rejection probability
+    /// ([`PipelineError::Throttled`]); an attempt the dependency answered
+    /// (a success, or an error the classifier ignores) is an accept; a
+    /// failure, a timeout or a refusal from a stage inside is not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::throttle::{Throttle, ThrottleConfig};
+    /// use fusebox::Pipeline;
+    /// let throttle = Throttle::new(ThrottleConfig::default())?;
+    /// let p = Pipeline::builder().throttle(throttle.clone()).build();
+    /// assert!(p.call(|| Ok::<_, std::io::Error>(())).is_ok());
+    /// let _ = p.call(|| Err::<(), _>(std::io::Error::other("503")));
+    /// let s = throttle.snapshot();
+    /// assert_eq!((s.requests, s.accepts), (2, 1));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    #[cfg(feature = "throttle")]
+    pub fn throttle(self, throttle: crate::throttle::Throttle) -> Self {
+        self.place(Stage::Throttle(throttle))
+    }
+
     /// Adds `stage` inside every stage added so far (outermost first): the
     /// order of `stage` calls is the order of the policies. The named
     /// setters ([`breaker`](Self::breaker), [`bulkhead`](Self::bulkhead),
@@ -847,6 +889,12 @@ where
             outcome,
             #[cfg(feature = "limit")]
             timed_out: matches!(result, Err(PipelineError::TimedOut(_))),
+            #[cfg(feature = "throttle")]
+            accepted: match result {
+                Ok(_) => true,
+                Err(PipelineError::Failed(_)) => outcome != Outcome::Failure,
+                Err(_) => false,
+            },
         }
     }
 
@@ -890,6 +938,22 @@ where
     pub fn adaptive_limit(&self) -> Option<&AdaptiveLimit> {
         self.layers.stages.iter().find_map(|s| match s {
             Stage::Limit(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    /// The (first) adaptive throttle, if the pipeline has one (feature
+    /// `throttle`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(fusebox::Pipeline::builder().build().throttle().is_none());
+    /// ```
+    #[cfg(feature = "throttle")]
+    pub fn throttle(&self) -> Option<&crate::throttle::Throttle> {
+        self.layers.stages.iter().find_map(|s| match s {
+            Stage::Throttle(t) => Some(t),
             _ => None,
         })
     }

@@ -265,3 +265,65 @@ fn shadow_decides_as_enforce_and_refuses_nothing_off_counts_nothing() {
     drop(shadow.try_acquire());
     assert_eq!(shadow.snapshot().requests, requests + 1, "counted again");
 }
+
+/// As a pipeline stage: what counts as an accept (a success, an error the
+/// classifier ignores) and what does not (a failure, a timeout, a refusal
+/// from a stage inside), the refusal the pipeline returns, and the place in
+/// the default order (inside the breaker, outside the bulkhead).
+#[test]
+fn in_a_pipeline_answers_are_accepts_failures_and_inside_refusals_are_not() {
+    use fusebox::pipeline::Stage;
+    use fusebox::{Bulkhead, CircuitBreaker, Outcome, Pipeline, PipelineError};
+    let clock = ManualClock::new();
+    let t = throttle(ThrottleConfig::default(), &clock, 7);
+    let full = Bulkhead::new(0);
+    let p = Pipeline::builder()
+        .bulkhead(Bulkhead::new(4))
+        .throttle(t.clone())
+        .breaker(
+            CircuitBreaker::builder()
+                .clock(clock.clone())
+                .mode(fusebox::Mode::Off) // never trips: the throttle decides below
+                .build()
+                .unwrap(),
+        )
+        .classify(|e: &&str| {
+            if *e == "404" {
+                Outcome::Ignore
+            } else {
+                Outcome::Failure
+            }
+        })
+        .build();
+    let kinds: Vec<_> = p.stages().iter().map(Stage::kind).collect();
+    assert_eq!(kinds, ["breaker", "throttle", "bulkhead"]);
+    assert!(p.throttle().is_some());
+    assert!(p.call(|| Ok::<_, &str>(())).is_ok());
+    let _ = p.call(|| Err::<(), _>("404"));
+    let _ = p.call(|| Err::<(), _>("503"));
+    let s = t.snapshot();
+    assert_eq!(
+        (s.requests, s.accepts),
+        (3, 2),
+        "a success and a 404 are accepts, a 503 is not"
+    );
+    // A refusal from a stage inside: the request is counted, not accepted.
+    let inside = Pipeline::builder()
+        .throttle(t.clone())
+        .bulkhead(full)
+        .build();
+    let e = inside.call(|| Ok::<_, &str>(())).unwrap_err();
+    assert!(matches!(e, PipelineError::BulkheadFull(_)));
+    let s = t.snapshot();
+    assert_eq!((s.requests, s.accepts), (4, 2));
+    // Failures only: the throttle refuses, with its own error.
+    let mut throttled = 0;
+    for _ in 0..200 {
+        if let Err(PipelineError::Throttled(r)) = p.call(|| Err::<(), _>("503")) {
+            throttled += 1;
+            assert_eq!(PipelineError::<&str>::Throttled(r).stopped_by(), "throttle");
+        }
+        clock.advance(Duration::from_millis(10));
+    }
+    assert!(throttled > 50, "{throttled} of 200 refused");
+}

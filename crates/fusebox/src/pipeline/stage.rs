@@ -9,6 +9,8 @@ use crate::limit::{AdaptiveLimit, LimitTicket};
 use crate::policy::Inspect;
 #[cfg(feature = "ratelimit")]
 use crate::ratelimit::RateLimiter;
+#[cfg(feature = "throttle")]
+use crate::throttle::Throttle;
 use std::sync::Arc;
 
 /// One policy that admits or refuses each attempt of a [`Pipeline`](super::Pipeline)
@@ -19,7 +21,7 @@ use std::sync::Arc;
 /// (a breaker counts it for nothing: a local refusal says nothing about the
 /// dependency). [`PipelineBuilder::breaker`](super::PipelineBuilder::breaker)
 /// and its siblings place a stage at its place in the default order
-/// (breaker, rate limiter, adaptive limit, bulkhead);
+/// (breaker, throttle, rate limiter, adaptive limit, bulkhead);
 /// [`PipelineBuilder::stage`](super::PipelineBuilder::stage) places one
 /// where you put it.
 ///
@@ -46,6 +48,12 @@ pub enum Stage {
     /// verdict (a timeout is a failure, a refusal from a stage inside it
     /// counts for nothing).
     Breaker(CircuitBreaker),
+    /// An adaptive throttle (feature `throttle`): counts the attempt, refuses
+    /// it at once with its rejection probability, and counts an accept when
+    /// the dependency answered (a success, or an error the classifier
+    /// ignores); a failure, a timeout or a refusal from inside is no accept.
+    #[cfg(feature = "throttle")]
+    Throttle(Throttle),
     /// A rate limiter (feature `ratelimit`): refuses an attempt over its
     /// rate, at once, with the time until one would be admitted (it never
     /// waits inside a pipeline).
@@ -63,9 +71,16 @@ pub enum Stage {
     Bulkhead(Bulkhead),
 }
 
+#[cfg(feature = "throttle")]
+impl From<Throttle> for Stage {
+    fn from(throttle: Throttle) -> Self {
+        Stage::Throttle(throttle)
+    }
+}
+
 impl Stage {
-    /// The kind of policy: `"breaker"`, `"rate_limiter"`, `"limit"` or
-    /// `"bulkhead"`
+    /// The kind of policy: `"breaker"`, `"throttle"`, `"rate_limiter"`,
+    /// `"limit"` or `"bulkhead"`
     /// (the `policy` of its refusals).
     ///
     /// # Examples
@@ -77,6 +92,8 @@ impl Stage {
     pub fn kind(&self) -> &'static str {
         match self {
             Stage::Breaker(_) => "breaker",
+            #[cfg(feature = "throttle")]
+            Stage::Throttle(_) => "throttle",
             #[cfg(feature = "ratelimit")]
             Stage::RateLimiter(_) => "rate_limiter",
             #[cfg(feature = "limit")]
@@ -97,6 +114,8 @@ impl Stage {
     pub fn inspect(&self) -> Option<Arc<dyn Inspect>> {
         match self {
             Stage::Breaker(_) => None,
+            #[cfg(feature = "throttle")]
+            Stage::Throttle(t) => Some(Arc::new(t.clone())),
             #[cfg(feature = "ratelimit")]
             Stage::RateLimiter(l) => Some(Arc::new(l.clone())),
             #[cfg(feature = "limit")]
@@ -109,11 +128,13 @@ impl Stage {
     pub(super) fn rank(&self) -> u8 {
         match self {
             Stage::Breaker(_) => 0,
+            #[cfg(feature = "throttle")]
+            Stage::Throttle(_) => 1,
             #[cfg(feature = "ratelimit")]
-            Stage::RateLimiter(_) => 1,
+            Stage::RateLimiter(_) => 2,
             #[cfg(feature = "limit")]
-            Stage::Limit(_) => 2,
-            Stage::Bulkhead(_) => 3,
+            Stage::Limit(_) => 3,
+            Stage::Bulkhead(_) => 4,
         }
     }
 }
@@ -153,6 +174,10 @@ pub(super) enum Held {
     /// An adaptive limit's ticket.
     #[cfg(feature = "limit")]
     Limit(LimitTicket),
+    /// A throttle's admission: whether its accept is counted (not in off
+    /// mode).
+    #[cfg(feature = "throttle")]
+    Throttle(bool),
 }
 
 /// The verdict of an attempt, as each kind of stage hears it.
@@ -163,6 +188,9 @@ pub(super) struct Verdict {
     /// For the adaptive limits: the attempt timed out (a drop).
     #[cfg(feature = "limit")]
     pub(super) timed_out: bool,
+    /// For the throttles: the dependency answered, and not with a failure.
+    #[cfg(feature = "throttle")]
+    pub(super) accepted: bool,
 }
 
 impl Verdict {
@@ -171,6 +199,8 @@ impl Verdict {
         outcome: Outcome::Ignore,
         #[cfg(feature = "limit")]
         timed_out: false,
+        #[cfg(feature = "throttle")]
+        accepted: false,
     };
 }
 
@@ -226,6 +256,11 @@ impl<'a> Entered<'a> {
                 Stage::Breaker(b) => b
                     .admit()
                     .map(|t| self.ticket(Held::Breaker(t)))
+                    .map_err(Into::into),
+                #[cfg(feature = "throttle")]
+                Stage::Throttle(t) => t
+                    .admit()
+                    .map(|counted| self.ticket(Held::Throttle(counted)))
                     .map_err(Into::into),
                 #[cfg(feature = "ratelimit")]
                 Stage::RateLimiter(l) => l.try_acquire().map_err(Into::into),
@@ -287,6 +322,10 @@ impl<'a> Entered<'a> {
                 #[cfg(feature = "limit")]
                 (Some(Stage::Limit(l)), Some(&Held::Limit(ticket))) => {
                     settle_limit(l, ticket, verdict)
+                }
+                #[cfg(feature = "throttle")]
+                (Some(Stage::Throttle(t)), Some(&Held::Throttle(true))) if verdict.accepted => {
+                    t.accepted()
                 }
                 (Some(Stage::Bulkhead(b)), _) => b.give_back(),
                 _ => {}

@@ -37,6 +37,10 @@ pub struct Throttled {
     probability: f64,
 }
 
+/// A refusal's probability is a number in (0, 1], never NaN (a NaN
+/// probability refuses nothing), so equality is reflexive.
+impl Eq for Throttled {}
+
 impl Throttled {
     pub(crate) const LABEL: &'static str = "throttled";
 

@@ -237,14 +237,19 @@ impl Throttle {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn try_acquire(&self) -> Result<ThrottlePermit, Throttled> {
-        let inner = &*self.inner;
-        let mode = self.mode();
-        let permit = |counted| ThrottlePermit {
+        self.admit().map(|counted| ThrottlePermit {
             owner: self.clone(),
             counted,
-        };
+        })
+    }
+
+    /// Counts a request and draws whether it is refused; `Ok(counted)`:
+    /// admitted, its accept to be counted (not in off mode).
+    pub(crate) fn admit(&self) -> Result<bool, Throttled> {
+        let inner = &*self.inner;
+        let mode = self.mode();
         if mode == Mode::Off {
-            return Ok(permit(false));
+            return Ok(false);
         }
         let now = inner.clock.now_nanos();
         let (requests, accepts) = inner.totals(now);
@@ -254,12 +259,21 @@ impl Throttle {
             // Relaxed (all counts): statistics, nothing is published through them.
             if mode == Mode::Shadow {
                 inner.shadowed.fetch_add(1, Ordering::Relaxed);
-                return Ok(permit(true));
+                return Ok(true);
             }
             inner.refused.fetch_add(1, Ordering::Relaxed);
             return Err(Throttled::new(p));
         }
-        Ok(permit(true))
+        Ok(true)
+    }
+
+    /// Counts an accept of a request admitted now.
+    pub(crate) fn accepted(&self) {
+        let inner = &*self.inner;
+        inner
+            .bucket(inner.clock.now_nanos())
+            .accepts
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Runs `f` if admitted: `Ok` counts as an accept, `Err` as an
@@ -415,14 +429,9 @@ impl ThrottlePermit {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn accept(self) {
-        if !self.counted {
-            return;
+        if self.counted {
+            self.owner.accepted();
         }
-        let inner = &*self.owner.inner;
-        inner
-            .bucket(inner.clock.now_nanos())
-            .accepts
-            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// The backend refused the call for load (429, 503), or it timed out.
