@@ -42,6 +42,14 @@ pub use crate::tower::{BoxError, BulkheadLayer, CircuitBreakerLayer, FallbackLay
 #[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "tokio"))))]
 pub use crate::tower::{HedgeLayer, RetryLayer, TimeoutLayer};
 
+#[cfg(all(feature = "tower", feature = "limit"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "limit"))))]
+pub use crate::tower::AdaptiveLimitLayer;
+
+#[cfg(all(feature = "tower", feature = "throttle"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "throttle"))))]
+pub use crate::tower::ThrottleLayer;
+
 #[cfg(all(feature = "tower", feature = "http"))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "tower", feature = "http"))))]
 pub use crate::http::StandardLayer;

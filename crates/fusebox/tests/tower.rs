@@ -1089,3 +1089,61 @@ mod hedge {
         assert_eq!(hedge.stats().hedges, 1);
     }
 }
+
+#[cfg(all(feature = "tokio", feature = "limit", feature = "throttle"))]
+mod admission {
+    use fusebox::limit::{AdaptiveLimit, LimitConfig, LimitExceeded};
+    use fusebox::throttle::{Throttle, ThrottleConfig};
+    use fusebox::tower::{AdaptiveLimitLayer, BoxError, ThrottleLayer, TimeoutLayer};
+    use std::time::Duration;
+    use tower::{service_fn, Layer, Service, ServiceExt};
+
+    /// Answers `x` after `x` ms; fails for 0.
+    fn backend() -> impl Service<
+        u64,
+        Response = u64,
+        Error = std::io::Error,
+        Future = impl std::future::Future<Output = Result<u64, std::io::Error>> + Send,
+    > + Clone {
+        service_fn(|x: u64| async move {
+            tokio::time::sleep(Duration::from_millis(x)).await;
+            if x == 0 {
+                Err(std::io::Error::other("refused"))
+            } else {
+                Ok(x)
+            }
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_limit_hears_answers_drops_on_timeouts_and_releases_dropped_calls() {
+        let limit = AdaptiveLimit::new(LimitConfig::default().initial(2)).unwrap();
+        let mut svc = AdaptiveLimitLayer::new(limit.clone())
+            .layer(TimeoutLayer::new(Duration::from_millis(100)).layer(backend()));
+        assert_eq!(svc.ready().await.unwrap().call(5).await.unwrap(), 5);
+        let _ = svc.ready().await.unwrap().call(0).await.unwrap_err(); // an error: no sample
+        let e: BoxError = svc.ready().await.unwrap().call(500).await.unwrap_err();
+        assert!(e.is::<fusebox::Elapsed>());
+        let s = limit.snapshot();
+        assert_eq!((s.admitted, s.dropped, s.in_flight), (3, 1, 0), "{s:?}");
+        // A call in flight holds its place; dropped, it gives it back.
+        let a = svc.ready().await.unwrap().call(50);
+        let b = svc.ready().await.unwrap().call(50);
+        assert_eq!(limit.snapshot().in_flight, 2);
+        let refused = svc.ready().await.unwrap().call(1).await.unwrap_err();
+        assert!(refused.is::<LimitExceeded>(), "{refused}");
+        drop((a, b));
+        assert_eq!(limit.snapshot().in_flight, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_throttle_counts_answers_as_accepts_and_errors_as_none() {
+        let throttle = Throttle::new(ThrottleConfig::default()).unwrap();
+        let mut svc = ThrottleLayer::new(throttle.clone()).layer(backend());
+        assert_eq!(svc.ready().await.unwrap().call(3).await.unwrap(), 3);
+        let _ = svc.ready().await.unwrap().call(0).await.unwrap_err();
+        drop(svc.ready().await.unwrap().call(3));
+        let s = throttle.snapshot();
+        assert_eq!((s.requests, s.accepts), (3, 1));
+    }
+}

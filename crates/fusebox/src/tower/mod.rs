@@ -11,6 +11,8 @@
 //! | timeout (feature `tokio`) | `TimeoutLayer` | `timeout::Timeout` | [`Elapsed`](crate::Elapsed) |
 //! | retry (feature `tokio`) | `RetryLayer` | `retry::Retry` | none: sends the request again as a [`Retry`](crate::retry::Retry) policy says |
 //! | hedge (feature `tokio`) | `HedgeLayer` | `hedge::Hedge` | none: sends a slow request again, first success wins |
+//! | adaptive limit (feature `limit`) | `AdaptiveLimitLayer` | `admission::Admission` | `fusebox::limit::LimitExceeded` |
+//! | throttle (feature `throttle`) | `ThrottleLayer` | `admission::Admission` | `fusebox::throttle::Throttled` |
 //! | fallback | [`FallbackLayer`] | [`fallback::Fallback`] | none: replaces errors |
 //! | rate limiter (feature `ratelimit`) | `fusebox::ratelimit::RateLimitLayer` | `fusebox::ratelimit::tower::RateLimit` | `fusebox::ratelimit::RateLimited` |
 //!
@@ -58,6 +60,9 @@
 //! # }
 //! ```
 
+#[cfg(any(feature = "limit", feature = "throttle"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "limit", feature = "throttle"))))]
+pub mod admission;
 pub mod breaker;
 pub mod bulkhead;
 pub mod fallback;
@@ -74,6 +79,12 @@ pub mod timeout;
 // Only the layers at this level: the services keep tower's names
 // (`breaker::CircuitBreaker<S>`, ...) in their modules, so
 // `use fusebox::*; use fusebox::tower::*;` has no name in both.
+#[cfg(feature = "limit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "limit")))]
+pub use self::admission::AdaptiveLimitLayer;
+#[cfg(feature = "throttle")]
+#[cfg_attr(docsrs, doc(cfg(feature = "throttle")))]
+pub use self::admission::ThrottleLayer;
 pub use self::breaker::CircuitBreakerLayer;
 pub use self::bulkhead::BulkheadLayer;
 pub use self::fallback::FallbackLayer;
