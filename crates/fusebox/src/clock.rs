@@ -340,6 +340,10 @@ impl Clock for ManualClock {
 }
 
 /// Nanoseconds in `d`, saturating at `u64::MAX` (about 584 years).
+#[inline]
 pub(crate) fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+    // In u64 arithmetic (no u128 product): this is on every clock reading.
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
 }
