@@ -442,12 +442,14 @@ pub fn all() -> Vec<Scenario> {
         entries: vec![
             stack("fusebox", "fixed_10ms", Stack::HedgeFixed(hedge_delay)),
             stack("fusebox", "p95", Stack::HedgeQuantile(0.95)),
+            stack("fusebox", "tower_10ms", Stack::FuseboxTowerHedge(hedge_delay)),
             stack("tower", "p95", Stack::TowerHedge(hedge_delay)),
             stack("baseline", "async", Stack::AsyncBaseline),
+            stack("baseline", "tower", Stack::TowerBaseline),
         ],
         ..closed(
             "hedge_1t",
-            "a hedged call whose first attempt answers at once (no hedge is sent), awaited in a current-thread runtime with time: fusebox Hedge (fixed 10 ms delay; p95 delay), tower's Hedge (p95 of a histogram seeded with 10 ms), the operation awaited directly; 1 thread",
+            "a hedged call whose first attempt answers at once (no hedge is sent), awaited in a current-thread runtime with time: fusebox Hedge (fixed 10 ms delay; p95 delay; its tower HedgeLayer, 10 ms), tower's Hedge (p95 of a histogram seeded with 10 ms), the operation awaited directly and as a tower service; 1 thread",
             1,
         )
     });

@@ -1102,8 +1102,10 @@ fn fusebox_bulkhead(limit: usize) -> Option<Box<dyn Subject>> {
 /// | `SeatbeltKeyed(spec)` | seatbelt's breaker for `spec` partitioned by key (`breaker_id`), the input `(key, fail)`, keys as above |
 /// | `HedgeFixed(d)` | fusebox `hedge::Hedge`, `Delay::Fixed(d)`, on a ready operation (the first attempt wins, no hedge is sent), awaited in a current-thread runtime with time |
 /// | `HedgeQuantile(q)` | the same with `Delay::Quantile(q)` (min 100 samples, reached in the warm-up) |
+/// | `FuseboxTowerHedge(d)` | fusebox's tower `HedgeLayer` over `Hedge` with `Delay::Fixed(d)`, `ready` + `call` in a current-thread runtime |
 /// | `TowerHedge(d)` | tower's `hedge::Hedge`, its p95 delay seeded to `d` (see `tower_hedge`), `ready` + `call` in a current-thread runtime |
 /// | `AsyncBaseline` | no guard: the ready operation awaited in the same loop and runtime as the hedges |
+/// | `TowerBaseline` | no guard: the operation as a tower service, `ready` + `call` as the tower hedges are driven |
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Stack {
     /// fusebox's 5-policy `Pipeline`, sync.
@@ -1126,10 +1128,14 @@ pub enum Stack {
     HedgeFixed(Duration),
     /// fusebox's `Hedge` with a quantile delay; the first attempt wins.
     HedgeQuantile(f64),
+    /// fusebox's tower `HedgeLayer`, fixed delay; the first attempt wins.
+    FuseboxTowerHedge(Duration),
     /// tower's `Hedge`, its delay seeded to this; the first attempt wins.
     TowerHedge(Duration),
     /// The ready operation awaited in the hedges' async runner.
     AsyncBaseline,
+    /// The operation as a tower service, driven as the tower hedges are.
+    TowerBaseline,
 }
 
 const STACK_LIMIT: usize = 64;
@@ -1200,8 +1206,16 @@ impl Stack {
             Stack::SeatbeltKeyed(spec) => seatbelt_keyed(&spec),
             Stack::HedgeFixed(d) => Box::new(fusebox_hedge(fusebox::hedge::Delay::Fixed(d))),
             Stack::HedgeQuantile(q) => Box::new(fusebox_hedge(fusebox::hedge::Delay::Quantile(q))),
+            Stack::FuseboxTowerHedge(d) => {
+                use tower::Layer;
+                let hedge = fusebox_hedge(fusebox::hedge::Delay::Fixed(d)).0;
+                Box::new(TowerSubject(
+                    fusebox::tower::HedgeLayer::new(hedge).layer(op_service_as(|_| OpFailed)),
+                ))
+            }
             Stack::TowerHedge(d) => tower_hedge(d),
             Stack::AsyncBaseline => Box::new(AsyncBaseline),
+            Stack::TowerBaseline => Box::new(TowerSubject(op_service())),
         }
     }
 }
