@@ -3,6 +3,11 @@
 # single-thread entries of the benchmarks (fusebox and the peers).
 #
 #   bash crates/fusebox-bench/results/instructions.sh [OUT]   # default: results/instructions.txt
+#   SCENARIOS="keyed_1t hedge_1t" STD_SCENARIOS="" bash crates/fusebox-bench/results/instructions.sh /tmp/new.txt
+#
+# SCENARIOS and STD_SCENARIOS (space-separated scenario names, see
+# `instructions --list`) choose what is measured; an empty STD_SCENARIOS
+# measures no `[std clock]` row and skips that build.
 #
 # Each entry runs twice under callgrind (CALLS and 2 x CALLS calls, after the
 # same set-up and warm-up), counting only inside the timed loop
@@ -14,11 +19,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${1:-crates/fusebox-bench/results/instructions.txt}
 CALLS=${CALLS:-20000}
-SCENARIOS=${SCENARIOS:-"closed_1t open_1t mixed_1t errors1_1t errors5_1t errors10_1t policies instrumented_1t stack_1t bulkhead_1t"}
+SCENARIOS=${SCENARIOS:-"closed_1t open_1t mixed_1t errors1_1t errors5_1t errors10_1t policies instrumented_1t stack_1t bulkhead_1t keyed_1t hedge_1t"}
 # fusebox's entries of these scenarios again in a default build (std's
 # `Instant` as the clock instead of the bench crate's `quanta`), as
-# `ENTRY[std clock]`: the paths that read the clock per call.
-STD_SCENARIOS=${STD_SCENARIOS:-"open_1t errors5_1t policies"}
+# `ENTRY[std clock]`: the paths that read the clock per call. Set but empty:
+# none (`-`, not `:-`, so that "" is not replaced by the default).
+STD_SCENARIOS=${STD_SCENARIOS-"open_1t errors5_1t policies"}
 
 if ! command -v valgrind >/dev/null 2>&1; then
     echo "instructions.sh: installing valgrind" >&2
@@ -29,9 +35,11 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 
 TARGET=${CARGO_TARGET_DIR:-target}
-cargo build --release -p fusebox-bench --bin instructions --no-default-features --features adaptive >&2
 STD_BIN=$TARGET/release/instructions-std-clock
-cp "$TARGET/release/instructions" "$STD_BIN"
+if [ -n "${STD_SCENARIOS// /}" ]; then
+    cargo build --release -p fusebox-bench --bin instructions --no-default-features --features adaptive >&2
+    cp "$TARGET/release/instructions" "$STD_BIN"
+fi
 cargo build --release -p fusebox-bench --bin instructions >&2
 BIN=$TARGET/release/instructions
 
@@ -68,6 +76,8 @@ COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates ':!'"$OUT
         done
     }
     measure "$BIN" "$SCENARIOS" '*' ''
-    measure "$STD_BIN" "$STD_SCENARIOS" 'fusebox*' '[std clock]'
+    if [ -n "${STD_SCENARIOS// /}" ]; then
+        measure "$STD_BIN" "$STD_SCENARIOS" 'fusebox*' '[std clock]'
+    fi
 } >"$OUT"
 echo "instructions.sh: wrote $OUT" >&2

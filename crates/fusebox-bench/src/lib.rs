@@ -15,7 +15,8 @@
 //!   calls are timed on one or several threads sharing one breaker.
 //! - [`subjects`]: each crate configured to the closest equivalent policy.
 //! - [`scenarios`]: the catalogue of groups (closed, open, mixed, policies,
-//!   window sizes, bulkhead) shared by the benches and the compare command.
+//!   window sizes, stacks, bulkhead, per-key breakers, hedging) shared by the
+//!   benches and the compare command.
 //! - [`alloc`]: a counting global allocator, for allocations per call.
 #![warn(missing_docs, missing_debug_implementations)]
 

@@ -415,6 +415,47 @@ pub fn all() -> Vec<Scenario> {
 
     for (name, what, threads) in [
         (
+            "keyed_1t",
+            "one call through per-key breakers on a key that has its breaker, keys cycling over 100, 1 thread: fusebox BreakerSet vs seatbelt's breaker partitioned by key, and each crate's single breaker (5 consecutive failures or closest)",
+            1,
+        ),
+        (
+            "keyed_2t",
+            "the same, 2 threads on one set (each cycling over the 100 keys from its own start)",
+            2,
+        ),
+    ] {
+        v.push(Scenario {
+            entries: vec![
+                stack("fusebox", "keyed", Stack::BreakerSet(REFERENCE)),
+                entry(Fusebox, "single", REFERENCE),
+                stack("seatbelt", "keyed", Stack::SeatbeltKeyed(REFERENCE)),
+                entry(Seatbelt, "single", REFERENCE),
+                baseline(),
+            ],
+            ..closed(name, what, threads)
+        });
+    }
+
+    let hedge_delay = Duration::from_millis(10);
+    v.push(Scenario {
+        entries: vec![
+            stack("fusebox", "fixed_10ms", Stack::HedgeFixed(hedge_delay)),
+            stack("fusebox", "p95", Stack::HedgeQuantile(0.95)),
+            stack("fusebox", "tower_10ms", Stack::FuseboxTowerHedge(hedge_delay)),
+            stack("tower", "p95", Stack::TowerHedge(hedge_delay)),
+            stack("baseline", "async", Stack::AsyncBaseline),
+            stack("baseline", "tower", Stack::TowerBaseline),
+        ],
+        ..closed(
+            "hedge_1t",
+            "a hedged call whose first attempt answers at once (no hedge is sent), awaited in a current-thread runtime with time: fusebox Hedge (fixed 10 ms delay; p95 delay; its tower HedgeLayer, 10 ms), tower's Hedge (p95 of a histogram seeded with 10 ms), the operation awaited directly and as a tower service; 1 thread",
+            1,
+        )
+    });
+
+    for (name, what, threads) in [
+        (
             "bulkhead_1t",
             "bulkhead try-acquire + release around the call, limit 64, 1 thread",
             1,

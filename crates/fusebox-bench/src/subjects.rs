@@ -28,7 +28,8 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use crate::harness::{
-    now, op, Batch, Guard, Load, Runner, Subject, SyncRunner, Tally, Verdict, Xorshift,
+    now, op, AsyncGuard, AsyncRunner, Batch, Guard, Load, Runner, Subject, SyncRunner, Tally,
+    Verdict, Xorshift,
 };
 
 /// When a breaker trips.
@@ -604,13 +605,14 @@ where
 
 const SEATBELT_REJECTED: u64 = u64::MAX;
 
-fn seatbelt_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
-    use layered::{Execute, Stack};
+/// seatbelt's breaker layer configured for `spec` (see the module docs), on
+/// `context`; `None` when seatbelt has no equivalent policy.
+fn seatbelt_layer<In: Send + 'static>(
+    spec: &Spec,
+    context: &seatbelt::ResilienceContext<In, Result<u64, u64>>,
+) -> Option<seatbelt::breaker::BreakerLayer<In, Result<u64, u64>>> {
     use seatbelt::breaker::{Breaker, HalfOpenMode};
-    use seatbelt::{RecoveryInfo, ResilienceContext};
-    // A real (system) clock: seatbelt only reads it; no timer is ever set,
-    // so its driver need not run.
-    let (clock, driver) = tick::runtime::InactiveClock::default().activate(Waker::noop().clone());
+    use seatbelt::RecoveryInfo;
     let (threshold, min, sampling) = match spec.policy {
         // No consecutive policy: "nearly every call in the last second failed".
         Policy::Consecutive { failures } => (0.99, failures, Duration::from_secs(1)),
@@ -618,23 +620,274 @@ fn seatbelt_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
         Policy::TimeWindow { window, rate, .. } => (rate as f32, spec.min_calls, window),
         Policy::SlowCalls { .. } => return None,
     };
-    let context = ResilienceContext::<bool, Result<u64, u64>>::new(&clock);
-    let layer = Breaker::layer("bench", &context)
-        .recovery_with(|out: &Result<u64, u64>, _| match out {
-            Ok(_) => RecoveryInfo::never(),
-            Err(_) => RecoveryInfo::retry(),
-        })
-        .rejected_input_error(|_, _| SEATBELT_REJECTED)
-        .failure_threshold(threshold)
-        .min_throughput(min)
-        .sampling_duration(sampling)
-        .break_duration(spec.open_for)
-        .half_open_mode(HalfOpenMode::quick());
+    Some(
+        Breaker::layer("bench", context)
+            .recovery_with(|out: &Result<u64, u64>, _| match out {
+                Ok(_) => RecoveryInfo::never(),
+                Err(_) => RecoveryInfo::retry(),
+            })
+            .rejected_input_error(|_, _| SEATBELT_REJECTED)
+            .failure_threshold(threshold)
+            .min_throughput(min)
+            .sampling_duration(sampling)
+            .break_duration(spec.open_for)
+            .half_open_mode(HalfOpenMode::quick()),
+    )
+}
+
+/// A real (system) clock for seatbelt: it only reads it; no timer is ever
+/// set, so its driver need not run (it is kept alive with the service).
+fn seatbelt_clock() -> (tick::Clock, tick::runtime::ClockDriver) {
+    tick::runtime::InactiveClock::default().activate(Waker::noop().clone())
+}
+
+fn seatbelt_breaker(spec: &Spec) -> Option<Box<dyn Subject>> {
+    use layered::{Execute, Stack};
+    let (clock, driver) = seatbelt_clock();
+    let context = seatbelt::ResilienceContext::<bool, Result<u64, u64>>::new(&clock);
+    let layer = seatbelt_layer(spec, &context)?;
     let svc = (layer, Execute::new(|fail: bool| async move { op(fail) })).into_service();
     Some(Box::new(Seatbelt {
         svc,
         _driver: Arc::new(driver),
     }))
+}
+
+// ------------------------------------------------------------------- keyed
+
+/// Keys the keyed entries cycle over; each has its breaker before the
+/// first measured call (the subject makes them when it is built).
+pub const KEYS: u64 = 100;
+
+/// The key of this call, and the next one (0, 1, ..., KEYS - 1, 0, ...).
+#[inline(always)]
+fn next_key(key: &mut u64) -> u64 {
+    let k = *key;
+    *key = if k + 1 == KEYS { 0 } else { k + 1 };
+    k
+}
+
+/// fusebox's `BreakerSet<u64>`: `set.call(&key, ..)`, the key cycling over
+/// [`KEYS`] keys (each thread from its own start).
+#[derive(Debug, Clone)]
+struct FuseboxKeyed {
+    set: fusebox::BreakerSet<u64>,
+    key: u64,
+}
+
+impl Guard for FuseboxKeyed {
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        let key = next_key(&mut self.key);
+        match self.set.call(&key, || op(fail)) {
+            Ok(_) => Verdict::Ok,
+            Err(e) if e.is_rejected() => Verdict::Rejected,
+            Err(_) => Verdict::Failed,
+        }
+    }
+}
+
+impl Subject for FuseboxKeyed {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        let guard = FuseboxKeyed {
+            set: self.set.clone(),
+            key: seed % KEYS,
+        };
+        Box::new(SyncRunner::new(guard, seed))
+    }
+}
+
+fn fusebox_keyed(spec: &Spec) -> FuseboxKeyed {
+    let set = fusebox::BreakerSet::builder(fusebox_builder(spec))
+        .max_keys(1000)
+        .build()
+        .expect("benchmark spec is a valid fusebox config");
+    for k in 0..KEYS {
+        drop(set.get(&k));
+    }
+    assert_eq!(set.len() as u64, KEYS, "every key has its breaker");
+    FuseboxKeyed { set, key: 0 }
+}
+
+/// seatbelt's breaker partitioned by key (`breaker_id`, one engine per
+/// [`BreakerId`](seatbelt::breaker::BreakerId)); the input carries the key.
+#[derive(Clone)]
+struct SeatbeltKeyed<S> {
+    svc: S,
+    key: u64,
+    _driver: Arc<tick::runtime::ClockDriver>,
+}
+
+impl<S> fmt::Debug for SeatbeltKeyed<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SeatbeltKeyed")
+    }
+}
+
+impl<S> Guard for SeatbeltKeyed<S>
+where
+    S: layered::Service<(u64, bool), Out = Result<u64, u64>> + Send + Sync + 'static,
+{
+    #[inline(always)]
+    fn call(&mut self, fail: bool) -> Verdict {
+        let key = next_key(&mut self.key);
+        match now(self.svc.execute((key, fail))) {
+            Ok(_) => Verdict::Ok,
+            Err(SEATBELT_REJECTED) => Verdict::Rejected,
+            Err(_) => Verdict::Failed,
+        }
+    }
+}
+
+impl<S> Subject for SeatbeltKeyed<S>
+where
+    S: layered::Service<(u64, bool), Out = Result<u64, u64>> + Clone + Send + Sync + 'static,
+{
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        let mut guard = self.clone();
+        guard.key = seed % KEYS;
+        Box::new(SyncRunner::new(guard, seed))
+    }
+}
+
+fn seatbelt_keyed(spec: &Spec) -> Box<dyn Subject> {
+    use layered::{Execute, Service as _, Stack};
+    use seatbelt::breaker::BreakerId;
+    let (clock, driver) = seatbelt_clock();
+    let context = seatbelt::ResilienceContext::<(u64, bool), Result<u64, u64>>::new(&clock);
+    let layer = seatbelt_layer(spec, &context)
+        .expect("seatbelt has an equivalent of the keyed spec")
+        .breaker_id(|input: &(u64, bool)| BreakerId::from(input.0));
+    let svc = (
+        layer,
+        Execute::new(|(_, fail): (u64, bool)| async move { op(fail) }),
+    )
+        .into_service();
+    // One successful call per key makes its engine.
+    for k in 0..KEYS {
+        assert_eq!(now(svc.execute((k, false))), Ok(42));
+    }
+    Box::new(SeatbeltKeyed {
+        svc,
+        key: 0,
+        _driver: Arc::new(driver),
+    })
+}
+
+// ----------------------------------------------------------------- hedging
+
+/// fusebox's `Hedge::call` on a ready operation: the first attempt answers
+/// at its first poll, so the hedge timer is made but never polled.
+#[derive(Debug, Clone)]
+struct FuseboxHedge(fusebox::hedge::Hedge);
+
+impl AsyncGuard for FuseboxHedge {
+    async fn call(&mut self, fail: bool) -> Verdict {
+        match self.0.call(|| std::future::ready(op(fail))).await {
+            Ok(_) => Verdict::Ok,
+            Err(_) => Verdict::Failed,
+        }
+    }
+}
+
+impl Subject for FuseboxHedge {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(AsyncRunner::new(
+            current_thread_runtime(),
+            self.clone(),
+            seed,
+        ))
+    }
+}
+
+fn fusebox_hedge(delay: fusebox::hedge::Delay) -> FuseboxHedge {
+    FuseboxHedge(
+        fusebox::hedge::Hedge::builder()
+            .delay(delay)
+            .build()
+            .expect("a valid hedge"),
+    )
+}
+
+/// The operation awaited directly, in the same loop and runtime as the
+/// hedges: what the async runner itself costs.
+#[derive(Debug, Clone, Copy)]
+struct AsyncBaseline;
+
+impl AsyncGuard for AsyncBaseline {
+    async fn call(&mut self, fail: bool) -> Verdict {
+        match std::future::ready(op(fail)).await {
+            Ok(_) => Verdict::Ok,
+            Err(_) => Verdict::Failed,
+        }
+    }
+}
+
+impl Subject for AsyncBaseline {
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(AsyncRunner::new(current_thread_runtime(), *self, seed))
+    }
+}
+
+/// tower's hedge policy for the bench: every request may be sent twice.
+#[derive(Debug, Clone, Copy)]
+struct Idempotent;
+
+impl tower::hedge::Policy<bool> for Idempotent {
+    fn clone_request(&self, req: &bool) -> Option<bool> {
+        Some(*req)
+    }
+
+    fn can_retry(&self, _: &bool) -> bool {
+        true
+    }
+}
+
+/// tower's `Hedge` has no fixed delay: it hedges at a percentile of the
+/// latencies it recorded over its last `period`, once it holds
+/// `min_data_points`. Seeded with 100 latencies of `delay` (whole
+/// milliseconds, tower's unit), p95, one data point needed and a period of
+/// an hour, it holds a hedge armed `delay` after each call, as fusebox's
+/// fixed delay does; the answers recorded during the run go into the
+/// histogram's other half, which would be read only after a period.
+/// Not `Clone`: each runner builds its own.
+fn tower_hedge(delay: Duration) -> Box<dyn Subject> {
+    let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX).max(1);
+    Box::new(TowerBuilt(move || {
+        tower::hedge::Hedge::new_with_mock_latencies(
+            op_service_as(|_| OpFailed),
+            Idempotent,
+            1,
+            0.95,
+            Duration::from_secs(3600),
+            &[ms; 100],
+        )
+    }))
+}
+
+/// A tower service that is not `Clone`, built anew for each runner by `F`
+/// and driven as [`TowerSubject`] drives its services.
+struct TowerBuilt<F>(F);
+
+impl<F> fmt::Debug for TowerBuilt<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TowerBuilt")
+    }
+}
+
+impl<F, S, E> Subject for TowerBuilt<F>
+where
+    F: Fn() -> S + Send + Sync,
+    S: tower::Service<bool, Response = u64, Error = E> + Send + 'static,
+    E: IsRejected,
+{
+    fn runner(&self, seed: u64) -> Box<dyn Runner> {
+        Box::new(TowerRunner {
+            rt: current_thread_runtime(),
+            svc: (self.0)(),
+            rng: Xorshift::new(seed),
+        })
+    }
 }
 
 // ---------------------------------------------------------------- bulkheads
@@ -845,6 +1098,14 @@ fn fusebox_bulkhead(limit: usize) -> Option<Box<dyn Subject>> {
 /// | `TowerStack` | tower's own `Retry` (3 attempts) + `ConcurrencyLimit` (64) + `Timeout` (1 s), `ready` + `call` |
 /// | `Metrics(spec)` | a fusebox breaker for `spec` built by `fusebox::metrics::Metrics` (Prometheus counters and duration histogram) |
 /// | `BreakerAsync(spec)` | a fusebox breaker for `spec`, `CircuitBreaker::call_async` on a ready future, polled in place (no runtime) |
+/// | `BreakerSet(spec)` | fusebox `BreakerSet<u64>` of `spec`'s breakers (`max_keys(1000)`), `set.call(&key, ..)`, the key cycling over [`KEYS`] keys that all have their breaker |
+/// | `SeatbeltKeyed(spec)` | seatbelt's breaker for `spec` partitioned by key (`breaker_id`), the input `(key, fail)`, keys as above |
+/// | `HedgeFixed(d)` | fusebox `hedge::Hedge`, `Delay::Fixed(d)`, on a ready operation (the first attempt wins, no hedge is sent), awaited in a current-thread runtime with time |
+/// | `HedgeQuantile(q)` | the same with `Delay::Quantile(q)` (min 100 samples, reached in the warm-up) |
+/// | `FuseboxTowerHedge(d)` | fusebox's tower `HedgeLayer` over `Hedge` with `Delay::Fixed(d)`, `ready` + `call` in a current-thread runtime |
+/// | `TowerHedge(d)` | tower's `hedge::Hedge`, its p95 delay seeded to `d` (see `tower_hedge`), `ready` + `call` in a current-thread runtime |
+/// | `AsyncBaseline` | no guard: the ready operation awaited in the same loop and runtime as the hedges |
+/// | `TowerBaseline` | no guard: the operation as a tower service, `ready` + `call` as the tower hedges are driven |
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Stack {
     /// fusebox's 5-policy `Pipeline`, sync.
@@ -859,6 +1120,22 @@ pub enum Stack {
     Metrics(Spec),
     /// A fusebox breaker driven through `call_async`.
     BreakerAsync(Spec),
+    /// fusebox's `BreakerSet<u64>`, keys cycling over [`KEYS`].
+    BreakerSet(Spec),
+    /// seatbelt's breaker partitioned by key, keys cycling over [`KEYS`].
+    SeatbeltKeyed(Spec),
+    /// fusebox's `Hedge` with a fixed delay; the first attempt wins.
+    HedgeFixed(Duration),
+    /// fusebox's `Hedge` with a quantile delay; the first attempt wins.
+    HedgeQuantile(f64),
+    /// fusebox's tower `HedgeLayer`, fixed delay; the first attempt wins.
+    FuseboxTowerHedge(Duration),
+    /// tower's `Hedge`, its delay seeded to this; the first attempt wins.
+    TowerHedge(Duration),
+    /// The ready operation awaited in the hedges' async runner.
+    AsyncBaseline,
+    /// The operation as a tower service, driven as the tower hedges are.
+    TowerBaseline,
 }
 
 const STACK_LIMIT: usize = 64;
@@ -925,6 +1202,20 @@ impl Stack {
                 Box::new(Fusebox(breaker))
             }
             Stack::BreakerAsync(spec) => Box::new(FuseboxAsync(fusebox_breaker(&spec).0)),
+            Stack::BreakerSet(spec) => Box::new(fusebox_keyed(&spec)),
+            Stack::SeatbeltKeyed(spec) => seatbelt_keyed(&spec),
+            Stack::HedgeFixed(d) => Box::new(fusebox_hedge(fusebox::hedge::Delay::Fixed(d))),
+            Stack::HedgeQuantile(q) => Box::new(fusebox_hedge(fusebox::hedge::Delay::Quantile(q))),
+            Stack::FuseboxTowerHedge(d) => {
+                use tower::Layer;
+                let hedge = fusebox_hedge(fusebox::hedge::Delay::Fixed(d)).0;
+                Box::new(TowerSubject(
+                    fusebox::tower::HedgeLayer::new(hedge).layer(op_service_as(|_| OpFailed)),
+                ))
+            }
+            Stack::TowerHedge(d) => tower_hedge(d),
+            Stack::AsyncBaseline => Box::new(AsyncBaseline),
+            Stack::TowerBaseline => Box::new(TowerSubject(op_service())),
         }
     }
 }

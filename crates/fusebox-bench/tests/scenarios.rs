@@ -44,6 +44,9 @@ fn the_catalogue_compares_fusebox_with_every_peer() {
         "time_window_fill",
         "bulkhead_1t",
         "bulkhead_2t",
+        "keyed_1t",
+        "keyed_2t",
+        "hedge_1t",
     ] {
         assert!(names.contains(&want), "scenario {want} missing: {names:?}");
     }
