@@ -9,6 +9,8 @@
 //   click <breaker> <action> <token>  type the token, press the tile's button; answer "clicked <state>"
 //   text <text>\t<selector>          wait (at most 5 s) until the element's text contains <text>;
 //                                     answer "text <its text>" (or "missed <its text>")
+//   hover <breaker> <shot>            point at the middle of the tile's rates chart; screenshot
+//                                     <shot>.png; answer "readout <the values shown>"
 //   shot <name>                       screenshot <name>.png; answer "shot"
 //   done                              answer "console-errors <n>" (and each error), exit
 // The first answer is "loaded" once the page shows <breaker>, live, with its
@@ -84,6 +86,16 @@ try {
       } catch (e) {
         say("missed " + (await page.$eval(selector, (e) => e.textContent).catch(() => "(no such element)")));
       }
+    } else if (command === "hover") {
+      const [name, shot] = args;
+      const box = await page.locator(`${tile(name)} .chart.rates svg`).boundingBox();
+      await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+      const readout = `${tile(name)} .readout`;
+      await page.waitForFunction((sel) => !document.querySelector(sel).textContent.startsWith("hover"),
+        readout, { timeout: 2000 }).catch(() => {});
+      await page.screenshot({ path: join(outDir, shot + ".png") });
+      say("readout " + (await page.textContent(readout)));
+      await page.mouse.move(0, 0);
     } else if (command === "shot") {
       await page.screenshot({ path: join(outDir, args[0] + ".png") });
       say("shot");

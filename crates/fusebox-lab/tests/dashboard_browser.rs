@@ -75,6 +75,28 @@ fn the_page_follows_a_lab_run_through_its_faults() {
     expect("open", ago, "dashboard-open");
     let ago = until(&lab, &client, "closed");
     expect("closed", ago, "dashboard-recovered");
+    // The trend: values under the pointer, in one unit per chart, the
+    // threshold labelled.
+    let readout = driver.ask(&format!("hover {BREAKER} dashboard-trend"));
+    assert!(
+        readout.starts_with("readout ")
+            && readout.contains("calls/s")
+            && readout.contains("failure "),
+        "{readout}"
+    );
+    let axis = driver.text(
+        &format!(r#".tile[data-name="{BREAKER}"] .chart.load .axis-y"#),
+        "/s",
+    );
+    assert!(axis.contains("/s"), "{axis}");
+    let label = driver.text(
+        &format!(r#".tile[data-name="{BREAKER}"] .mark-label"#),
+        "trips",
+    );
+    assert!(
+        label.contains("failure trips") || label.contains("trips"),
+        "{label}"
+    );
 
     // After the run, the buttons: the page sends the token from its own origin.
     lab.wait_done(Duration::from_secs(60));
@@ -109,6 +131,7 @@ fn the_page_follows_a_lab_run_through_its_faults() {
         "dashboard-closed",
         "dashboard-open",
         "dashboard-recovered",
+        "dashboard-trend",
         "dashboard-forced-open",
     ] {
         assert!(

@@ -12,7 +12,8 @@
 //!
 //! Per breaker the page shows its state and time in it, calls and
 //! rejections per second, the failure and slow-call rates against the
-//! thresholds that trip it, a sparkline of the last minutes and its tags;
+//! thresholds that trip it, a trend of the last minutes (calls/s and rates,
+//! values on hover) and its tags;
 //! per bulkhead, slots in use against the limit, waiters and rejections.
 //! Every other policy of the registry (a rate limiter, say) has a tile in
 //! the "Policies" section with its kind, mode and the figures it reports
@@ -424,7 +425,7 @@ impl DashboardBuilder {
         self
     }
 
-    /// Points kept per breaker for its sparkline (1 to 10 000).
+    /// Points kept per breaker for its trend (1 to 10 000).
     ///
     /// # Examples
     ///

@@ -79,14 +79,9 @@
       calls: stat(stats, "calls/s"), failures: stat(stats, "failures/s"),
       rejected: stat(stats, "rejected/s"), since: stat(stats, "in state"),
       failure: bar("failure rate"), slow: bar("slow-call rate"),
-      spark: document.createElementNS(SVG, "svg"), rejectedTotal: null, msg: el("div", "msg"),
+      trend: trendBox(), msg: el("div", "msg"),
     };
-    p.spark.setAttribute("class", "spark"); p.spark.setAttribute("viewBox", "0 0 300 54"); p.spark.setAttribute("preserveAspectRatio", "none");
-    const legend = el("div", "legend");
-    const key = (color, text) => { const k = el("span", "", text); const i = el("i"); i.style.background = color; k.prepend(i); return k; };
-    p.slowLegend = key("#ef6c00", "slow-call rate");
-    legend.append(key("#1570ef", "calls/s"), key("#c62828", "failure rate"), p.slowLegend, key("#98a2b3", "threshold"));
-    root.append(head, fleet, tags, stats, p.failure.root, p.slow.root, p.spark, legend);
+    root.append(head, fleet, tags, stats, p.failure.root, p.slow.root, p.trend.root);
     if (controls) {
       const actions = el("div", "actions");
       for (const [action, label] of [["force_open", "Force open"], ["disable", "Disable"], ["reset", "Reset"]]) {
@@ -99,53 +94,127 @@
     return { root, p, tagKey: null };
   }
 
-  function drawSpark(svg, points, thresholds, slow) {
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
+  // The trend of a breaker: two charts on one time axis, each with one unit
+  // (calls/s above, rates in % below), values on hover, thresholds labelled.
+  const SERIES = {
+    calls: { color: "#1570ef", label: "calls/s" },
+    rejected: { color: "#6a1b9a", label: "rejected/s", dash: "2 2" },
+    failure: { color: "#c62828", label: "failure rate" },
+    slow: { color: "#ef6c00", label: "slow-call rate", dash: "6 3" },
+  };
+  function svgEl(tag, attrs) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+    return e;
+  }
+  function chart(cls, keys) {
+    const root = el("div", "chart " + cls);
+    const axis = el("div", "axis-y"); const top = el("span", "", "\u2013"); const bottom = el("span", "", "0");
+    axis.append(top, bottom);
+    const plot = el("div", "plot");
+    const svg = svgEl("svg", { viewBox: "0 0 300 60", preserveAspectRatio: "none" });
+    const marks = el("div", "marks"); // threshold labels, positioned over the plot
+    plot.append(svg, marks);
+    const legend = el("div", "legend");
+    const keyEls = {};
+    for (const k of keys) {
+      const item = el("span", "", SERIES[k].label); const swatch = el("i");
+      swatch.style.borderTopColor = SERIES[k].color; if (SERIES[k].dash) swatch.classList.add("dashed");
+      item.prepend(swatch); legend.append(item); keyEls[k] = item;
+    }
+    root.append(axis, plot, legend);
+    return { root, svg, top, bottom, marks, keyEls };
+  }
+  function trendBox() {
+    const root = el("div", "trend");
+    const load = chart("load", ["calls", "rejected"]);
+    const rates = chart("rates", ["failure", "slow"]);
+    rates.top.textContent = "100%"; rates.bottom.textContent = "0%";
+    const xaxis = el("div", "axis-x"); const from = el("span", "", ""); xaxis.append(from, el("span", "", "now"));
+    const readout = el("div", "readout", "hover the chart for values");
+    root.append(load.root, rates.root, xaxis, readout);
+    const t = { root, load, rates, from, readout, points: [], x: null };
+    for (const c of [load, rates]) {
+      c.svg.addEventListener("mousemove", (e) => hover(t, e, c.svg));
+      c.svg.addEventListener("mouseleave", () => hover(t, null, c.svg));
+    }
+    return t;
+  }
+  function hover(t, e, svg) {
+    for (const c of [t.load, t.rates]) { const old = c.svg.querySelector(".cursor"); if (old) old.remove(); }
+    t.hovered = e ? { clientX: e.clientX, svg } : null;
+    if (!e || t.points.length === 0) { t.readout.textContent = "hover the chart for values"; return; }
+    const box = svg.getBoundingClientRect();
+    const tx = t.tStart + ((e.clientX - box.left) / (box.width || 1)) * (t.tEnd - t.tStart);
+    let best = t.points[0];
+    for (const p of t.points) if (Math.abs(p[0] - tx) < Math.abs(best[0] - tx)) best = p;
+    for (const c of [t.load, t.rates]) {
+      const x = t.x(best[0]).toFixed(1);
+      c.svg.append(svgEl("line", { class: "cursor", x1: x, x2: x, y1: 0, y2: 60, stroke: "#1d2330", "stroke-width": 1, "vector-effect": "non-scaling-stroke" }));
+    }
+    const ago = dur(Math.max(0, t.tEnd - best[0]));
+    const parts = [ago === "0s" ? "now" : ago + " ago", states[best[1]].replace("_", " "),
+      rate(best[2]) + " calls/s", rate(best[4]) + " rejected/s", "failure " + pct(best[3])];
+    if (t.slow) parts.push("slow " + pct(best[5]));
+    t.readout.textContent = parts.join(" \u00b7 ");
+  }
+  function drawTrend(t, points, thresholds, slow) {
+    t.points = points; t.slow = slow;
+    t.rates.keyEls.slow.hidden = !slow;
+    for (const c of [t.load, t.rates]) { while (c.svg.firstChild) c.svg.removeChild(c.svg.firstChild); c.marks.replaceChildren(); }
     if (points.length === 0) return;
-    const W = 300, H = 54;
+    const W = 300, H = 60;
     // The ring's span once full; until then the points there are, stretched
     // (at least ten intervals wide).
     const tEnd = points[points.length - 1][0];
     const tStart = Math.min(Math.max(tEnd - historyLen * intervalMs, points[0][0]), tEnd - 10 * intervalMs);
-    const x = (t) => ((t - tStart) / (tEnd - tStart || 1)) * W;
-    // State bands: one rectangle per run of the same state.
+    const x = (tm) => ((tm - tStart) / (tEnd - tStart || 1)) * W;
+    Object.assign(t, { tStart, tEnd, x });
+    t.from.textContent = "\u2212" + dur(tEnd - tStart);
+    const y = (v, max) => H - 2 - (v / max) * (H - 4);
+    // State bands on both charts: one rectangle per run of a state other than closed.
     let runStart = 0;
     for (let i = 1; i <= points.length; i++) {
       if (i === points.length || points[i][1] !== points[runStart][1]) {
         const s = states[points[runStart][1]] || "closed";
         if (s !== "closed") {
-          const r = document.createElementNS(SVG, "rect");
           const x0 = x(points[runStart][0]); const x1 = i < points.length ? x(points[i][0]) : W;
-          r.setAttribute("x", x0.toFixed(1)); r.setAttribute("y", "0");
-          r.setAttribute("width", Math.max(1, x1 - x0).toFixed(1)); r.setAttribute("height", String(H));
-          r.setAttribute("fill", STATE_COLOR[s]); r.setAttribute("opacity", "0.18");
-          svg.append(r);
+          for (const c of [t.load, t.rates]) {
+            c.svg.append(svgEl("rect", { x: x0.toFixed(1), y: 0, width: Math.max(1, x1 - x0).toFixed(1), height: H, fill: STATE_COLOR[s], opacity: 0.15 }));
+          }
         }
         runStart = i;
       }
     }
-    const line = (values, max, color) => {
+    const line = (svg, index, max, series) => {
       const pts = [];
-      points.forEach((pt, i) => { const v = values[i]; if (v !== null && v !== undefined) pts.push(x(pt[0]).toFixed(1) + "," + (H - 2 - (v / max) * (H - 4)).toFixed(1)); });
+      for (const pt of points) { const v = pt[index]; if (v !== null && v !== undefined) pts.push(x(pt[0]).toFixed(1) + "," + y(v, max).toFixed(1)); }
       if (pts.length < 2) return;
-      const pl = document.createElementNS(SVG, "polyline");
-      pl.setAttribute("points", pts.join(" ")); pl.setAttribute("fill", "none");
-      pl.setAttribute("stroke", color); pl.setAttribute("stroke-width", "1.5"); pl.setAttribute("vector-effect", "non-scaling-stroke");
-      svg.append(pl);
+      const attrs = { points: pts.join(" "), fill: "none", stroke: series.color, "stroke-width": 1.6, "vector-effect": "non-scaling-stroke", "data-series": series.label };
+      if (series.dash) attrs["stroke-dasharray"] = series.dash;
+      svg.append(svgEl("polyline", attrs));
     };
-    const calls = points.map((p) => p[2]);
-    const maxCalls = Math.max(1, ...calls.filter((v) => v !== null));
-    line(calls, maxCalls, "#1570ef");
-    line(points.map((p) => p[3]), 1, "#c62828");
-    if (slow) line(points.map((p) => p[5]), 1, "#ef6c00");
-    for (const threshold of thresholds) {
-      if (threshold === null || threshold === undefined) continue;
-      const l = document.createElementNS(SVG, "line");
-      const y = (H - 2 - threshold * (H - 4)).toFixed(1);
-      l.setAttribute("x1", "0"); l.setAttribute("x2", String(W)); l.setAttribute("y1", y); l.setAttribute("y2", y);
-      l.setAttribute("stroke", "#98a2b3"); l.setAttribute("stroke-dasharray", "4 3"); l.setAttribute("vector-effect", "non-scaling-stroke");
-      svg.append(l);
-    }
+    // Calls/s and rejected/s share one scale: the larger of the two.
+    const most = Math.max(1, ...points.flatMap((p) => [p[2], p[4]]).filter((v) => v !== null && v !== undefined));
+    t.load.top.textContent = rate(most) + "/s";
+    line(t.load.svg, 2, most, SERIES.calls);
+    line(t.load.svg, 4, most, SERIES.rejected);
+    line(t.rates.svg, 3, 1, SERIES.failure);
+    if (slow) line(t.rates.svg, 5, 1, SERIES.slow);
+    // Each threshold: a dashed line and its label ("trips 50%").
+    const seen = new Set();
+    thresholds.forEach((threshold, i) => {
+      if (threshold === null || threshold === undefined) return;
+      const yy = y(threshold, 1);
+      t.rates.svg.append(svgEl("line", { x1: 0, x2: W, y1: yy.toFixed(1), y2: yy.toFixed(1), stroke: "#667085", "stroke-dasharray": "4 3", "vector-effect": "non-scaling-stroke" }));
+      const label = el("span", "mark-label", (i === 0 ? "failure" : "slow") + " trips " + pct(threshold));
+      label.style.top = ((yy / H) * 100).toFixed(1) + "%";
+      if (seen.has(threshold)) label.classList.add("second");
+      seen.add(threshold);
+      t.rates.marks.append(label);
+    });
+    // Redrawn under the pointer: the cursor and the values follow the new frame.
+    if (t.hovered) hover(t, t.hovered, t.hovered.svg);
   }
 
   // name -> the fleet's view of a shared breaker, from the latest frame.
@@ -193,9 +262,8 @@
     setBar(p.failure, b.failure_rate, b.failure_threshold);
     setBar(p.slow, b.slow_call_rate, b.slow_call_threshold);
     p.slow.root.hidden = b.slow_call_threshold === null && b.slow_call_rate === 0;
-    const slow = b.slow_call_threshold !== null;
-    p.slowLegend.hidden = !slow;
-    drawSpark(p.spark, history.get(b.name) || [], [b.failure_threshold, b.slow_call_threshold], slow);
+    const slow = b.slow_call_threshold !== null || b.slow_call_rate > 0;
+    drawTrend(p.trend, history.get(b.name) || [], [b.failure_threshold, b.slow_call_threshold], slow);
   }
 
   function updateBulkhead(h) {
