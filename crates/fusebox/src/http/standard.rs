@@ -584,7 +584,7 @@ impl Standard {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<R, E>>,
     {
-        self.run_keyed(None, method, attempt).await
+        self.run_as(None, self.mode_of(method), attempt).await
     }
 
     /// As [`run`](Self::run), for the endpoint `key`: with
@@ -628,7 +628,7 @@ impl Standard {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<R, E>>,
     {
-        self.run_keyed(Some(key), method, attempt).await
+        self.run_as(Some(key), self.mode_of(method), attempt).await
     }
 
     /// [`run_for`](Self::run_for) with `uri`'s authority as the key when
@@ -652,27 +652,17 @@ impl Standard {
             .breakers
             .as_ref()
             .and_then(|_| super::authority(uri));
-        self.run_keyed(key.as_deref(), method, attempt).await
+        self.run_as(key.as_deref(), self.mode_of(method), attempt)
+            .await
     }
 
-    async fn run_keyed<R, E, F, Fut>(
-        &self,
-        key: Option<&str>,
-        method: &Method,
-        attempt: F,
-    ) -> Result<R, StandardError<R>>
-    where
-        R: HttpResponse,
-        E: TransportError,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<R, E>>,
-    {
-        let mode = if self.inner.retry_policy.retries_method(method) {
+    /// How a request of `method` may be retried.
+    fn mode_of(&self, method: &Method) -> Mode {
+        if self.inner.retry_policy.retries_method(method) {
             Mode::Retry
         } else {
             Mode::ConnectOnly
-        };
-        self.run_as(key, mode, attempt).await
+        }
     }
 
     async fn run_as<R, E, F, Fut>(
@@ -939,8 +929,7 @@ impl Standard {
             Err(e) => return Err(PipelineError::Failed(HttpError::transport(e))),
         };
         let mode = match request.try_clone() {
-            Some(_) if self.inner.retry_policy.retries_method(request.method()) => Mode::Retry,
-            Some(_) => Mode::ConnectOnly,
+            Some(_) => self.mode_of(request.method()),
             None => Mode::Single, // a streamed body: it can be sent once
         };
         let key = self.inner.breakers.as_ref().and_then(|_| {
