@@ -6,7 +6,7 @@
 //! - [`breaker`]: trip rules, open and half-open, generations, permits,
 //!   manual control, concurrency.
 //! - [`policies`]: bulkhead, rate limiter, modes, timeout, retry, fallback,
-//!   pipeline.
+//!   pipeline; the adaptive limit, adaptive throttling, hedging.
 //! - [`tower`]: every policy as tower middleware.
 //! - [`http`]: the HTTP presets and the standard stack.
 //! - [`registry`]: named policies from TOML or YAML files, reloaded live.
