@@ -19,7 +19,7 @@
 //! Only the layers are at this module's root; each service is in its
 //! policy's module, as in tower (`tower::timeout::Timeout`). So
 //! `use fusebox::*; use fusebox::tower::*;` brings no type twice (the policy
-//! modules, `retry`, `bulkhead`, `fallback`, `timeout`, are on both sides:
+//! modules, `retry`, `bulkhead`, `fallback`, `timeout`, `hedge`, are on both sides:
 //! name them by path); `fusebox::prelude` is the short form of both.
 //!
 //! On this path every error is a [`BoxError`]: the inner service's own errors
