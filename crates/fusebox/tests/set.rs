@@ -437,3 +437,53 @@ mod outliers {
         assert!(task.is_finished(), "the future ends once the set is gone");
     }
 }
+
+/// A listener may call the set again (here: make a new key's breaker) from
+/// a transition that reading a state tells it of: the set never holds its
+/// lock while its breakers' listeners run.
+#[test]
+fn a_listener_may_call_the_set_from_a_transition_the_set_made_it_hear() {
+    use std::sync::{Arc, OnceLock};
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let clock = ManualClock::new();
+        let me: Arc<OnceLock<BreakerSet<String>>> = Arc::new(OnceLock::new());
+        let inner = Arc::clone(&me);
+        let made = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let count = Arc::clone(&made);
+        let hosts = BreakerSet::builder(
+            CircuitBreaker::builder()
+                .consecutive_failures(1)
+                .open_for(Duration::from_secs(1))
+                .clock(clock.clone())
+                .on_transition(move |_: &fusebox::Transition| {
+                    // A new key each time: the set must take its write lock.
+                    let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if let Some(set) = inner.get() {
+                        let _ = set.get(&*format!("made-by-a-listener-{n}"));
+                    }
+                }),
+        )
+        .build()
+        .unwrap();
+        let _ = me.set(hosts.clone());
+        let keys = ["a".to_string()];
+        for read in 0..3 {
+            fail(&hosts, "a", 1);
+            clock.advance(Duration::from_secs(1)); // the next read of "a" goes half open
+            match read {
+                0 => drop(hosts.pick(&keys)),
+                1 => drop(hosts.snapshot()),
+                _ => drop(fusebox::policy::Inspect::figures(&hosts)),
+            }
+            let _ = hosts.call("a", || Ok::<_, ()>(())); // the probe closes it
+        }
+        done.send((hosts.len(), made.load(std::sync::atomic::Ordering::Relaxed)))
+            .unwrap();
+    });
+    let (keys, heard) = finished
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the set deadlocked under a listener");
+    assert!(heard >= 6, "{heard} transitions heard");
+    assert!(keys >= 4, "{keys} keys");
+}

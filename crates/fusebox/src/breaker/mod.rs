@@ -516,6 +516,12 @@ impl CircuitBreaker {
         state
     }
 
+    /// The state without the lazy Open -> HalfOpen step, so that nothing is
+    /// told to the listeners: for callers holding a lock of their own.
+    pub(crate) fn state_quietly(&self) -> State {
+        self.inner.core.word_state()
+    }
+
     /// Counts and rates as they are now (after the same lazy step as
     /// [`state`](CircuitBreaker::state)).
     ///

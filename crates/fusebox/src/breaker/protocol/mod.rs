@@ -664,6 +664,13 @@ impl Core {
 
     /// The current state at `now`, moving Open -> HalfOpen, or HalfOpen ->
     /// Open past the half-open deadline, if it is due.
+    /// The state in the word, without the lazy Open -> HalfOpen step (no
+    /// transition to tell): an open breaker past its period still reads
+    /// open.
+    pub(crate) fn word_state(&self) -> State {
+        self.load().state()
+    }
+
     pub(crate) fn state(&self, now: Nanos) -> (State, Option<Transition>) {
         let w = self.load();
         let due = match w.state() {

@@ -506,10 +506,12 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn snapshot(&self) -> Vec<(K, Snapshot)> {
-        read(&self.inner.breakers)
+        // Read out of the lock: a snapshot may tell the listeners.
+        let held: Vec<(K, CircuitBreaker)> = read(&self.inner.breakers)
             .iter()
-            .map(|(k, e)| (k.clone(), e.breaker.snapshot()))
-            .collect()
+            .map(|(k, e)| (k.clone(), e.breaker.clone()))
+            .collect();
+        held.into_iter().map(|(k, b)| (k, b.snapshot())).collect()
     }
 
     /// Runs one round of outlier detection (see [`Outliers`]) and returns
@@ -586,10 +588,10 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         Q: Hash + Eq + ?Sized,
     {
         let now = self.now();
-        read(&self.inner.breakers)
-            .get(key)
-            .and_then(|e| Some(e.watch.as_ref()?.is_ejected(&e.breaker, now)))
-            .unwrap_or(false)
+        match self.held(key) {
+            Some((breaker, Some(watch))) => watch.is_ejected(&breaker, now),
+            _ => false,
+        }
     }
 
     /// Picks one of `candidates` to send a call to, for callers that
@@ -623,15 +625,16 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         // Relaxed: a counter feeding the random stream.
         let draw = crate::policy::mix(self.inner.picks.fetch_add(1, Ordering::Relaxed));
         let first = (draw % n as u64) as usize;
-        let breakers = read(&self.inner.breakers);
-        // Lower is better; None: may not be taken.
+        // Lower is better; None: may not be taken. (Each key is looked up
+        // under the lock and judged after it: reading a state may tell the
+        // listeners of a transition.)
         let score = |key: &K| -> Option<(u8, u64)> {
-            let Some(e) = breakers.get(key) else {
+            let Some((breaker, watch)) = self.held(key) else {
                 return Some((1, 0));
             };
-            match e.breaker.state() {
-                State::Closed => Some((1, e.watch.as_ref().map_or(0, |w| w.failures()))),
-                State::HalfOpen if e.breaker.probes_in_flight() == 0 => Some((0, 0)),
+            match breaker.state() {
+                State::Closed => Some((1, watch.map_or(0, |w| w.failures()))),
+                State::HalfOpen if breaker.probes_in_flight() == 0 => Some((0, 0)),
                 _ => None,
             }
         };
@@ -650,6 +653,17 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
                 .find_map(|i| score(&candidates[i]).map(|s| (s, i)));
         }
         best.map(|(_, i)| &candidates[i])
+    }
+
+    /// `key`'s breaker and watch, copied out of the lock.
+    fn held<Q>(&self, key: &Q) -> Option<(CircuitBreaker, Option<Arc<Watch>>)>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        read(&self.inner.breakers)
+            .get(key)
+            .map(|e| (e.breaker.clone(), e.watch.clone()))
     }
 
     /// A future that runs [`detect_outliers`](Self::detect_outliers) every
@@ -721,7 +735,8 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         let before = breakers.len();
         breakers.retain(|_, e| {
             let idle = now.saturating_sub(e.last_used.load(Ordering::Relaxed)) >= idle_after;
-            !(idle && e.breaker.handles() == 1 && e.breaker.state() == State::Closed)
+            // Quietly: no listener may run under the set's lock.
+            !(idle && e.breaker.handles() == 1 && e.breaker.state_quietly() == State::Closed)
         });
         let evicted = before - breakers.len();
         self.inner
@@ -799,16 +814,17 @@ impl<K: Send + Sync + 'static> crate::policy::Inspect for BreakerSet<K> {
     fn figures(&self) -> Vec<crate::policy::Figure> {
         use crate::policy::Figure;
         let now = self.now();
-        let (mut keys, mut open, mut ejected) = (0u64, 0u64, 0u64);
-        for e in read(&self.inner.breakers).values() {
-            keys += 1;
-            open += u64::from(e.breaker.state() != State::Closed);
-            ejected += u64::from(
-                e.watch
-                    .as_ref()
-                    .is_some_and(|w| w.is_ejected(&e.breaker, now)),
-            );
+        // Read out of the lock: reading a state may tell the listeners.
+        let held: Vec<(CircuitBreaker, Option<Arc<Watch>>)> = read(&self.inner.breakers)
+            .values()
+            .map(|e| (e.breaker.clone(), e.watch.clone()))
+            .collect();
+        let (mut open, mut ejected) = (0u64, 0u64);
+        for (breaker, watch) in &held {
+            open += u64::from(breaker.state() != State::Closed);
+            ejected += u64::from(watch.as_ref().is_some_and(|w| w.is_ejected(breaker, now)));
         }
+        let keys = held.len() as u64;
         let (evicted, overflowed) = self.counts();
         vec![
             Figure::gauge("keys", "Keys with a breaker of their own", keys),
