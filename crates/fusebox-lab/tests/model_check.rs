@@ -340,6 +340,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hedge: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -351,6 +352,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hedge: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
@@ -359,6 +361,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hedge: None,
                 },
             ];
             Scenario {
@@ -378,6 +381,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     faults,
                     transport: Default::default(),
                     server: None,
+                    tail: Vec::new(),
                 },
                 client: Client {
                     timeout,
@@ -385,6 +389,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 },
                 strategies,
                 fleet: None,
+                seed: fusebox_lab::scenario::DEFAULT_SEED,
             }
         })
         .collect()
