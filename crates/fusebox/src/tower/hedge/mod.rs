@@ -139,13 +139,12 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         // The ready service takes the first attempt; clones, driven to
         // readiness in turn, take the others.
-        let hedging = self.hedge.begin();
         let first = Attempt::Calling {
             future: self.inner.call(request.clone()),
         };
         ResponseFuture {
             hedge: self.hedge.clone(),
-            hedging,
+            hedging: None,
             spare: Spare {
                 service: self.inner.clone(),
                 request,
@@ -159,7 +158,8 @@ where
 pin_project! {
     /// The future of a [`Hedge`] service's response: the hedged call (see
     /// [`crate::hedge::Hedge::call`]), allocating nothing unless a hedge
-    /// is sent.
+    /// is sent. The first attempt is sent by [`Service::call`]; the call is
+    /// counted, and its hedge delay runs, from the future's first poll.
     ///
     /// Dropping it drops every attempt in flight.
     ///
@@ -183,7 +183,8 @@ pin_project! {
         S: Service<Req>,
     {
         hedge: crate::hedge::Hedge,
-        hedging: Hedging<BoxError, Attempt<S, Req>>,
+        // The call, from its first poll on (as `Hedge::call`'s).
+        hedging: Option<Hedging<BoxError, Attempt<S, Req>>>,
         // What the extra attempts are made from.
         spare: Spare<S, Req>,
         #[pin]
@@ -203,9 +204,10 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let hedge = this.hedge;
         let spare = this.spare;
-        this.hedging.poll(
-            this.hedge,
+        this.hedging.get_or_insert_with(|| hedge.begin()).poll(
+            hedge,
             this.first,
             this.timer,
             &mut || spare.attempt(),
