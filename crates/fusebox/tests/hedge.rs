@@ -177,6 +177,45 @@ async fn a_quantile_delay_waits_for_samples_then_hedges_the_tail() {
     assert!(start.elapsed() < ms(30), "{:?}", start.elapsed());
 }
 
+/// The quantile delay is worked out again as answers come (not on every
+/// call): it follows latencies that rise, and that fall back once the slow
+/// answers age out of the histogram.
+#[tokio::test(start_paused = true)]
+async fn a_quantile_delay_follows_a_change_of_latencies() {
+    let hedge = Hedge::builder()
+        .delay(Delay::Quantile(0.9))
+        .min_samples(20)
+        .build()
+        .unwrap();
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let delay_in = |low: u64, high: u64| {
+        let d = hedge.current_delay().unwrap();
+        assert!(
+            d >= ms(low) && d < ms(high),
+            "{d:?}, not in {low}..{high} ms"
+        );
+    };
+    for _ in 0..20 {
+        let _ = hedge.call(|| answer(0, ms(10), cancelled.clone())).await;
+    }
+    delay_in(10, 13);
+    // Slower: every attempt takes 40 ms (hedged, the first still wins).
+    for _ in 0..120 {
+        let r = hedge.call(|| answer(0, ms(40), cancelled.clone())).await;
+        assert_eq!(r, Ok(0));
+    }
+    delay_in(40, 50);
+    assert!(
+        hedge.stats().hedges > 0,
+        "hedged at the old delay meanwhile"
+    );
+    // Fast again: the 40 ms answers age out within two windows.
+    for _ in 0..2_100 {
+        let _ = hedge.call(|| answer(0, ms(10), cancelled.clone())).await;
+    }
+    delay_in(10, 13);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_spent_budget_stops_new_hedges_and_cancels_none_in_flight() {
     let budget = RetryBudget::builder()

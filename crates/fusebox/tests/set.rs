@@ -2,7 +2,8 @@
 //! forgets a sick key, live reconfigure; all on `ManualClock`.
 
 use fusebox::set::BreakerSet;
-use fusebox::{BreakerConfig, CircuitBreaker, ManualClock, State};
+use fusebox::{BreakerConfig, CircuitBreaker, Clock, ManualClock, State};
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 const IDLE: Duration = Duration::from_secs(60);
@@ -131,6 +132,126 @@ fn a_recently_used_breaker_is_not_evicted() {
     clock.advance(IDLE / 2);
     assert_eq!(hosts.evict_idle(), 1);
     assert_eq!(hosts.snapshot()[0].0, "busy");
+}
+
+/// Keys used at random steps (some hot, some rare; a use is one `get` or a
+/// burst of them, some of which read the clock), `evict_idle` at every
+/// step: no breaker is ever evicted sooner than `idle_after` after its last
+/// use, and none outlives it by more than an epoch (an eighth of
+/// `idle_after`) and two steps.
+#[test]
+fn eviction_is_never_early_and_at_most_an_epoch_late() {
+    let clock = ManualClock::new();
+    let hosts = set(&clock, 100);
+    let step = IDLE / 10 + Duration::from_millis(7);
+    let slack = IDLE / 8 + step * 2;
+    let mut last_use: HashMap<String, Duration> = HashMap::new();
+    let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut draw = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut evicted = 0;
+    for _ in 0..400 {
+        for i in 0..12u64 {
+            // Key i is used one step in 2 + 3i.
+            let r = draw();
+            if r % (2 + 3 * i) != 0 {
+                continue;
+            }
+            let key = format!("k{i}");
+            let gets = if r & (1 << 40) != 0 { 70 } else { 1 };
+            for _ in 0..gets {
+                hosts.get(&*key);
+            }
+            last_use.insert(key, clock.now());
+        }
+        clock.advance(step);
+        evicted += hosts.evict_idle();
+        let now = clock.now();
+        let present: HashSet<String> = hosts.snapshot().into_iter().map(|(k, _)| k).collect();
+        last_use.retain(|key, used| {
+            let idle = now - *used;
+            if present.contains(key) {
+                assert!(idle < IDLE + slack, "{key} idle for {idle:?}, kept");
+                true
+            } else {
+                assert!(idle >= IDLE, "{key} evicted after {idle:?} only");
+                false
+            }
+        });
+    }
+    assert!(evicted > 50, "rare keys come and go: {evicted}");
+}
+
+/// Only `get`s on keys that have their breakers (one in 61 on a thread reads
+/// the clock), no `evict_idle`: a new key on the full set still finds the
+/// room of a key that went quiet.
+#[test]
+fn a_busy_full_set_makes_room_once_a_key_went_quiet() {
+    let clock = ManualClock::new();
+    let hosts = set(&clock, 3);
+    for step in 0..20 {
+        for key in ["a", "b", "c"] {
+            if key == "c" && step >= 5 {
+                continue; // quiet from 0.5 x idle_after on
+            }
+            for _ in 0..100 {
+                hosts.get(key);
+            }
+        }
+        clock.advance(IDLE / 10);
+    }
+    let d = hosts.get("d");
+    assert!(!d.same_as(hosts.overflow()), "c was idle: evicted");
+    let mut keys: Vec<_> = hosts.snapshot().into_iter().map(|(k, _)| k).collect();
+    keys.sort();
+    assert_eq!(keys, ["a", "b", "d"]);
+}
+
+/// After a time nobody used the set, its breakers are evicted by the
+/// `evict_idle` an `idle_after` after the first.
+#[test]
+fn after_a_quiet_time_eviction_takes_at_most_two_sweeps() {
+    let clock = ManualClock::new();
+    let hosts = set(&clock, 10);
+    for _ in 0..200 {
+        hosts.get("a");
+        hosts.get("b");
+    }
+    clock.advance(IDLE * 5);
+    let first = hosts.evict_idle();
+    clock.advance(IDLE);
+    assert_eq!(first + hosts.evict_idle(), 2);
+    assert!(hosts.is_empty());
+}
+
+/// With an `idle_after` of zero, a closed breaker nobody holds is evicted
+/// at once, however recently used; a held one is not.
+#[test]
+fn with_no_idle_time_every_closed_unheld_breaker_is_evictable_at_once() {
+    let clock = ManualClock::new();
+    let hosts: BreakerSet<String> =
+        BreakerSet::builder(CircuitBreaker::builder().clock(clock.clone()))
+            .max_keys(2)
+            .idle_after(Duration::ZERO)
+            .build()
+            .unwrap();
+    for _ in 0..100 {
+        hosts.get("a");
+    }
+    let held = hosts.get("b");
+    assert_eq!(hosts.evict_idle(), 1, "a, just used, goes");
+    hosts.get("c");
+    assert_eq!(hosts.len(), 2);
+    // Full: a new key takes the place of c (unheld) at once, not of b.
+    assert!(!hosts.get("d").same_as(hosts.overflow()));
+    let mut keys: Vec<_> = hosts.snapshot().into_iter().map(|(k, _)| k).collect();
+    keys.sort();
+    assert_eq!(keys, ["b", "d"]);
+    assert!(hosts.get("b").same_as(&held));
 }
 
 #[test]

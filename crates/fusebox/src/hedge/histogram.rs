@@ -1,7 +1,9 @@
 //! A fixed-size latency histogram: log-scale buckets (four per power of
 //! two, so a quantile is known within 25 %), in two windows of
 //! [`WINDOW`] samples that take turns, so old latencies age out. Recording
-//! is two relaxed atomic adds; nothing is allocated after creation.
+//! is two relaxed atomic adds; nothing is allocated after creation. A
+//! quantile read per call ([`Histogram::cached_quantile`]) is worked out
+//! once per [`REFRESH`] samples, not on every read.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -10,10 +12,20 @@ use std::time::Duration;
 const BUCKETS: usize = 4 * 41;
 /// Samples per window: the quantile reads the last one to two windows.
 pub(super) const WINDOW: u64 = 1024;
+/// Samples between two workings-out of the cached quantile (and it is
+/// worked out anew when a window starts over): a sixteenth of a window.
+pub(super) const REFRESH: u64 = WINDOW / 16;
 
 pub(super) struct Histogram {
     windows: [[AtomicU32; BUCKETS]; 2],
     samples: AtomicU64,
+    /// The round (samples over [`REFRESH`]) of which [`cached`](Self::cached)
+    /// is the quantile, plus one; 0 when it must be worked out (before the
+    /// first time, after a window started over).
+    cached_round: AtomicU64,
+    /// The quantile of [`cached_quantile`](Self::cached_quantile) as last
+    /// worked out, in nanoseconds.
+    cached: AtomicU64,
 }
 
 /// The bucket of `us` microseconds: its power of two and the two bits
@@ -41,6 +53,8 @@ impl Histogram {
         Histogram {
             windows: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU32::new(0))),
             samples: AtomicU64::new(0),
+            cached_round: AtomicU64::new(0),
+            cached: AtomicU64::new(0),
         }
     }
 
@@ -54,16 +68,53 @@ impl Histogram {
             for cell in &self.windows[w] {
                 cell.store(0, Ordering::Relaxed);
             }
+            self.cached_round.store(0, Ordering::Relaxed); // worked out anew
         }
         self.windows[w][bucket(us)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// The latency below which a fraction `q` of the recent samples lie
     /// (the upper end of its bucket), once `min_samples` were recorded.
+    #[cfg(test)]
     pub(super) fn quantile(&self, q: f64, min_samples: u64) -> Option<Duration> {
         if self.samples.load(Ordering::Relaxed) < min_samples.max(1) {
             return None;
         }
+        self.quantile_bucket(q).map(upper)
+    }
+
+    /// [`quantile`](Self::quantile), worked out again only when the samples
+    /// reached a new multiple of [`REFRESH`] since it last was, or a window
+    /// started over (and at the first read after `min_samples`): it lags
+    /// the samples by fewer than [`REFRESH`]. For one `q` per histogram
+    /// (the hedge's).
+    #[inline]
+    pub(super) fn cached_quantile(&self, q: f64, min_samples: u64) -> Option<Duration> {
+        let round = self.samples.load(Ordering::Relaxed) / REFRESH + 1;
+        // Acquire: with the round, its quantile (or a later one, as good:
+        // any is a quantile worked out after `min_samples`).
+        if self.cached_round.load(Ordering::Acquire) == round {
+            return Some(Duration::from_nanos(self.cached.load(Ordering::Relaxed)));
+        }
+        self.work_out(q, min_samples)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn work_out(&self, q: f64, min_samples: u64) -> Option<Duration> {
+        let n = self.samples.load(Ordering::Relaxed);
+        if n < min_samples.max(1) {
+            return None;
+        }
+        let quantile = upper(self.quantile_bucket(q)?);
+        self.cached
+            .store(crate::clock::nanos(quantile), Ordering::Relaxed);
+        self.cached_round.store(n / REFRESH + 1, Ordering::Release);
+        Some(quantile)
+    }
+
+    /// The bucket in which the quantile `q` of the recent samples lies.
+    fn quantile_bucket(&self, q: f64) -> Option<usize> {
         let count = |b: usize| {
             u64::from(self.windows[0][b].load(Ordering::Relaxed))
                 + u64::from(self.windows[1][b].load(Ordering::Relaxed))
@@ -74,7 +125,7 @@ impl Histogram {
         for b in 0..BUCKETS {
             seen += count(b);
             if seen >= target {
-                return Some(upper(b));
+                return Some(b);
             }
         }
         None
@@ -115,5 +166,39 @@ mod tests {
         }
         let p01 = h.quantile(0.01, 1).unwrap();
         assert!(p01 >= Duration::from_millis(50), "{p01:?}");
+    }
+
+    #[test]
+    fn the_cached_quantile_lags_by_fewer_than_refresh_samples() {
+        let h = Histogram::new();
+        let ms = Duration::from_millis;
+        for _ in 0..99 {
+            h.record(ms(10));
+        }
+        assert_eq!(h.cached_quantile(0.5, 100), None, "before min_samples");
+        h.record(ms(10));
+        let p50 = h.cached_quantile(0.5, 100).unwrap();
+        assert_eq!(Some(p50), h.quantile(0.5, 100), "at once at min_samples");
+        // The median moves to 1 s; the cache follows within REFRESH samples.
+        let mut moved_after = None;
+        for i in 1..=200u64 {
+            h.record(ms(1_000));
+            let cached = h.cached_quantile(0.5, 100).unwrap();
+            if cached == h.quantile(0.5, 100).unwrap() && cached >= ms(1_000) {
+                moved_after.get_or_insert(i);
+            }
+            if i > 100 + REFRESH {
+                assert!(cached >= ms(1_000), "{i}: {cached:?}");
+            }
+        }
+        assert!(moved_after.unwrap() <= 100 + REFRESH, "{moved_after:?}");
+        // A window starting over is seen by the next read.
+        let h = Histogram::new();
+        for i in 0..WINDOW * 2 {
+            h.record(ms(if i < WINDOW { 1_000 } else { 10 }));
+        }
+        assert!(h.cached_quantile(0.9, 1).unwrap() >= ms(1_000));
+        h.record(ms(10)); // the window of 1 s starts over
+        assert!(h.cached_quantile(0.9, 1).unwrap() < ms(13));
     }
 }

@@ -10,6 +10,7 @@ use super::{BreakerConfig, Builder, CircuitBreaker, ConfigError, Error, Snapshot
 use crate::sync::{lock, read, write, Mutex};
 use outliers::{Seen, Watch};
 use std::borrow::Borrow;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
@@ -35,6 +36,18 @@ pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(600);
 /// being forgotten. Eviction runs when a new key finds the set full (at most
 /// once per eighth of `idle_after`) and on [`evict_idle`](Self::evict_idle);
 /// nothing needs to be called for memory to stay bounded.
+///
+/// A breaker is used when a [`get`](Self::get) (or [`call`](Self::call))
+/// returns it. So that a `get` on a key that has its breaker need not read
+/// the clock, the set counts time in epochs, each at least an eighth of
+/// `idle_after` long, begun when the set reads its clock: on a new key, on
+/// `evict_idle`, and on one `get` in 61 on each thread. A breaker is idle once
+/// `idle_after` has passed since the epoch after that of its last use began:
+/// never sooner than `idle_after` after its last use, and, while the set is
+/// in use, at most about an eighth of `idle_after` later. A set that nobody
+/// used for a while reads its clock again on its next new key or
+/// `evict_idle`: the breakers last used in the epoch that was current then
+/// are idle `idle_after` after that.
 ///
 /// Every breaker of the set has the set's settings, clock and listeners, and
 /// is named `SET/KEY` (or `KEY` for a set without a name), so listeners and
@@ -78,7 +91,7 @@ struct SetInner<K> {
     name: Option<String>,
     max_keys: usize,
     idle_after: u64,
-    breakers: RwLock<HashMap<K, Entry>>,
+    breakers: RwLock<Table<K>>,
     overflow: CircuitBreaker,
     /// The set's time (nanoseconds) before which no sweep runs again.
     next_sweep: AtomicU64,
@@ -91,10 +104,117 @@ struct SetInner<K> {
     picks: AtomicU64,
 }
 
+/// How many epochs a set keeps the start of (see [`Table`]).
+const EPOCHS: usize = 16;
+
+/// [`Entry::stamp`] of a breaker no `get` found since the set last noted its
+/// use with the time ([`Entry::noted`]).
+const UNSTAMPED: u64 = u64::MAX;
+
+/// One `get` in this many on a thread that finds its key's breaker reads
+/// the clock, to begin the set's next epoch when it is due (a prime, so a
+/// thread that goes round a few sets in turn reads it on each of them).
+const TIMED_EVERY: u32 = 61;
+
+thread_local! {
+    /// `get`s that find their breaker left on this thread before the next
+    /// reads the clock.
+    static UNTIMED: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether this `get` reads the clock (one in [`TIMED_EVERY`] on a thread).
+#[inline]
+fn timed_get() -> bool {
+    UNTIMED.with(|left| match left.get() {
+        0 => {
+            left.set(TIMED_EVERY - 1);
+            true
+        }
+        n => {
+            left.set(n - 1);
+            false
+        }
+    })
+}
+
+/// The set's breakers, and its time kept without a clock read per `get`.
+///
+/// The set's time is cut into **epochs**. The next one begins, once the
+/// current one is an eighth of `idle_after` old, when the set reads its clock
+/// under the write lock: on a new key (with its sweep), on
+/// [`BreakerSet::evict_idle`], and on one `get` in [`TIMED_EVERY`] on a
+/// thread. A `get` stamps the breaker it finds with the current epoch (a
+/// load, and a store when it changed), under the read lock. A stamp `e` so
+/// says the breaker was last used before epoch `e + 1` began: that `get`
+/// released the read lock before the write lock under which `e + 1` began
+/// was taken, and its clock read under it. A breaker is so never taken for
+/// idle sooner than `idle_after` after its last use, and at most an epoch
+/// later than that while the set reads its clock.
+struct Table<K> {
+    map: HashMap<K, Entry>,
+    epochs: Epochs,
+}
+
+/// The set's epochs (see [`Table`]).
+struct Epochs {
+    /// The current epoch.
+    current: u64,
+    /// When (the set's time) each of the latest [`EPOCHS`] epochs began: at
+    /// least an eighth of `idle_after` apart, so they span more than
+    /// `idle_after`, and a breaker stamped before the oldest kept is idle.
+    starts: [u64; EPOCHS],
+}
+
+impl Epochs {
+    /// Epoch 0, begun at `now`.
+    fn new(now: u64) -> Self {
+        Epochs {
+            current: 0,
+            starts: [now; EPOCHS],
+        }
+    }
+
+    /// When `epoch` (one of the latest [`EPOCHS`]) began.
+    fn start(&self, epoch: u64) -> u64 {
+        self.starts[(epoch % EPOCHS as u64) as usize]
+    }
+
+    /// Begins the next epoch at `now` if the current one began `length`
+    /// (at least 1) or more before; under the write lock, `now` read under
+    /// it.
+    fn turn(&mut self, now: u64, length: u64) {
+        if now.saturating_sub(self.start(self.current)) >= length {
+            self.current += 1;
+            self.starts[(self.current % EPOCHS as u64) as usize] = now;
+        }
+    }
+
+    /// The latest time (the set's) at which `entry` may have been used, at
+    /// `now` (under the write lock).
+    fn last_use(&self, entry: &Entry, now: u64) -> u64 {
+        let stamp = entry.stamp.load(Ordering::Relaxed);
+        if stamp == UNSTAMPED {
+            entry.noted
+        } else if stamp >= self.current {
+            now // some time in the current epoch
+        } else {
+            // Before the next epoch began (or, stamped before the oldest
+            // epoch kept, before that one began: later still).
+            let oldest = self.current.saturating_sub(EPOCHS as u64 - 1);
+            self.start((stamp + 1).max(oldest))
+        }
+    }
+}
+
 struct Entry {
     breaker: CircuitBreaker,
-    /// The set's time (nanoseconds) of the last `get`.
-    last_used: AtomicU64,
+    /// The epoch in which a `get` last found this breaker, [`UNSTAMPED`]
+    /// if none did since [`noted`](Self::noted).
+    stamp: AtomicU64,
+    /// The set's time (nanoseconds) at which the set last handed the
+    /// breaker out with the clock read (a new key, or a `get` racing its
+    /// insertion); under the write lock.
+    noted: u64,
     /// What outlier detection heard of this key (with detection on).
     watch: Option<Arc<Watch>>,
 }
@@ -176,7 +296,8 @@ impl<K> SetBuilder<K> {
     }
 
     /// How long a breaker must go unused before it may be evicted (closed
-    /// and held by nobody else, too). Zero makes every such breaker
+    /// and held by nobody else, too; see [`BreakerSet`] for when the set
+    /// takes it to be idle: never sooner). Zero makes every such breaker
     /// evictable at once.
     ///
     /// # Examples
@@ -248,13 +369,17 @@ impl<K> SetBuilder<K> {
             .clone()
             .name(key_name(self.name.as_deref(), &"overflow"))
             .build()?;
+        let now = overflow.clock().now_nanos();
         Ok(BreakerSet {
             inner: Arc::new(SetInner {
                 template: Mutex::new(self.template),
                 name: self.name,
                 max_keys: self.max_keys,
                 idle_after: crate::clock::nanos(self.idle_after),
-                breakers: RwLock::new(HashMap::new()),
+                breakers: RwLock::new(Table {
+                    map: HashMap::new(),
+                    epochs: Epochs::new(now),
+                }),
                 overflow,
                 next_sweep: AtomicU64::new(0),
                 evicted: AtomicU64::new(0),
@@ -322,7 +447,7 @@ impl<K> BreakerSet<K> {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn len(&self) -> usize {
-        read(&self.inner.breakers).len()
+        read(&self.inner.breakers).map.len()
     }
 
     /// Whether no key has a breaker yet.
@@ -433,7 +558,7 @@ impl<K> BreakerSet<K> {
         template.config = config;
         let config = &template.config;
         self.inner.overflow.reconfigure_if_changed(config)?;
-        for entry in read(&self.inner.breakers).values() {
+        for entry in read(&self.inner.breakers).map.values() {
             entry.breaker.reconfigure_if_changed(config)?;
         }
         Ok(())
@@ -442,6 +567,31 @@ impl<K> BreakerSet<K> {
     /// The set's time, on its breakers' clock.
     fn now(&self) -> u64 {
         self.inner.overflow.clock().now_nanos()
+    }
+
+    /// How long an epoch lasts at least (see [`Table`]): an eighth of
+    /// `idle_after`, at least 1 ns.
+    fn epoch_length(&self) -> u64 {
+        (self.inner.idle_after / 8).max(1)
+    }
+
+    /// For the `get` that reads the clock: begins the next epoch if the
+    /// current one, begun at `start`, is due to end. Never waits for the
+    /// lock (another holds it: a later `get` does it).
+    #[cold]
+    #[inline(never)]
+    fn turn_if_due(&self, start: u64) {
+        let length = self.epoch_length();
+        if self.inner.idle_after == 0 || self.now().saturating_sub(start) < length {
+            return; // with no idle time, epochs tell nothing
+        }
+        let mut table = match self.inner.breakers.try_write() {
+            Ok(t) => t,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        let now = self.now();
+        table.epochs.turn(now, length);
     }
 }
 
@@ -457,17 +607,29 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     /// assert!(!set.get("a").same_as(&set.get("b")));
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
+    #[inline]
     pub fn get<Q>(&self, key: &Q) -> CircuitBreaker
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let now = self.now();
-        if let Some(entry) = read(&self.inner.breakers).get(key) {
-            entry.last_used.store(now, Ordering::Relaxed);
-            return entry.breaker.clone();
+        let table = read(&self.inner.breakers);
+        if let Some(entry) = table.map.get(key) {
+            // No clock read: the epoch tells when it was used (see `Table`).
+            let epoch = table.epochs.current;
+            if entry.stamp.load(Ordering::Relaxed) != epoch {
+                entry.stamp.store(epoch, Ordering::Relaxed);
+            }
+            let breaker = entry.breaker.clone();
+            if timed_get() {
+                let start = table.epochs.start(epoch);
+                drop(table);
+                self.turn_if_due(start);
+            }
+            return breaker;
         }
-        self.insert(key.to_owned(), now)
+        drop(table);
+        self.insert(key.to_owned())
     }
 
     /// Runs `f` through the breaker of `key` (see
@@ -537,6 +699,7 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     pub fn snapshot(&self) -> Vec<(K, Snapshot)> {
         // Read out of the lock: a snapshot may tell the listeners.
         let held: Vec<(K, CircuitBreaker)> = read(&self.inner.breakers)
+            .map
             .iter()
             .map(|(k, e)| (k.clone(), e.breaker.clone()))
             .collect();
@@ -581,6 +744,7 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         // The keys are copied out first: ejecting tells the breakers'
         // listeners, which must not run under the set's lock.
         let keys: Vec<(K, CircuitBreaker, Arc<Watch>)> = read(&self.inner.breakers)
+            .map
             .iter()
             .filter_map(|(k, e)| {
                 let w = e.watch.as_ref()?;
@@ -691,6 +855,7 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         Q: Hash + Eq + ?Sized,
     {
         read(&self.inner.breakers)
+            .map
             .get(key)
             .map(|e| (e.breaker.clone(), e.watch.clone()))
     }
@@ -739,7 +904,9 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     }
 
     /// Evicts every breaker idle for `idle_after` that is closed and held
-    /// by nobody else; how many.
+    /// by nobody else; how many. Idle as [`BreakerSet`] says: unused for
+    /// `idle_after` at least, at most about an eighth of `idle_after` more
+    /// while the set is in use.
     ///
     /// # Examples
     ///
@@ -755,19 +922,22 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn evict_idle(&self) -> usize {
-        let now = self.now();
-        self.sweep(&mut write(&self.inner.breakers), now)
+        let mut table = write(&self.inner.breakers);
+        let now = self.now(); // under the lock (see `Table`)
+        table.epochs.turn(now, self.epoch_length());
+        self.sweep(&mut table, now)
     }
 
-    fn sweep(&self, breakers: &mut HashMap<K, Entry>, now: u64) -> usize {
+    fn sweep(&self, table: &mut Table<K>, now: u64) -> usize {
         let idle_after = self.inner.idle_after;
-        let before = breakers.len();
-        breakers.retain(|_, e| {
-            let idle = now.saturating_sub(e.last_used.load(Ordering::Relaxed)) >= idle_after;
+        let Table { map, epochs } = table;
+        let before = map.len();
+        map.retain(|_, e| {
+            let idle = now.saturating_sub(epochs.last_use(e, now)) >= idle_after;
             // Quietly: no listener may run under the set's lock.
             !(idle && e.breaker.handles() == 1 && e.breaker.state_quietly() == State::Closed)
         });
-        let evicted = before - breakers.len();
+        let evicted = before - map.len();
         self.inner
             .evicted
             .fetch_add(evicted as u64, Ordering::Relaxed);
@@ -775,20 +945,24 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     }
 
     #[cold]
-    fn insert(&self, key: K, now: u64) -> CircuitBreaker {
+    fn insert(&self, key: K) -> CircuitBreaker {
         let inner = &*self.inner;
-        let mut breakers = write(&inner.breakers);
-        if let Some(entry) = breakers.get(&key) {
-            entry.last_used.store(now, Ordering::Relaxed); // made by a racing call
+        let mut table = write(&inner.breakers);
+        let now = self.now(); // under the lock (see `Table`)
+        table.epochs.turn(now, self.epoch_length());
+        if let Some(entry) = table.map.get_mut(&key) {
+            // Made by a racing call: used now.
+            entry.noted = now;
+            *entry.stamp.get_mut() = UNSTAMPED;
             return entry.breaker.clone();
         }
-        if breakers.len() >= inner.max_keys && now >= inner.next_sweep.load(Ordering::Relaxed) {
+        if table.map.len() >= inner.max_keys && now >= inner.next_sweep.load(Ordering::Relaxed) {
             inner
                 .next_sweep
                 .store(now.saturating_add(inner.idle_after / 8), Ordering::Relaxed);
-            self.sweep(&mut breakers, now);
+            self.sweep(&mut table, now);
         }
-        if breakers.len() >= inner.max_keys {
+        if table.map.len() >= inner.max_keys {
             inner.overflowed.fetch_add(1, Ordering::Relaxed);
             return inner.overflow.clone();
         }
@@ -802,11 +976,12 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         let Ok(breaker) = built else {
             return inner.overflow.clone();
         };
-        breakers.insert(
+        table.map.insert(
             key,
             Entry {
                 breaker: breaker.clone(),
-                last_used: AtomicU64::new(now),
+                stamp: AtomicU64::new(UNSTAMPED),
+                noted: now,
                 watch,
             },
         );
@@ -845,6 +1020,7 @@ impl<K: Send + Sync + 'static> crate::policy::Inspect for BreakerSet<K> {
         let now = self.now();
         // Read out of the lock: reading a state may tell the listeners.
         let held: Vec<(CircuitBreaker, Option<Arc<Watch>>)> = read(&self.inner.breakers)
+            .map
             .values()
             .map(|e| (e.breaker.clone(), e.watch.clone()))
             .collect();
