@@ -97,6 +97,8 @@ struct SetInner<K> {
     next_sweep: AtomicU64,
     evicted: AtomicU64,
     overflowed: AtomicU64,
+    /// Held through a `reconfigure`.
+    reconfiguring: Mutex<()>,
     /// Outlier detection, if on; locked by a round of detection.
     outliers: Option<Mutex<Outliers>>,
     ejected: AtomicU64,
@@ -384,6 +386,7 @@ impl<K> SetBuilder<K> {
                 next_sweep: AtomicU64::new(0),
                 evicted: AtomicU64::new(0),
                 overflowed: AtomicU64::new(0),
+                reconfiguring: Mutex::new(()),
                 outliers: self.outliers.map(Mutex::new),
                 ejected: AtomicU64::new(0),
                 picks: AtomicU64::new(0),
@@ -554,12 +557,24 @@ impl<K> BreakerSet<K> {
     /// ```
     pub fn reconfigure(&self, config: BreakerConfig) -> Result<(), ConfigError> {
         config.settings()?;
-        let mut template = lock(&self.inner.template);
-        template.config = config;
-        let config = &template.config;
-        self.inner.overflow.reconfigure_if_changed(config)?;
-        for entry in read(&self.inner.breakers).map.values() {
-            entry.breaker.reconfigure_if_changed(config)?;
+        // One reconfigure at a time, so that the breakers end with the
+        // template's settings; the template and the table are each locked
+        // only to read them, as a reconfigure may tell listeners of a
+        // transition and a listener may call the set.
+        let _one = lock(&self.inner.reconfiguring);
+        let config = {
+            let mut template = lock(&self.inner.template);
+            template.config = config;
+            template.config.clone()
+        };
+        self.inner.overflow.reconfigure_if_changed(&config)?;
+        let breakers: Vec<CircuitBreaker> = read(&self.inner.breakers)
+            .map
+            .values()
+            .map(|e| e.breaker.clone())
+            .collect();
+        for breaker in breakers {
+            breaker.reconfigure_if_changed(&config)?;
         }
         Ok(())
     }
