@@ -340,6 +340,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hosts: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -351,6 +352,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hosts: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
@@ -359,6 +361,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hosts: None,
                 },
             ];
             Scenario {
@@ -385,6 +388,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 },
                 strategies,
                 fleet: None,
+                hosts: 1,
             }
         })
         .collect()

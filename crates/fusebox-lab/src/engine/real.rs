@@ -216,6 +216,7 @@ fn run_threads(
             .is_some()
             .then(|| FleetRun::from_transitions(per_replica)),
         limits: shared.replicas[0].guard.limit_trace(),
+        hosts: shared.replicas[0].guard.hosts(),
     })
 }
 

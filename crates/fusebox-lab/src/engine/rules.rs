@@ -38,7 +38,9 @@ pub(super) fn start_attempt(
     if r.start.is_none() {
         r.start = Some(now);
     }
-    match guard.admit(now) {
+    // Several hosts: the guard's balancer chooses the host, whose faults apply.
+    let (admission, host) = guard.admit_on(now);
+    match admission {
         Admission::FastFail => {
             r.end = now;
             // A retry rejected by the guard leaves the request with the
@@ -54,7 +56,7 @@ pub(super) fn start_attempt(
                 ticket,
                 scenario
                     .downstream
-                    .plan_on(replica, now, scenario.client.timeout),
+                    .plan_on(host.unwrap_or(replica), now, scenario.client.timeout),
             ))
         }
     }

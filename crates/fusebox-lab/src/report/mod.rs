@@ -4,6 +4,7 @@
 //! Imports `engine` and `scenario` (below it).
 
 pub mod article;
+pub mod hosts;
 pub mod html;
 pub mod json;
 pub mod model;
@@ -95,6 +96,9 @@ pub struct Summary {
     pub recovery_lag: Option<Duration>,
     /// A fleet's figures per replica and in total (`None` without `[fleet]`).
     pub fleet: Option<FleetFigures>,
+    /// A dependency of several hosts: the figures over the hosts (`None`
+    /// for one host).
+    pub hosts: Option<hosts::HostFigures>,
 }
 
 /// The figures of a fleet run that differ between replicas.
@@ -320,6 +324,7 @@ impl Summary {
                 .count(),
             recovery_lag,
             fleet: FleetFigures::of(scenario, run),
+            hosts: hosts::HostFigures::of(scenario, run),
         }
     }
 }

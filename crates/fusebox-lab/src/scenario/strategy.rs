@@ -11,6 +11,7 @@
 use super::duration::{self, parse_value};
 use super::error::{Ctx, ScenarioError};
 use super::fusebox::{self, BreakerConfig, Key};
+use super::hosts;
 use super::param::ParamValue;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -53,6 +54,10 @@ pub struct StrategySpec {
     /// the run's clock with a fixed seed. A refused request counts as a fast
     /// fail; an answer is an accept, an error or a timeout an overload.
     pub throttle: Option<::fusebox::throttle::ThrottleConfig>,
+    /// A dependency of several hosts (`[downstream] hosts`): how the
+    /// strategy spreads requests over them and guards each (`per_host`,
+    /// `balance`, `outliers`); `None` for one host.
+    pub hosts: Option<super::hosts::HostPolicy>,
 }
 
 /// Every kind of strategy the lab can run. Parsed from a `[[strategy]]`
@@ -403,6 +408,7 @@ impl RawStrategy {
             .iter()
             .filter(|(k, _)| {
                 ![NAME, KIND, MAX_CONCURRENT, RATE_LIMIT, LIMIT, THROTTLE].contains(&k.as_str())
+                    && ![hosts::PER_HOST, hosts::BALANCE, hosts::OUTLIERS].contains(&k.as_str())
             })
             .map(|(k, v)| (k.as_str(), v))
             .collect();
@@ -484,7 +490,25 @@ impl RawStrategy {
             rate_limit,
             limit,
             throttle,
+            hosts: None,
         })
+    }
+
+    /// The strategy's `per_host`, `balance` and `outliers`, checked against
+    /// its kind (the scenario's `hosts` checks the rest).
+    pub(super) fn host_keys(&self, ctx: &Ctx<'_>) -> Result<hosts::HostKeys, ScenarioError> {
+        let kind = self
+            .0
+            .get(KIND)
+            .and_then(|v| v.get_ref().as_str())
+            .unwrap_or("");
+        hosts::HostKeys::read(
+            ctx,
+            kind,
+            self.0.get(hosts::PER_HOST),
+            self.0.get(hosts::BALANCE),
+            self.0.get(hosts::OUTLIERS),
+        )
     }
 }
 
