@@ -247,10 +247,11 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
             // The call starts once admitted: a breaker's transition at the
             // admission (open -> half-open) is not after its probe's start.
             now = sh.clock.now();
-            let plan = sh
-                .scenario
-                .downstream
-                .plan_on(replica, now, sh.scenario.client.timeout);
+            let plan = sh.scenario.downstream.plan_on(
+                ticket.host().unwrap_or(replica),
+                now,
+                sh.scenario.client.timeout,
+            );
             let result = match sh.http {
                 None => {
                     sleep_until(sh.origin + now + plan.duration);

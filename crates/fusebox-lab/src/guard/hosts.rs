@@ -96,7 +96,10 @@ impl Guard for Shared {
     }
     fn admit_on(&self, now: Duration) -> (Admission, Option<usize>) {
         let host = self.next.fetch_add(1, Ordering::Relaxed) % self.hosts;
-        let admission = self.inner.admit(now);
+        let admission = match self.inner.admit(now) {
+            Admission::Call(inner) => Admission::Call(Box::new(SharedTicket { inner, host })),
+            Admission::FastFail => Admission::FastFail,
+        };
         lock(&self.log).push(HostAttempt {
             at: now,
             host: Some(host),
@@ -129,6 +132,21 @@ impl Guard for Shared {
     }
     fn limit_trace(&self) -> Vec<(Duration, u32)> {
         self.inner.limit_trace()
+    }
+}
+
+/// The shared guard's ticket, bound for `host`.
+struct SharedTicket {
+    inner: Box<dyn Ticket>,
+    host: usize,
+}
+
+impl Ticket for SharedTicket {
+    fn finish(self: Box<Self>, now: Duration, result: CallResult) {
+        self.inner.finish(now, result)
+    }
+    fn host(&self) -> Option<usize> {
+        Some(self.host)
     }
 }
 
@@ -223,8 +241,8 @@ impl PerHost {
     }
 }
 
-/// A host's breaker's permit.
-struct HostTicket(fusebox::Permit);
+/// A host's breaker's permit, and the host.
+struct HostTicket(fusebox::Permit, usize);
 
 impl Ticket for HostTicket {
     fn finish(self: Box<Self>, _now: Duration, result: CallResult) {
@@ -233,6 +251,9 @@ impl Ticket for HostTicket {
         } else {
             self.0.failure()
         }
+    }
+    fn host(&self) -> Option<usize> {
+        Some(self.1)
     }
 }
 
@@ -255,7 +276,10 @@ impl Guard for PerHost {
         match self.set.get(&host).try_acquire() {
             Ok(permit) => {
                 self.log(now, Some(host), true);
-                (Admission::Call(Box::new(HostTicket(permit))), Some(host))
+                (
+                    Admission::Call(Box::new(HostTicket(permit, host))),
+                    Some(host),
+                )
             }
             Err(_) => {
                 self.log(now, Some(host), false);

@@ -150,6 +150,11 @@ pub trait Guard: Send + Sync {
 pub trait Ticket: Send {
     /// The call ended at `now` with `result`.
     fn finish(self: Box<Self>, now: Duration, result: CallResult);
+    /// The host (from 0) the call is bound for, for a dependency of
+    /// several hosts (see [`Guard::admit_on`]).
+    fn host(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The clock of one run, as a [`::fusebox::Clock`]: manual in virtual mode
