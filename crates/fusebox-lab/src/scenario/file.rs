@@ -307,6 +307,17 @@ impl RawScenario {
         for s in &self.strategy {
             let mut spec: StrategySpec = s.get_ref().validate(ctx, s.span())?;
             spec.hosts = s.get_ref().host_keys(ctx)?.policy(ctx, scenario.hosts)?;
+            let others = spec.max_concurrent.is_some()
+                || spec.rate_limit.is_some()
+                || spec.limit.is_some()
+                || spec.throttle.is_some();
+            if others && spec.hosts.as_ref().is_some_and(|h| h.per_host) {
+                return Err(ctx.err(
+                    s.span(),
+                    "strategy.per_host",
+                    "a breaker per host goes without max_concurrent, rate_limit, limit and throttle (yet)",
+                ));
+            }
             if scenario.strategies.iter().any(|o| o.name == spec.name) {
                 return Err(ctx.err(
                     s.span(),
