@@ -51,6 +51,11 @@ fn every_shipped_scenario_gives_the_same_json_as_before() {
         if stem == "throttle-equilibrium" {
             continue;
         }
+        // 30000 requests (a 4.7 MB report): its figures are asserted, and
+        // the README's pinned, by tests/tail.rs.
+        if stem == "tail" {
+            continue;
+        }
         if stem == "peers-seed000-50rps" {
             assert!(fusebox_lab::guard::peers::check(&sc, Mode::Virtual).is_err());
             continue;

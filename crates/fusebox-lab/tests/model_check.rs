@@ -341,6 +341,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     limit: None,
                     throttle: None,
                     hosts: None,
+                    hedge: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -353,6 +354,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     limit: None,
                     throttle: None,
                     hosts: None,
+                    hedge: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
@@ -362,6 +364,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     limit: None,
                     throttle: None,
                     hosts: None,
+                    hedge: None,
                 },
             ];
             Scenario {
@@ -381,6 +384,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     faults,
                     transport: Default::default(),
                     server: None,
+                    tail: Vec::new(),
                 },
                 client: Client {
                     timeout,
@@ -389,6 +393,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 strategies,
                 fleet: None,
                 hosts: 1,
+                seed: fusebox_lab::scenario::DEFAULT_SEED,
             }
         })
         .collect()

@@ -371,6 +371,172 @@ fn rate_limit_keys_are_the_librarys_and_checked_by_it() {
     assert!(e.message.contains("kind = \"fusebox\""), "{e}");
 }
 
+/// `hedge` takes a delay (a quantile or a duration), `max_extra` and
+/// `min_samples`, each checked and named, with the error shape of `limit`.
+#[test]
+fn hedge_keys_are_checked_and_named() {
+    let cases = [
+        (
+            "hedge = { delay = \"p100\" }",
+            "strategy.hedge.delay",
+            "below p100",
+        ),
+        (
+            "hedge = { delay = \"p0\" }",
+            "strategy.hedge.delay",
+            "above p0",
+        ),
+        (
+            "hedge = { delay = \"soon\" }",
+            "strategy.hedge.delay",
+            "such as \"p95\"",
+        ),
+        (
+            "hedge = { delay = \"pfast\" }",
+            "strategy.hedge.delay",
+            "such as \"p95\"",
+        ),
+        (
+            "hedge = { delay = 95 }",
+            "strategy.hedge.delay",
+            "a quantile",
+        ),
+        (
+            "hedge = { delay = \"0ms\" }",
+            "strategy.hedge.delay",
+            "more than zero",
+        ),
+        ("hedge = { delay = \"25h\" }", "strategy.hedge.delay", "24h"),
+        (
+            "hedge = { max_extra = 0 }",
+            "strategy.hedge.max_extra",
+            "from 1 to 100",
+        ),
+        (
+            "hedge = { max_extra = 1.5 }",
+            "strategy.hedge.max_extra",
+            "whole number",
+        ),
+        (
+            "hedge = { min_samples = -1 }",
+            "strategy.hedge.min_samples",
+            "whole number",
+        ),
+        (
+            "hedge = { dealy = \"p95\" }",
+            "strategy.hedge.dealy",
+            "unknown key",
+        ),
+        ("hedge = \"p95\"", "strategy.hedge", "must be a table"),
+    ];
+    assert_key_errors(&cases);
+    use fusebox::hedge::Delay;
+    let fusebox = |line: &str| Scenario::parse("x.toml", &with(line)).unwrap().strategies[2].hedge;
+    let h = fusebox("hedge = { delay = \"p95\", max_extra = 2, min_samples = 10 }").unwrap();
+    assert_eq!(
+        (h.delay, h.max_extra, h.min_samples),
+        (Some(Delay::Quantile(0.95)), Some(2), Some(10))
+    );
+    let h = fusebox("hedge = { delay = \"p99.9\" }").unwrap();
+    assert!(matches!(h.delay, Some(Delay::Quantile(q)) if (q - 0.999).abs() < 1e-12));
+    let h = fusebox("hedge = { delay = \"1.5s\" }").unwrap();
+    assert_eq!(h.delay, Some(Delay::Fixed(Duration::from_millis(1500))));
+    // The library's defaults for the keys left out.
+    let built = fusebox("hedge = {}").unwrap().build().unwrap();
+    assert_eq!(
+        (built.delay(), built.max_extra()),
+        (Delay::Quantile(0.95), 1)
+    );
+    assert_eq!(fusebox("max_concurrent = 2"), None);
+    // A hedge goes with a fusebox strategy only.
+    let text = base().replacen("kind = \"none\"", "kind = \"none\"\nhedge = {}", 1);
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.hedge"), "{e}");
+    assert!(
+        e.message.contains("a hedge goes with kind = \"fusebox\""),
+        "{e}"
+    );
+}
+
+/// The base scenario with a `[[downstream.tail]]` entry of these keys (and
+/// `extra` lines before `[downstream]`).
+fn with_tail(keys: &str, extra: &str) -> String {
+    base()
+        .replacen("[downstream]", &format!("{extra}\n[downstream]"), 1)
+        .replacen(
+            "[[downstream.faults]]",
+            &format!("[[downstream.tail]]\n{keys}\n\n[[downstream.faults]]"),
+            1,
+        )
+}
+
+/// `[[downstream.tail]]` and `seed`: what loads, and each bad value named
+/// by its key, at its line.
+#[test]
+fn tail_and_seed_keys_are_checked_and_named() {
+    let sc = Scenario::parse("x.toml", &with_tail("share = 0.01\nlatency = \"1s\"", "")).unwrap();
+    assert_eq!(sc.downstream.tail.len(), 1);
+    assert_eq!(
+        (
+            sc.downstream.tail[0].share,
+            sc.downstream.tail[0].latency,
+            sc.seed
+        ),
+        (
+            0.01,
+            Duration::from_secs(1),
+            fusebox_lab::scenario::DEFAULT_SEED
+        )
+    );
+    assert_eq!(
+        Scenario::parse("x.toml", &base()).unwrap().downstream.tail,
+        []
+    );
+    let seeded = Scenario::parse(
+        "x.toml",
+        &with_tail("share = 1\nlatency = \"1s\"", "seed = 7"),
+    )
+    .unwrap();
+    assert_eq!((seeded.seed, seeded.downstream.tail[0].share), (7, 1.0));
+    assert!(!seeded.same_setup(&sc));
+
+    let tail = "share = 0.01\nlatency = \"1s\"";
+    let cases: [(String, &str, &str, &str); 11] = [
+        (with_tail("share = 0\nlatency = \"1s\"", ""), "share = 0", "downstream.tail.share", "> 0 and at most 1"),
+        (with_tail("share = 1.5\nlatency = \"1s\"", ""), "share = 1.5", "downstream.tail.share", "at most 1"),
+        (with_tail("share = \"1%\"\nlatency = \"1s\"", ""), "share = \"1%\"", "downstream.tail.share", "such as 0.01"),
+        (with_tail("share = 0.01\nlatency = \"5s\"", ""), "latency = \"5s\"", "downstream.tail.latency", "longer than the run"),
+        (with_tail("share = 0.01\nlatency = 5", ""), "latency = 5", "downstream.tail.latency", "such as \"1s\""),
+        (with_tail("share = 0.01\nlatency = \"soon\"", ""), "latency = \"soon\"", "downstream.tail.latency", "soon"),
+        (with_tail("share = 0.01", ""), "[[downstream.tail]]", "downstream.tail.latency", "missing"),
+        (
+            with_tail("share = 0.6\nlatency = \"1s\"\n\n[[downstream.tail]]\nshare = 0.5\nlatency = \"2s\"", ""),
+            "share = 0.5",
+            "downstream.tail.share",
+            "add up to 1.1",
+        ),
+        (with_tail(tail, "seed = -1"), "seed = -1", "seed", "out of range"),
+        (with_tail(tail, "seed = \"x\""), "seed = \"x\"", "seed", "expected i64"),
+        (
+            with_tail(tail, "").replacen(
+                "latency = \"5ms\"",
+                "latency = \"5ms\"\nserver = { workers = 2, p90 = \"5ms\", p99 = \"9ms\" }",
+                1,
+            ),
+            "[[downstream.tail]]",
+            "downstream.tail",
+            "leave tail out",
+        ),
+    ];
+    for (text, line, key, says) in cases {
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{line}: {e}");
+        assert!(e.message.contains(says), "{line}: {e}");
+        let at = text.lines().position(|l| l.starts_with(line)).unwrap() + 1;
+        assert_eq!(e.line, Some(at), "{line}: {e}");
+    }
+}
+
 /// `max_concurrent` puts a bulkhead in front of the breaker: 50 ms calls
 /// arriving every 10 ms find its one slot taken and fast-fail; without it
 /// none does.

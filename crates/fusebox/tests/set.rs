@@ -487,3 +487,27 @@ fn a_listener_may_call_the_set_from_a_transition_the_set_made_it_hear() {
     assert!(heard >= 6, "{heard} transitions heard");
     assert!(keys >= 4, "{keys} keys");
 }
+
+#[cfg(feature = "tokio")]
+#[tokio::test]
+async fn call_async_goes_through_the_keys_own_breaker_and_is_send() {
+    let clock = ManualClock::new();
+    let hosts = set(&clock, 10);
+    for _ in 0..2 {
+        let _ = hosts
+            .call_async("h1", || async { Err::<(), _>("reset") })
+            .await;
+    }
+    assert_eq!(hosts.get("h1").state(), State::Open);
+    let moved = hosts.clone();
+    let answer =
+        tokio::spawn(async move { moved.call_async("h2", || async { Ok::<_, &str>(2) }).await })
+            .await
+            .unwrap();
+    assert_eq!(answer.unwrap(), 2);
+    assert!(hosts
+        .call_async("h1", || async { Ok::<_, &str>(1) })
+        .await
+        .unwrap_err()
+        .is_rejected());
+}

@@ -4,8 +4,9 @@
 //! the replica's own `reqwest` client (its own connection pool).
 //!
 //! As in the model, a call's fate is decided by its start time: the client
-//! sends it (`x-lab-start-ns`, time since the run's origin, and
-//! `x-lab-replica`), the server looks it up in the fault schedule, waits the
+//! sends it (`x-lab-start-ns`, time since the run's origin, `x-lab-replica`,
+//! and `x-lab-healthy-ns`, the healthy latency drawn for the call from the
+//! latency tail), the server looks it up in the fault schedule, waits the
 //! latency and answers 200, or 500 for a failing call; a hanging call gets no
 //! answer before the client's timeout; a call in a `reset` fault has its
 //! connection dropped without an answer after the fault's latency. The
@@ -150,12 +151,14 @@ impl HttpDownstream {
         Ok(())
     }
 
-    /// One call, started at `start` (since the run's origin) by `replica`.
-    pub(super) fn call(&self, start: Duration, replica: usize) -> CallResult {
+    /// One call, started at `start` (since the run's origin) by `replica`,
+    /// taking `healthy` outside a fault (its draw from the latency tail).
+    pub(super) fn call(&self, start: Duration, replica: usize, healthy: Duration) -> CallResult {
         let sent = self.clients[replica]
             .get(&self.url)
             .header("x-lab-start-ns", start.as_nanos().to_string())
             .header("x-lab-replica", replica.to_string())
+            .header("x-lab-healthy-ns", healthy.as_nanos().to_string())
             .send();
         match sent {
             Ok(r) if r.status().is_success() => CallResult::Success,
@@ -249,9 +252,10 @@ async fn answer(
     };
     let replica = num("x-lab-replica").unwrap_or(0) as usize;
     let start = Duration::from_nanos(start);
+    let healthy = num("x-lab-healthy-ns").map_or(setup.downstream.latency, Duration::from_nanos);
     // A `down` fault's calls fail at once: the lab stopped this process for
     // the fault, so only a call racing the restart gets here.
-    let (wait, status) = match setup.downstream.answer(replica, start) {
+    let (wait, status) = match setup.downstream.answer_with(replica, start, healthy) {
         (Some(latency), CallResult::Success) => (latency, StatusCode::OK),
         (Some(latency), _) => (latency, StatusCode::INTERNAL_SERVER_ERROR),
         (None, _) => (setup.hang, StatusCode::SERVICE_UNAVAILABLE),

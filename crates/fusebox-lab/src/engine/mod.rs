@@ -100,10 +100,30 @@ pub struct CallRecord {
     pub request: usize,
     /// Start of the call.
     pub start: Duration,
-    /// End of the call.
+    /// End of the call (of a cancelled one: when it was dropped).
     pub end: Duration,
-    /// Its result.
+    /// Its result (of a cancelled one: what it would have been; see
+    /// [`succeeded`](Self::succeeded) and [`failed`](Self::failed)).
     pub result: CallResult,
+    /// Sent by a hedge: an extra attempt of a request whose other attempt
+    /// was still running after the hedge delay.
+    pub hedge: bool,
+    /// Dropped unanswered at `end`, because another attempt of the same
+    /// request answered first: the downstream had the call, the guard heard
+    /// no verdict (a breaker's permit was released without one).
+    pub cancelled: bool,
+}
+
+impl CallRecord {
+    /// An answered call that succeeded.
+    pub fn succeeded(&self) -> bool {
+        !self.cancelled && self.result.is_ok()
+    }
+
+    /// An answered call that failed (an error or a timeout).
+    pub fn failed(&self) -> bool {
+        !self.cancelled && !self.result.is_ok()
+    }
 }
 
 /// Everything one run of one strategy produced.
@@ -188,7 +208,7 @@ impl FleetRun {
 }
 
 /// Whether `scenario` can run in `mode` here: a peer strategy needs real
-/// mode and the feature `peers`; a real-mode fleet with `sharing = "fleet"`
+/// mode and the feature `peers`, a hedge virtual mode; a real-mode fleet with `sharing = "fleet"`
 /// shares fusebox breakers through `fusebox::fleet` (a `seed` or peer
 /// strategy cannot be shared) and needs `[fleet] redis` (or `run --redis`).
 ///
@@ -203,6 +223,14 @@ impl FleetRun {
 /// ```
 pub fn check(scenario: &Scenario, mode: Mode) -> Result<(), String> {
     crate::guard::peers::check(scenario, mode)?;
+    if let Some(s) = scenario.strategies.iter().find(|s| s.hedge.is_some()) {
+        if mode == Mode::Real {
+            return Err(format!(
+                "scenario {:?}, strategy {:?}: a hedge runs in virtual mode only (--clock virtual)",
+                scenario.name, s.name
+            ));
+        }
+    }
     if mode == Mode::Real && scenario.downstream.server.is_some() {
         return Err(format!(
             "scenario {:?}: [downstream] server (a simulated server with workers) runs in virtual mode only",

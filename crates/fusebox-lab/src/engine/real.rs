@@ -241,23 +241,28 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
         let mut now = sh.clock.now();
         // Only this worker touches the request until it ends: work on a copy.
         let mut r = lock(&sh.requests)[request];
-        while let Some((ticket, _)) =
-            start_attempt(sh.scenario, rep.guard.as_ref(), &mut r, now, replica)
-        {
+        while let Some((ticket, _)) = start_attempt(
+            sh.scenario,
+            rep.guard.as_ref(),
+            &mut r,
+            request,
+            now,
+            replica,
+        ) {
             // The call starts once admitted: a breaker's transition at the
             // admission (open -> half-open) is not after its probe's start.
             now = sh.clock.now();
-            let plan = sh.scenario.downstream.plan_on(
-                ticket.host().unwrap_or(replica),
-                now,
-                sh.scenario.client.timeout,
-            );
             let result = match sh.http {
                 None => {
+                    let lane = ticket.host().unwrap_or(replica);
+                    let plan = sh.scenario.plan(request, r.attempts, lane, now);
                     sleep_until(sh.origin + now + plan.duration);
                     plan.result
                 }
-                Some(http) => http.call(now, replica),
+                Some(http) => {
+                    let healthy = sh.scenario.healthy_latency(request, r.attempts);
+                    http.call(now, replica, healthy)
+                }
             };
             let end = sh.clock.now();
             calls.push(CallRecord {
@@ -265,6 +270,8 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
                 start: now,
                 end,
                 result,
+                hedge: false,
+                cancelled: false,
             });
             if !end_attempt(sh.scenario, ticket, &mut r, end, result) {
                 break;

@@ -6,9 +6,16 @@
 //! - the guard is consulted when a worker starts an attempt (as in the
 //!   article); a fast-fail ends the request at once, and only a request that
 //!   never reached the downstream counts as a fast-fail ([`start_attempt`]);
-//! - a downstream call's result and duration are decided by its start time;
-//!   after a failed call the same worker retries at once while retries
-//!   remain ([`end_attempt`]).
+//! - a downstream call's result and duration are decided by its start time
+//!   (and its healthy latency by a draw for the request and the attempt,
+//!   [`Scenario::plan`]); after a failed call the same worker retries at
+//!   once while retries remain ([`end_attempt`]);
+//! - a hedged call (virtual mode) sends another attempt when the hedge
+//!   delay passes while one still runs ([`start_hedge`]); the guard is
+//!   consulted for it as for any attempt, a refused hedge is not sent. The
+//!   first success answers the request and the other attempts are
+//!   cancelled; a failure waits for the attempts still running, and the
+//!   last to fail ends the call, retried like any ([`end_call`]).
 //!
 //! A fleet's rules are not here: a virtual fleet drives the library's own
 //! `fusebox::fleet::protocol` ([`super::fleet_virtual`]).
@@ -32,6 +39,7 @@ pub(super) fn start_attempt(
     scenario: &Scenario,
     guard: &dyn Guard,
     r: &mut RequestRecord,
+    request: usize,
     now: Duration,
     replica: usize,
 ) -> Option<(Box<dyn Ticket>, CallPlan)> {
@@ -54,16 +62,73 @@ pub(super) fn start_attempt(
             r.attempts += 1;
             Some((
                 ticket,
-                scenario
-                    .downstream
-                    .plan_on(host.unwrap_or(replica), now, scenario.client.timeout),
+                scenario.plan(request, r.attempts, host.unwrap_or(replica), now),
             ))
         }
     }
 }
 
-/// The call of request `r` ended at `end` with `result`: the guard hears the
-/// verdict, the request takes the result; `true` if it is to be retried now.
+/// A hedge of request `r` (number `request`) goes out at `now`, while
+/// another of its attempts runs: the guard admits it, as any attempt (the
+/// call to make and its ticket), or refuses it, and then it is not sent and
+/// the request goes on with the attempts it has.
+pub(super) fn start_hedge(
+    scenario: &Scenario,
+    guard: &dyn Guard,
+    r: &mut RequestRecord,
+    request: usize,
+    now: Duration,
+    replica: usize,
+) -> Option<(Box<dyn Ticket>, CallPlan)> {
+    match guard.admit(now) {
+        Admission::FastFail => None,
+        Admission::Call(ticket) => {
+            r.attempts += 1;
+            Some((ticket, scenario.plan(request, r.attempts, replica, now)))
+        }
+    }
+}
+
+/// What a request does after one of its attempts ended ([`end_call`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Next {
+    /// It is over: answered (its other attempts, if any, are cancelled),
+    /// or failed with no retry left.
+    Done,
+    /// It failed and another attempt still runs: it waits for that one.
+    Wait,
+    /// It failed and is retried now.
+    Retry,
+}
+
+/// An attempt of request `r` ended at `end` with `result`, while `running`
+/// others of it still run (hedges): the guard hears the verdict, the
+/// request takes the result. `round`: the request's calls so far, each
+/// with its hedges (its attempts when nothing hedges), which retries count.
+pub(super) fn end_call(
+    scenario: &Scenario,
+    ticket: Box<dyn Ticket>,
+    r: &mut RequestRecord,
+    (end, result): (Duration, CallResult),
+    running: bool,
+    round: u32,
+) -> Next {
+    ticket.finish(end, result);
+    r.end = end;
+    r.outcome = Outcome::of(result);
+    if result.is_ok() {
+        Next::Done
+    } else if running {
+        Next::Wait
+    } else if round <= scenario.client.retries {
+        Next::Retry
+    } else {
+        Next::Done
+    }
+}
+
+/// The call of request `r` ended at `end` with `result` (nothing hedges):
+/// [`end_call`]; `true` if it is to be retried now.
 pub(super) fn end_attempt(
     scenario: &Scenario,
     ticket: Box<dyn Ticket>,
@@ -71,8 +136,6 @@ pub(super) fn end_attempt(
     end: Duration,
     result: CallResult,
 ) -> bool {
-    ticket.finish(end, result);
-    r.end = end;
-    r.outcome = Outcome::of(result);
-    !result.is_ok() && r.attempts <= scenario.client.retries
+    let round = r.attempts;
+    end_call(scenario, ticket, r, (end, result), false, round) == Next::Retry
 }

@@ -3,42 +3,79 @@
 //! The rules are [`super::rules`], as in real mode, without the jitter.
 //! Request `i` arrives at `i / rate`; `workers` identical workers take
 //! requests FIFO; a fast-fail frees the worker at once; a retry starts at
-//! the failed call's end.
+//! the failed call's end. A worker stays on its request while any of its
+//! attempts runs: with a hedge, the request's first attempt and the hedges
+//! sent after it (each `delay` later while one runs, up to `max_extra`;
+//! the delay read from the library's [`fusebox::hedge::Hedge`] when the
+//! call starts, and the winner's latency recorded in it).
 //! - at equal times: completions (in the order their calls started), then
-//!   arrivals, then starts (retries first, then idle workers in index order).
+//!   arrivals, then starts (retries first, then hedges, then idle workers
+//!   in index order).
 //!
 //! Before every admission and verdict the run's [`fusebox::ManualClock`] is set
 //! to the event time, so fusebox sees exactly the simulated time.
 
 use super::fleet_virtual::VirtualFleet;
-use super::rules::{end_attempt, queue_admits, start_attempt};
+use super::rules::{end_call, queue_admits, start_attempt, start_hedge, Next};
 use super::{CallRecord, FleetRun, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, LabClock, Ticket};
 use crate::scenario::{CallResult, Scenario, ServerQueue, StrategySpec};
+use fusebox::hedge::Hedge;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-struct Busy {
-    request: usize,
+/// A downstream call in flight.
+struct Attempt {
     /// Order of the call's start, to order completions at equal times.
     seq: u64,
+    start: Duration,
     end: Duration,
     result: CallResult,
     ticket: Box<dyn Ticket>,
+    /// Its index in the run's calls.
+    call: usize,
+}
+
+/// The request a worker is on.
+struct Busy {
+    request: usize,
+    /// Its attempts in flight: one, or more once hedges went out.
+    attempts: Vec<Attempt>,
+    /// Its calls so far, this one included (retries count these).
+    round: u32,
+    /// The next hedge, while one may go out.
+    hedge: Option<Timer>,
+}
+
+/// When a call's next hedge goes out.
+#[derive(Debug, Clone, Copy)]
+struct Timer {
+    at: Duration,
+    /// The call's hedge delay (read when it started).
+    delay: Duration,
+    /// Hedges sent so far.
+    sent: u32,
 }
 
 enum Worker {
     Idle,
     Busy(Busy),
-    /// Its call failed at the current time; it retries the request in the start phase.
-    Retry(usize),
+    /// Its call failed at the current time; it retries the request (call
+    /// number `round` was the last) in the start phase.
+    Retry {
+        request: usize,
+        round: u32,
+    },
 }
 
-/// One replica: its workers, its queue, its breaker.
+/// One replica: its workers, its queue, its breaker, its hedge.
 struct Replica {
     guard: std::sync::Arc<dyn guard::Guard>,
     workers: Vec<Worker>,
     queue: VecDeque<usize>,
+    /// The strategy's hedge, if it hedges (each replica has its own, as it
+    /// has its own client).
+    hedge: Option<Hedge>,
 }
 
 /// Runs one strategy of `scenario` in virtual time.
@@ -61,6 +98,10 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             },
             workers: (0..scenario.workers).map(|_| Worker::Idle).collect(),
             queue: VecDeque::new(),
+            hedge: spec.hedge.map(|h| {
+                h.build()
+                    .expect("hedge settings checked when the scenario was read")
+            }),
         })
         .collect();
     let mut fleet = {
@@ -81,11 +122,15 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
     let mut server = scenario.downstream.server.map(ServerQueue::new);
 
     loop {
+        // Calls ending and hedges going out.
         let next_completion = replicas
             .iter()
             .flat_map(|rep| rep.workers.iter())
             .filter_map(|w| match w {
-                Worker::Busy(b) => Some(b.end),
+                Worker::Busy(b) => {
+                    let ends = b.attempts.iter().map(|a| a.end);
+                    ends.chain(b.hedge.map(|h| h.at)).min()
+                }
                 _ => None,
             })
             .min();
@@ -103,28 +148,50 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
         last = t;
         manual.set(t);
 
-        // 1. Completions at t, in the order their calls started.
+        // 1. Completions at t, in the order their calls started. The first
+        //    success answers its request and cancels its other attempts
+        //    (their tickets are dropped without a verdict).
         let mut done: Vec<(u64, usize, usize)> = replicas
             .iter()
             .enumerate()
             .flat_map(|(r, rep)| {
-                rep.workers
+                rep.workers.iter().enumerate().flat_map(move |(w, s)| {
+                    match s {
+                        Worker::Busy(b) => b.attempts.as_slice(),
+                        _ => &[],
+                    }
                     .iter()
-                    .enumerate()
-                    .filter_map(move |(w, s)| match s {
-                        Worker::Busy(b) if b.end == t => Some((b.seq, r, w)),
-                        _ => None,
-                    })
+                    .filter(move |a| a.end == t)
+                    .map(move |a| (a.seq, r, w))
+                })
             })
             .collect();
         done.sort_unstable();
-        for (_, r, w) in done {
+        for (seq, r, w) in done {
             let rep = &mut replicas[r];
-            let Worker::Busy(b) = std::mem::replace(&mut rep.workers[w], Worker::Idle) else {
-                unreachable!("selected busy workers above")
+            let Worker::Busy(b) = &mut rep.workers[w] else {
+                continue; // answered by an attempt that ended before it
             };
-            if end_attempt(scenario, b.ticket, &mut requests[b.request], t, b.result) {
-                rep.workers[w] = Worker::Retry(b.request);
+            let Some(k) = b.attempts.iter().position(|a| a.seq == seq) else {
+                continue;
+            };
+            let a = b.attempts.remove(k);
+            let (request, round, running) = (b.request, b.round, !b.attempts.is_empty());
+            let req = &mut requests[request];
+            match end_call(scenario, a.ticket, req, (t, a.result), running, round) {
+                Next::Wait => {}
+                Next::Retry => rep.workers[w] = Worker::Retry { request, round },
+                Next::Done => {
+                    if let Worker::Busy(b) = std::mem::replace(&mut rep.workers[w], Worker::Idle) {
+                        for cancelled in b.attempts {
+                            let c = &mut calls[cancelled.call];
+                            (c.end, c.cancelled) = (t, true);
+                        }
+                    }
+                    if let (Some(h), true) = (&rep.hedge, a.result.is_ok()) {
+                        h.record(t - a.start);
+                    }
+                }
             }
             if let Some(f) = fleet.as_mut() {
                 f.observe(r, t, rep.guard.as_ref());
@@ -155,45 +222,96 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             next_arrival += 1;
         }
 
-        // 4. Starts: retries first, then idle workers take queued requests.
+        // 4. Starts: retries first, then hedges, then idle workers take
+        //    queued requests.
         for (r, rep) in replicas.iter_mut().enumerate() {
             let Replica {
                 guard,
                 workers,
                 queue,
+                hedge,
             } = rep;
-            let mut start = |w: usize, request: usize, workers: &mut Vec<Worker>| {
-                let started = start_attempt(scenario, guard.as_ref(), &mut requests[request], t, r);
+            // `call`: a new call of a request (and its number), or `None`
+            // for a hedge of the call worker `w` is on.
+            let mut start = |w: usize, call: Option<(usize, u32)>, workers: &mut Vec<Worker>| {
+                let request = match (call, &workers[w]) {
+                    (Some((request, _)), _) => request,
+                    (None, Worker::Busy(b)) => b.request,
+                    (None, _) => return,
+                };
+                let req = &mut requests[request];
+                let started = match call {
+                    Some(_) => start_attempt(scenario, guard.as_ref(), req, request, t, r),
+                    None => start_hedge(scenario, guard.as_ref(), req, request, t, r),
+                };
                 if let Some(f) = fleet.as_mut() {
                     f.observe(r, t, guard.as_ref());
                 }
-                match started {
-                    None => workers[w] = Worker::Idle,
-                    Some((ticket, plan)) => {
-                        let plan = match server.as_mut() {
-                            Some(s) => s.plan(t, scenario.client.timeout),
-                            None => plan,
-                        };
-                        seq += 1;
-                        calls.push(CallRecord {
-                            request,
-                            start: t,
-                            end: t + plan.duration,
-                            result: plan.result,
-                        });
+                let attempt = started.map(|(ticket, plan)| {
+                    let plan = match server.as_mut() {
+                        Some(s) => s.plan(t, scenario.client.timeout),
+                        None => plan,
+                    };
+                    seq += 1;
+                    calls.push(CallRecord {
+                        request,
+                        start: t,
+                        end: t + plan.duration,
+                        result: plan.result,
+                        hedge: call.is_none(),
+                        cancelled: false,
+                    });
+                    Attempt {
+                        seq,
+                        start: t,
+                        end: t + plan.duration,
+                        result: plan.result,
+                        ticket,
+                        call: calls.len() - 1,
+                    }
+                });
+                match (call, attempt) {
+                    (Some(_), None) => workers[w] = Worker::Idle,
+                    (Some((request, round)), Some(attempt)) => {
+                        let delay = hedge.as_ref().and_then(Hedge::current_delay);
                         workers[w] = Worker::Busy(Busy {
                             request,
-                            seq,
-                            end: t + plan.duration,
-                            result: plan.result,
-                            ticket,
+                            attempts: vec![attempt],
+                            round,
+                            hedge: delay.map(|delay| Timer {
+                                at: t + delay,
+                                delay,
+                                sent: 0,
+                            }),
                         });
+                    }
+                    // A hedge went out (or the guard refused it: not sent):
+                    // the next one a delay later, while one may.
+                    (None, attempt) => {
+                        let Worker::Busy(b) = &mut workers[w] else {
+                            return;
+                        };
+                        let max_extra = hedge.as_ref().map_or(0, Hedge::max_extra);
+                        b.hedge = b.hedge.and_then(|h| {
+                            let sent = h.sent + 1;
+                            (sent < max_extra).then_some(Timer {
+                                at: t + h.delay,
+                                sent,
+                                ..h
+                            })
+                        });
+                        b.attempts.extend(attempt);
                     }
                 }
             };
             for w in 0..workers.len() {
-                if let Worker::Retry(request) = workers[w] {
-                    start(w, request, workers);
+                if let Worker::Retry { request, round } = workers[w] {
+                    start(w, Some((request, round + 1)), workers);
+                }
+            }
+            for w in 0..workers.len() {
+                if matches!(&workers[w], Worker::Busy(b) if b.hedge.is_some_and(|h| h.at == t)) {
+                    start(w, None, workers);
                 }
             }
             for w in 0..workers.len() {
@@ -202,13 +320,13 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                 }
                 if matches!(workers[w], Worker::Idle) {
                     let request = queue.pop_front().expect("checked non-empty");
-                    start(w, request, workers);
+                    start(w, Some((request, 1)), workers);
                     // A fast-failed start leaves the worker idle: it takes the next request.
                     while matches!(workers[w], Worker::Idle) {
                         let Some(request) = queue.pop_front() else {
                             break;
                         };
-                        start(w, request, workers);
+                        start(w, Some((request, 1)), workers);
                     }
                 }
             }

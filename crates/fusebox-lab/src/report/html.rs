@@ -6,7 +6,7 @@
 //! bars and table; a legend and a glossary. Rows, labels and colours all come
 //! from the [`super::model`].
 
-use super::model::{self, colour, columns, Column, FIGURES, GLOSSARY, OUTCOMES};
+use super::model::{self, colour, columns, Column, GLOSSARY, OUTCOMES};
 use super::{secs, ScenarioReport, Summary};
 use crate::engine::RunResult;
 use crate::scenario::format_duration;
@@ -332,7 +332,7 @@ fn figures_table(report: &ScenarioReport) -> String {
     let cols = columns(report);
     let mut out = String::from("<table class=figures>");
     header_row(&mut out, &cols);
-    for f in FIGURES {
+    for f in model::figures(report.scenario.has_tail()) {
         row(
             &mut out,
             f.label,

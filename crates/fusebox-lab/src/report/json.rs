@@ -4,7 +4,9 @@
 //! `{scenarios: [that, ...]}`. Each entry of `strategies` has `name`, `kind`,
 //! the JSON key of every figure of the [model](super::model::FIGURES)
 //! (`downstream_calls`, `latency_fault_ms: {median, max}`, `backlog`, ...;
-//! an object whose values are all missing is `null`), `transitions`
+//! an object whose values are all missing is `null`; a scenario about tail
+//! latency adds those of the [tail figures](super::model::TAIL_FIGURES),
+//! `latency_ms: {p50, p99, p99_9}`, `calls_per_request`, `hedges_sent`, ...), `transitions`
 //! (`[{at_s, from, to}]`), `windows` (`[{from_s, ok, fail, fast_fail,
 //! rejected}]`) and `requests` (`[{arrival_s, start_s, end_s, outcome,
 //! attempts}]`). A `[fleet]` scenario adds `fleet: {replicas, sharing,
@@ -15,7 +17,7 @@
 //! close), not the replica's own breaker. (Without `[fleet]` no transition
 //! is remote, and the key is left out: those documents are as they were.)
 
-use super::model::{self, Cell, FIGURES, FLEET_FIGURES};
+use super::model::{self, Cell, FLEET_FIGURES};
 use super::{ReplicaFigures, ScenarioReport, Summary};
 use crate::engine::{RunResult, TransitionRecord};
 use serde_json::{json, Map, Value};
@@ -56,7 +58,7 @@ fn strategy(sum: &Summary, run: &RunResult) -> Value {
     let mut obj = Map::new();
     obj.insert("name".into(), json!(sum.name));
     obj.insert("kind".into(), json!(sum.kind));
-    for f in FIGURES {
+    for f in model::figures(sum.tail.is_some()) {
         if let Some(path) = f.json {
             insert(&mut obj, path, (f.ours)(sum).json());
         }

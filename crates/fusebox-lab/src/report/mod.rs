@@ -11,7 +11,7 @@ pub mod model;
 pub mod sweep;
 pub mod table;
 
-use crate::engine::{self, Breakers, Mode, Outcome, RunResult, TransitionRecord};
+use crate::engine::{self, Breakers, CallRecord, Mode, Outcome, RunResult, TransitionRecord};
 use crate::scenario::Scenario;
 use article::ArticleFigures;
 use std::time::Duration;
@@ -23,6 +23,50 @@ pub struct Latency {
     pub median_ms: f64,
     /// Maximum.
     pub max_ms: f64,
+}
+
+/// The latency of every request of a run, and what its hedges cost: the
+/// figures of a scenario about tail latency ([`Scenario::has_tail`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TailFigures {
+    /// Median latency of all requests, in milliseconds (nearest rank).
+    pub p50_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// Downstream calls per request: 1 plus the extra load of retries and
+    /// hedges.
+    pub calls_per_request: f64,
+    /// Calls sent by a hedge.
+    pub hedges: usize,
+    /// Requests answered by a hedge.
+    pub won_by_hedge: usize,
+    /// Calls dropped unanswered, another attempt having answered first.
+    pub cancelled: usize,
+}
+
+impl TailFigures {
+    fn of(run: &RunResult) -> TailFigures {
+        let mut v: Vec<Duration> = run.requests.iter().map(|r| r.latency()).collect();
+        v.sort_unstable();
+        // Nearest rank: the smallest latency that `num / den` of the
+        // requests do not exceed.
+        let quantile = |num: usize, den: usize| {
+            let rank = (v.len() * num).div_ceil(den).max(1);
+            v.get(rank - 1).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+        };
+        let count = |f: fn(&CallRecord) -> bool| run.calls.iter().filter(|c| f(c)).count();
+        TailFigures {
+            p50_ms: quantile(1, 2),
+            p99_ms: quantile(99, 100),
+            p999_ms: quantile(999, 1000),
+            calls_per_request: run.calls.len() as f64 / run.requests.len().max(1) as f64,
+            hedges: count(|c| c.hedge),
+            won_by_hedge: count(|c| c.hedge && c.succeeded()),
+            cancelled: count(|c| c.cancelled),
+        }
+    }
 }
 
 /// Outcomes of the requests that arrived in one report window.
@@ -99,6 +143,9 @@ pub struct Summary {
     /// A dependency of several hosts: the figures over the hosts (`None`
     /// for one host).
     pub hosts: Option<hosts::HostFigures>,
+    /// The whole run's latency and the hedges' cost, in a scenario about
+    /// tail latency (`None` in the others).
+    pub tail: Option<TailFigures>,
 }
 
 /// The figures of a fleet run that differ between replicas.
@@ -164,14 +211,14 @@ impl FleetFigures {
                             from.is_some_and(|f| c.start >= f) && until.is_some_and(|u| c.start < u)
                         })
                         .count(),
-                    failing_calls: calls().filter(|c| !c.result.is_ok()).count(),
+                    failing_calls: calls().filter(|c| c.failed()).count(),
                     recovery_probes: calls()
                         .filter(|c| from.is_some_and(|f| c.start >= f))
                         .filter(|c| half_open.iter().any(|&(a, b)| c.start >= a && c.start < b))
                         .count(),
                     recovery_lag: until.and_then(|u| {
                         calls()
-                            .filter(|c| c.start >= u && c.result.is_ok())
+                            .filter(|c| c.start >= u && c.succeeded())
                             .map(|c| c.start - u)
                             .min()
                     }),
@@ -292,7 +339,7 @@ impl Summary {
                     .count(),
                 run.calls
                     .iter()
-                    .filter(|c| c.start >= until && c.result.is_ok())
+                    .filter(|c| c.start >= until && c.succeeded())
                     .map(|c| c.start - until)
                     .min(),
             ),
@@ -303,7 +350,7 @@ impl Summary {
             kind: run.kind,
             requests: run.requests.len(),
             downstream_calls: run.calls.len(),
-            failed_calls: run.calls.iter().filter(|c| !c.result.is_ok()).count(),
+            failed_calls: run.calls.iter().filter(|c| c.failed()).count(),
             successes: count(Outcome::Ok),
             downstream_errors: count(Outcome::Error) + count(Outcome::Timeout),
             timeouts: count(Outcome::Timeout),
@@ -325,6 +372,7 @@ impl Summary {
             recovery_lag,
             fleet: FleetFigures::of(scenario, run),
             hosts: hosts::HostFigures::of(scenario, run),
+            tail: scenario.has_tail().then(|| TailFigures::of(run)),
         }
     }
 }

@@ -18,6 +18,8 @@ pub enum Cell {
     Secs(Duration),
     /// A latency in milliseconds, one decimal.
     Ms(f64),
+    /// A ratio, three decimals.
+    Ratio(f64),
     /// A published number with the precision it was published with.
     Published(f64, usize),
     /// No such value in this run (e.g. no fault, so no fault latency).
@@ -33,6 +35,7 @@ impl Cell {
             Cell::Count(n) => n.to_string(),
             Cell::Secs(d) => secs(d),
             Cell::Ms(x) => format!("{x:.1}"),
+            Cell::Ratio(x) => format!("{x:.3}"),
             Cell::Published(x, decimals) => format!("{x:.decimals$}"),
             Cell::Missing => "-".into(),
             Cell::Blank => String::new(),
@@ -44,7 +47,7 @@ impl Cell {
         match self {
             Cell::Count(n) => Value::from(n),
             Cell::Secs(d) => Value::from(d.as_secs_f64()),
-            Cell::Ms(x) | Cell::Published(x, _) => Value::from(x),
+            Cell::Ms(x) | Cell::Ratio(x) | Cell::Published(x, _) => Value::from(x),
             Cell::Missing | Cell::Blank => Value::Null,
         }
     }
@@ -194,6 +197,79 @@ pub const FIGURES: &[Figure] = &[
         },
     },
 ];
+
+/// The figures of a scenario about tail latency ([`Summary::tail`]: a
+/// latency tail or a hedge), shown after the outcome counts; the other
+/// scenarios' reports do not have them ([`figures`]).
+pub const TAIL_FIGURES: &[Figure] = &[
+    Figure {
+        label: "latency, every request: p50 ms",
+        json: Some("latency_ms.p50"),
+        ours: |s| opt(s.tail, |t| Cell::Ms(t.p50_ms)),
+        article: blank,
+    },
+    Figure {
+        label: "latency, every request: p99 ms",
+        json: Some("latency_ms.p99"),
+        ours: |s| opt(s.tail, |t| Cell::Ms(t.p99_ms)),
+        article: blank,
+    },
+    Figure {
+        label: "latency, every request: p99.9 ms",
+        json: Some("latency_ms.p99_9"),
+        ours: |s| opt(s.tail, |t| Cell::Ms(t.p999_ms)),
+        article: blank,
+    },
+    Figure {
+        label: "downstream calls per request",
+        json: Some("calls_per_request"),
+        ours: |s| opt(s.tail, |t| Cell::Ratio(t.calls_per_request)),
+        article: blank,
+    },
+    Figure {
+        label: "hedges sent",
+        json: Some("hedges_sent"),
+        ours: |s| opt(s.tail, |t| Cell::Count(t.hedges)),
+        article: blank,
+    },
+    Figure {
+        label: "requests answered by a hedge",
+        json: Some("answered_by_hedge"),
+        ours: |s| opt(s.tail, |t| Cell::Count(t.won_by_hedge)),
+        article: blank,
+    },
+    Figure {
+        label: "calls cancelled (another answered)",
+        json: Some("cancelled_calls"),
+        ours: |s| opt(s.tail, |t| Cell::Count(t.cancelled)),
+        article: blank,
+    },
+];
+
+/// Where the [`TAIL_FIGURES`] go among the [`FIGURES`]: after the outcome
+/// counts (`rejected (queue full)`).
+const TAIL_AFTER: usize = 7;
+
+/// The figures of a report, in display order: [`FIGURES`], with the
+/// [`TAIL_FIGURES`] if `tail` (a scenario about tail latency,
+/// [`Scenario::has_tail`](crate::scenario::Scenario::has_tail)).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::report::model::{figures, FIGURES, TAIL_FIGURES};
+///
+/// assert_eq!(figures(false).len(), FIGURES.len());
+/// let all = figures(true);
+/// assert_eq!(all.len(), FIGURES.len() + TAIL_FIGURES.len());
+/// assert_eq!(all[6].label, "rejected (queue full)");
+/// assert_eq!(all[7].label, "latency, every request: p50 ms");
+/// ```
+pub fn figures(tail: bool) -> Vec<&'static Figure> {
+    let (counts, rest) = FIGURES.split_at(TAIL_AFTER);
+    let tail: &[Figure] = if tail { TAIL_FIGURES } else { &[] };
+    counts.iter().chain(tail).chain(rest).collect()
+}
 
 /// The backlog count, which the article counted differently (see the table's note).
 pub const BACKLOG: &Figure = &FIGURES[13];

@@ -1,7 +1,7 @@
 //! Terminal tables: the [`super::model`] as text, strategies side by
 //! side, with the article's figures beside the strategies it measured.
 
-use super::model::{self, columns, Column, FIGURES};
+use super::model::{self, columns, Column};
 use super::{secs, ScenarioReport};
 use crate::scenario::format_duration;
 use std::fmt::Write;
@@ -51,9 +51,24 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         crate::engine::Mode::Real => "real threads",
         crate::engine::Mode::Virtual => "virtual time",
     };
+    // A latency tail: `10ms healthy (1% of calls 1s)`.
+    let tail: Vec<String> = sc
+        .downstream
+        .tail
+        .iter()
+        .map(|t| {
+            let percent = (t.share * 1e8).round() / 1e6;
+            format!("{percent}% of calls {}", format_duration(t.latency))
+        })
+        .collect();
+    let tail = if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", tail.join(", "))
+    };
     let _ = writeln!(
         out,
-        "== {} ({mode}): {} requests at {}/s, {} workers, downstream {} healthy, {}",
+        "== {} ({mode}): {} requests at {}/s, {} workers, downstream {} healthy{tail}, {}",
         sc.name,
         sc.request_count(),
         sc.rate,
@@ -77,8 +92,9 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
     let _ = writeln!(out, "  {LEGEND}");
 
     // Figures side by side.
-    let labels: Vec<String> = FIGURES.iter().map(|f| f.label.to_string()).collect();
-    let cells: Vec<Vec<String>> = FIGURES
+    let figures = model::figures(sc.has_tail());
+    let labels: Vec<String> = figures.iter().map(|f| f.label.to_string()).collect();
+    let cells: Vec<Vec<String>> = figures
         .iter()
         .map(|f| cols.iter().map(|c| c.cell(f).text()).collect())
         .collect();

@@ -2,7 +2,9 @@
 //!
 //! What a call does is decided by the time it starts (as in seed 000): a call
 //! starting inside a fault takes the fault's latency and fails (or hangs until
-//! the client's timeout); any other call succeeds after the healthy latency.
+//! the client's timeout); any other call succeeds after the healthy latency,
+//! or, for the share of calls a `[[downstream.tail]]` entry names, after its
+//! latency instead (drawn per call: [`Downstream::healthy`]).
 
 use std::time::Duration;
 
@@ -83,11 +85,26 @@ impl Fault {
     }
 }
 
+/// One `[[downstream.tail]]` entry: a `share` of the healthy calls
+/// succeed after `latency` instead of the downstream's `latency`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Tail {
+    /// `share`: the fraction of calls, in `(0, 1]`.
+    pub share: f64,
+    /// `latency`: what those calls take.
+    pub latency: Duration,
+}
+
 /// The dependency: `[downstream]`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Downstream {
-    /// A healthy call succeeds after this.
+    /// A healthy call succeeds after this (but for the `tail`'s share).
     pub latency: Duration,
+    /// `[[downstream.tail]]`: the shares of healthy calls that take longer
+    /// (or shorter), in file order; their shares add up to at most 1. Empty:
+    /// every healthy call takes `latency`.
+    #[serde(default)]
+    pub tail: Vec<Tail>,
     /// Fault schedule; the first fault containing a call's start applies.
     pub faults: Vec<Fault>,
     /// `transport`: how real mode reaches it.
@@ -256,6 +273,36 @@ pub struct CallPlan {
 }
 
 impl Downstream {
+    /// The healthy latency of a call whose draw is `u` (uniform in
+    /// `[0, 1)`): the tail entries take the draws below their shares, in
+    /// order, and the rest take `latency`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Downstream, Tail, Transport};
+    /// use std::time::Duration;
+    ///
+    /// let ms = Duration::from_millis;
+    /// let d = Downstream {
+    ///     latency: ms(10),
+    ///     tail: vec![Tail { share: 0.01, latency: ms(1000) }],
+    ///     faults: vec![], transport: Transport::Call, server: None,
+    /// };
+    /// assert_eq!(d.healthy(0.005), ms(1000));
+    /// assert_eq!(d.healthy(0.5), ms(10));
+    /// ```
+    pub fn healthy(&self, u: f64) -> Duration {
+        let mut below = 0.0;
+        for t in &self.tail {
+            below += t.share;
+            if u < below {
+                return t.latency;
+            }
+        }
+        self.latency
+    }
+
     /// The fault active at `start`, if any (for replica 0: the only one
     /// outside fleet scenarios).
     pub fn fault_at(&self, start: Duration) -> Option<&Fault> {
@@ -274,8 +321,20 @@ impl Downstream {
     /// with the result, or never (`None`: it hangs). The model's plans and
     /// the HTTP downstream's answers both come from here.
     pub fn answer(&self, replica: usize, start: Duration) -> (Option<Duration>, CallResult) {
+        self.answer_with(replica, start, self.latency)
+    }
+
+    /// [`answer`](Self::answer) for a call whose healthy latency is
+    /// `healthy` (its draw from the tail, [`healthy`](Self::healthy)): what
+    /// it takes outside a fault (a `slow` fault grows from `latency`).
+    pub fn answer_with(
+        &self,
+        replica: usize,
+        start: Duration,
+        healthy: Duration,
+    ) -> (Option<Duration>, CallResult) {
         match self.fault_on(replica, start) {
-            None => (Some(self.latency), CallResult::Success),
+            None => (Some(healthy), CallResult::Success),
             Some(f) => match f.outcome {
                 FaultOutcome::Error | FaultOutcome::Reset => (Some(f.latency), CallResult::Error),
                 FaultOutcome::Hang => (None, CallResult::Timeout),
@@ -296,7 +355,19 @@ impl Downstream {
 
     /// [`plan`](Self::plan) for a call of `replica` (from 0).
     pub fn plan_on(&self, replica: usize, start: Duration, timeout: Option<Duration>) -> CallPlan {
-        let (latency, result) = self.answer(replica, start);
+        self.plan_with(replica, start, timeout, self.latency)
+    }
+
+    /// [`plan_on`](Self::plan_on) for a call whose healthy latency is
+    /// `healthy` ([`answer_with`](Self::answer_with)).
+    pub fn plan_with(
+        &self,
+        replica: usize,
+        start: Duration,
+        timeout: Option<Duration>,
+        healthy: Duration,
+    ) -> CallPlan {
+        let (latency, result) = self.answer_with(replica, start, healthy);
         match (latency, timeout) {
             (Some(l), Some(t)) if l > t => CallPlan {
                 duration: t,
@@ -334,6 +405,7 @@ mod tests {
             server: None,
             transport: Transport::Call,
             latency: ms(5),
+            tail: Vec::new(),
             faults: vec![
                 Fault {
                     from: ms(500),

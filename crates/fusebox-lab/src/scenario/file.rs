@@ -6,7 +6,7 @@ use super::error::{int_in, Ctx, ScenarioError};
 use super::strategy::RawStrategy;
 use super::{
     Client, Downstream, Fault, FaultOutcome, Fleet, Problem, Redis, Scenario, Sharing,
-    StrategySpec, MAX_QUEUE, MAX_REPLICAS, MAX_RETRIES, MAX_WORKERS,
+    StrategySpec, Tail, DEFAULT_SEED, MAX_QUEUE, MAX_REPLICAS, MAX_RETRIES, MAX_WORKERS,
 };
 use serde::Deserialize;
 use std::ops::Range;
@@ -34,6 +34,7 @@ struct RawScenario {
     client: Option<RawClient>,
     strategy: Vec<Spanned<RawStrategy>>,
     fleet: Option<Spanned<RawFleet>>,
+    seed: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize)]
@@ -57,7 +58,18 @@ struct RawDownstream {
     connect_timeout: Option<Spanned<Dur>>,
     server: Option<Spanned<RawServer>>,
     #[serde(default)]
+    tail: Vec<Spanned<RawTail>>,
+    #[serde(default)]
     faults: Vec<Spanned<RawFault>>,
+}
+
+/// One `[[downstream.tail]]` entry; its values are read by [`tail`], so
+/// that a value of the wrong type is named by its full key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTail {
+    share: Option<Spanned<toml::Value>>,
+    latency: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -96,7 +108,15 @@ impl RawScenario {
         };
         let client = self.client.as_ref();
         let fleet = self.fleet.as_ref().map(|f| (f.span(), f.get_ref()));
+        let tail = |i: Option<usize>| i.and_then(|i| self.downstream.tail.get(i));
         let span = match p.key {
+            "downstream.tail" => tail(p.index).map(|t| t.span()),
+            "downstream.tail.share" => tail(p.index)
+                .and_then(|t| t.get_ref().share.as_ref())
+                .map(|v| v.span()),
+            "downstream.tail.latency" => tail(p.index)
+                .and_then(|t| t.get_ref().latency.as_ref())
+                .map(|v| v.span()),
             "fleet.replicas" => fleet.map(|f| f.1.replicas.span()),
             "fleet.quorum" => fleet.map(|f| f.1.quorum.as_ref().map_or(f.0.clone(), |q| q.span())),
             "fleet.sync_every" => fleet
@@ -265,8 +285,19 @@ impl RawScenario {
                 })
             }
         };
+        let seed = match &self.seed {
+            Some(s) => int_in(ctx, s, "seed", 0, i64::MAX)? as u64,
+            None => DEFAULT_SEED,
+        };
+        let tail = self
+            .downstream
+            .tail
+            .iter()
+            .map(|t| self::tail(ctx, t))
+            .collect::<Result<Vec<Tail>, _>>()?;
         let mut scenario = Scenario {
             name,
+            seed,
             duration: self.duration.get_ref().0,
             rate: *self.rate.get_ref(),
             rate_until,
@@ -278,6 +309,7 @@ impl RawScenario {
                 .map_or(Duration::from_millis(500), |w| w.get_ref().0),
             downstream: Downstream {
                 latency: self.downstream.latency.get_ref().0,
+                tail,
                 faults,
                 transport: transport(ctx, &self.downstream)?,
                 server,
@@ -307,6 +339,13 @@ impl RawScenario {
         for s in &self.strategy {
             let mut spec: StrategySpec = s.get_ref().validate(ctx, s.span())?;
             spec.hosts = s.get_ref().host_keys(ctx)?.policy(ctx, scenario.hosts)?;
+            if spec.hedge.is_some() && spec.hosts.is_some() {
+                return Err(ctx.err(
+                    s.span(),
+                    "strategy.hedge",
+                    "hedging does not go with several hosts (yet)",
+                ));
+            }
             let others = spec.max_concurrent.is_some()
                 || spec.rate_limit.is_some()
                 || spec.limit.is_some()
@@ -333,6 +372,47 @@ impl RawScenario {
         }
         Ok(scenario)
     }
+}
+
+/// Reads one `[[downstream.tail]]` entry; its limits are checked with the
+/// others in [`Scenario::check`].
+fn tail(ctx: &Ctx<'_>, entry: &Spanned<RawTail>) -> Result<Tail, ScenarioError> {
+    let get = |v: &Option<Spanned<toml::Value>>, key: &str| {
+        v.clone().ok_or_else(|| {
+            ctx.err(
+                entry.span(),
+                &format!("downstream.tail.{key}"),
+                format!("missing: every [[downstream.tail]] needs `{key}`"),
+            )
+        })
+    };
+    let (share, latency) = (
+        get(&entry.get_ref().share, "share")?,
+        get(&entry.get_ref().latency, "latency")?,
+    );
+    let share = match share.get_ref() {
+        toml::Value::Float(x) => *x,
+        toml::Value::Integer(n) => *n as f64,
+        other => {
+            return Err(ctx.err(
+                share.span(),
+                "downstream.tail.share",
+                format!("must be a fraction of the calls such as 0.01, not {other}"),
+            ))
+        }
+    };
+    let latency = latency
+        .get_ref()
+        .as_str()
+        .ok_or_else(|| {
+            format!(
+                "must be a duration such as \"1s\", not {}",
+                latency.get_ref()
+            )
+        })
+        .and_then(super::duration::parse_value)
+        .map_err(|e| ctx.err(latency.span(), "downstream.tail.latency", e))?;
+    Ok(Tail { share, latency })
 }
 
 /// Reads `[fleet]`; its limits are checked with the others in [`Scenario::check`].

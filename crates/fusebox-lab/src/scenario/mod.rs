@@ -17,14 +17,14 @@ pub mod strategy;
 pub mod sweep;
 
 pub use downstream::{
-    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Server, ServerQueue,
+    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Server, ServerQueue, Tail,
     Transport,
 };
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
 pub use hosts::{Balance, HostPolicy, OutlierSpec, MAX_HOSTS};
 pub use param::ParamValue;
-pub use strategy::{Peer, PeerConfig, SeedConfig, StrategyKind, StrategySpec};
+pub use strategy::{HedgeConfig, Peer, PeerConfig, SeedConfig, StrategyKind, StrategySpec};
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -56,6 +56,8 @@ pub const MAX_QUEUE: usize = 100_000_000;
 pub const MAX_RETRIES: u32 = 100;
 /// Most report windows per run.
 pub const MAX_WINDOWS: u128 = 100_000;
+/// The `seed` of a scenario that does not set one.
+pub const DEFAULT_SEED: u64 = 1;
 
 /// A validated experiment: arrivals, worker pool, downstream, client, strategies.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +89,9 @@ pub struct Scenario {
     /// `[downstream] hosts`: the dependency's hosts (1: one host); a
     /// fault's `hosts` names those it hits.
     pub hosts: usize,
+    /// `seed`: what the latency tail's draws ([`Scenario::plan`]) are
+    /// made from ([`DEFAULT_SEED`] if not given).
+    pub seed: u64,
 }
 
 /// Most replicas in a `[fleet]`.
@@ -248,6 +253,66 @@ impl Scenario {
         n
     }
 
+    /// What the `attempt`-th downstream call (from 1: retries and hedges
+    /// count) of request `request`, made by `replica` (from 0) at `start`,
+    /// does: the downstream's plan ([`Downstream::plan_with`]) with the
+    /// client's timeout and a healthy latency drawn from the latency tail.
+    /// The draw is a hash of the `seed`, the request and the attempt: the
+    /// same call of the same request takes the same time in every strategy,
+    /// every mode and every run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+    /// use std::time::Duration;
+    ///
+    /// let text = EMBEDDED[0].1.replace(
+    ///     "[[downstream.faults]]",
+    ///     "[[downstream.tail]]\nshare = 0.5\nlatency = \"100ms\"\n\n[[downstream.faults]]",
+    /// );
+    /// let sc = Scenario::parse("tail.toml", &text)?;
+    /// let slow = (0..1000).filter(|&i| sc.plan(i, 1, 0, Duration::ZERO).duration
+    ///     == Duration::from_millis(100)).count();
+    /// assert!((450..550).contains(&slow), "{slow}");
+    /// assert_eq!(sc.plan(7, 2, 0, Duration::ZERO), sc.plan(7, 2, 0, Duration::ZERO));
+    /// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+    /// ```
+    pub fn plan(&self, request: usize, attempt: u32, replica: usize, start: Duration) -> CallPlan {
+        let d = &self.downstream;
+        d.plan_with(
+            replica,
+            start,
+            self.client.timeout,
+            self.healthy_latency(request, attempt),
+        )
+    }
+
+    /// The healthy latency of the `attempt`-th call of request `request`
+    /// (see [`plan`](Self::plan)).
+    pub fn healthy_latency(&self, request: usize, attempt: u32) -> Duration {
+        let d = &self.downstream;
+        if d.tail.is_empty() {
+            return d.latency;
+        }
+        // SplitMix64's step, over the seed, the request and the attempt.
+        let mix = |mut z: u64| {
+            z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let z = mix(mix(mix(self.seed) ^ request as u64) ^ u64::from(attempt));
+        d.healthy((z >> 11) as f64 / (1u64 << 53) as f64)
+    }
+
+    /// Whether the scenario is about tail latency: its downstream has a
+    /// latency tail or a strategy hedges. Its reports add the figures of
+    /// the whole run's latency (p50, p99, p99.9) and of the hedges.
+    pub fn has_tail(&self) -> bool {
+        !self.downstream.tail.is_empty() || self.strategies.iter().any(|s| s.hedge.is_some())
+    }
+
     /// The fault period: from the earliest fault start to the latest fault end.
     pub fn fault_span(&self) -> Option<(Duration, Duration)> {
         let from = self.downstream.faults.iter().map(|f| f.from).min()?;
@@ -309,6 +374,7 @@ impl Scenario {
             &self.downstream,
             self.client,
             &self.fleet,
+            self.seed,
         ) == (
             other.duration,
             other.rate,
@@ -319,6 +385,7 @@ impl Scenario {
             &other.downstream,
             other.client,
             &other.fleet,
+            other.seed,
         )
     }
 
@@ -571,6 +638,47 @@ impl Scenario {
                 ),
             );
         }
+        let mut shares = 0.0;
+        for (i, t) in self.downstream.tail.iter().enumerate() {
+            if self.downstream.server.is_some() {
+                return fail(
+                    "downstream.tail",
+                    Some(i),
+                    "the server draws its own service times (p90, p99): leave tail out".into(),
+                );
+            }
+            if !(t.share > 0.0 && t.share <= 1.0) {
+                return fail(
+                    "downstream.tail.share",
+                    Some(i),
+                    format!(
+                        "{} must be > 0 and at most 1 (a fraction of the calls)",
+                        t.share
+                    ),
+                );
+            }
+            shares += t.share;
+            if shares > 1.0 + 1e-9 {
+                return fail(
+                    "downstream.tail.share",
+                    Some(i),
+                    format!(
+                        "the shares add up to {shares} by this entry: at most 1 (the calls left \
+                         take the downstream's latency)"
+                    ),
+                );
+            }
+            if t.latency > self.duration {
+                return fail(
+                    "downstream.tail.latency",
+                    Some(i),
+                    format!(
+                        "{} is longer than the run (duration = {run})",
+                        format_duration(t.latency)
+                    ),
+                );
+            }
+        }
         for (i, f) in self.downstream.faults.iter().enumerate() {
             if f.outcome == FaultOutcome::Hang && self.client.timeout.is_none() {
                 return fail(
@@ -655,7 +763,8 @@ fn embedded() -> &'static [Scenario] {
 pub struct Problem {
     /// The key (dotted path), as in scenario files.
     pub key: &'static str,
-    /// Which `[[downstream.faults]]` entry, for a fault's key.
+    /// Which `[[downstream.faults]]` (or `[[downstream.tail]]`) entry, for
+    /// one of its keys.
     pub index: Option<usize>,
     /// What is wrong, with the limit.
     pub message: String,

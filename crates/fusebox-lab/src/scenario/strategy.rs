@@ -4,7 +4,9 @@
 //! Every kind takes the library's key names: `kind = "fusebox"` any key of
 //! [`::fusebox::BreakerConfig`] (read and validated by the library, see
 //! [`super::fusebox`]), plus `max_concurrent` (a bulkhead) and `rate_limit`
-//! (a rate limiter, the keys of [`::fusebox::ratelimit::RateLimitConfig`]);
+//! (a rate limiter, the keys of [`::fusebox::ratelimit::RateLimitConfig`]),
+//! `limit`, `throttle` and `hedge` ([`HedgeConfig`]: the settings of
+//! [`::fusebox::hedge::Hedge`]'s builder, checked by it);
 //! `seed` and the peers the two the article's breaker has,
 //! `consecutive_failures` and `open_for`.
 
@@ -58,6 +60,62 @@ pub struct StrategySpec {
     /// strategy spreads requests over them and guards each (`per_host`,
     /// `balance`, `outliers`); `None` for one host.
     pub hosts: Option<super::hosts::HostPolicy>,
+    /// `hedge` (`kind = "fusebox"` only), e.g. `hedge = { delay = "p95",
+    /// max_extra = 1 }`: an attempt still running after the delay is sent
+    /// again, the first success answers and the others are cancelled
+    /// (virtual mode only).
+    pub hedge: Option<HedgeConfig>,
+}
+
+/// `hedge = { delay = "p95", max_extra = 1, min_samples = 100 }`: the
+/// settings of a [`::fusebox::hedge::Hedge`]; a key left out takes the
+/// library's default (`p95`, 1, 100).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HedgeConfig {
+    /// `delay`: `"50ms"` (a duration, the library's grammar: a fixed
+    /// delay) or `"p95"` (a quantile of the latencies of recent successful
+    /// calls, `"p99.9"` too).
+    pub delay: Option<::fusebox::hedge::Delay>,
+    /// `max_extra`: the most extra attempts per call (1..=100).
+    pub max_extra: Option<u32>,
+    /// `min_samples`: the successful calls a quantile delay needs before
+    /// the first hedge.
+    pub min_samples: Option<u64>,
+}
+
+impl HedgeConfig {
+    /// The library's hedge with these settings (a fresh histogram).
+    ///
+    /// # Errors
+    ///
+    /// What the library's builder refuses (checked when the scenario was
+    /// read, so a run does not see it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::hedge::Delay;
+    /// use fusebox_lab::scenario::HedgeConfig;
+    ///
+    /// let c = HedgeConfig { delay: Some(Delay::Quantile(0.95)), max_extra: None, min_samples: Some(10) };
+    /// let hedge = c.build()?;
+    /// assert_eq!((hedge.delay(), hedge.max_extra()), (Delay::Quantile(0.95), 1));
+    /// assert_eq!(hedge.current_delay(), None); // no samples yet
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn build(&self) -> Result<::fusebox::hedge::Hedge, ::fusebox::ConfigError> {
+        let mut b = ::fusebox::hedge::Hedge::builder();
+        if let Some(d) = self.delay {
+            b = b.delay(d);
+        }
+        if let Some(n) = self.max_extra {
+            b = b.max_extra(n);
+        }
+        if let Some(n) = self.min_samples {
+            b = b.min_samples(n);
+        }
+        b.build()
+    }
 }
 
 /// Every kind of strategy the lab can run. Parsed from a `[[strategy]]`
@@ -327,6 +385,80 @@ fn rate_limit(
     Ok(config)
 }
 
+/// The key of a fusebox strategy's hedge.
+const HEDGE: &str = "hedge";
+
+/// Most extra attempts a hedge may send per call.
+const MAX_HEDGES: i64 = 100;
+
+/// Largest `min_samples` of a hedge.
+const MAX_MIN_SAMPLES: i64 = 1_000_000_000;
+
+/// `hedge`: a table of a hedge's settings, on a fusebox strategy. An error
+/// names the key inside it (`strategy.hedge.delay`).
+fn hedge(
+    ctx: &Ctx<'_>,
+    kind: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<HedgeConfig, ScenarioError> {
+    let policy = PolicyTable {
+        key: HEDGE,
+        what: "a hedge",
+        example: "{ delay = \"p95\", max_extra = 1 }",
+    };
+    let table = policy.table(ctx, kind, v)?;
+    let err = |inner: &str, message: String| policy.err(ctx, v, inner, message);
+    let mut config = HedgeConfig {
+        delay: None,
+        max_extra: None,
+        min_samples: None,
+    };
+    for (key, value) in table {
+        let whole = |lo: i64, hi: i64| match value.as_integer() {
+            Some(n) if (lo..=hi).contains(&n) => Ok(n),
+            _ => Err(err(
+                key,
+                format!("must be a whole number from {lo} to {hi}, not {value}"),
+            )),
+        };
+        match key.as_str() {
+            "delay" => config.delay = Some(hedge_delay(value).map_err(|e| err(key, e))?),
+            "max_extra" => config.max_extra = Some(whole(1, MAX_HEDGES)? as u32),
+            "min_samples" => config.min_samples = Some(whole(0, MAX_MIN_SAMPLES)? as u64),
+            _ => {
+                return Err(err(
+                    key,
+                    "unknown key (a hedge's keys: delay, max_extra, min_samples)".into(),
+                ))
+            }
+        }
+    }
+    config.build().map_err(|e| err(e.field(), e.to_string()))?;
+    Ok(config)
+}
+
+/// A hedge's `delay`: `"p95"` (a quantile, above p0 and below p100) or a
+/// duration above zero.
+fn hedge_delay(v: &toml::Value) -> Result<::fusebox::hedge::Delay, String> {
+    use ::fusebox::hedge::Delay;
+    let usage =
+        || format!("must be a quantile such as \"p95\" or a duration such as \"50ms\", not {v}");
+    let s = v.as_str().ok_or_else(usage)?.trim();
+    if let Some(p) = s.strip_prefix('p') {
+        return match p.parse::<f64>() {
+            Ok(x) if x > 0.0 && x < 100.0 => Ok(Delay::Quantile(x / 100.0)),
+            Ok(_) => Err(format!("{s:?}: a quantile is above p0 and below p100")),
+            Err(_) => Err(usage()),
+        };
+    }
+    let d = duration::parse_duration(s).map_err(|e| format!("{} ({e})", usage()))?;
+    duration::check(d).map_err(|e| format!("{s:?} {e}"))?;
+    if d.is_zero() {
+        return Err(format!("{s:?} must be more than zero"));
+    }
+    Ok(Delay::Fixed(d))
+}
+
 /// A fusebox strategy's table of one library policy's keys (`rate_limit`,
 /// `limit`), read by the library's own deserialiser.
 struct PolicyTable {
@@ -353,6 +485,30 @@ impl PolicyTable {
         ctx.err(v.span(), &key, message)
     }
 
+    /// The table, on a fusebox strategy only.
+    fn table<'v>(
+        &self,
+        ctx: &Ctx<'_>,
+        kind: &str,
+        v: &'v Spanned<toml::Value>,
+    ) -> Result<&'v toml::Table, ScenarioError> {
+        if kind != "fusebox" {
+            let message = format!(
+                "does not apply to kind = \"{kind}\" ({} goes with kind = \"fusebox\")",
+                self.what
+            );
+            return Err(self.err(ctx, v, "", message));
+        }
+        v.get_ref().as_table().ok_or_else(|| {
+            let message = format!(
+                "must be a table such as {}, not {}",
+                self.example,
+                v.get_ref()
+            );
+            self.err(ctx, v, "", message)
+        })
+    }
+
     /// The table as the policy's config, on a fusebox strategy only; a bad
     /// value names its key: the first the library refuses alone.
     fn read<T: serde::de::DeserializeOwned>(
@@ -361,21 +517,7 @@ impl PolicyTable {
         kind: &str,
         v: &Spanned<toml::Value>,
     ) -> Result<T, ScenarioError> {
-        if kind != "fusebox" {
-            let message = format!(
-                "does not apply to kind = \"{kind}\" ({} goes with kind = \"fusebox\")",
-                self.what
-            );
-            return Err(self.err(ctx, v, "", message));
-        }
-        let Some(table) = v.get_ref().as_table() else {
-            let message = format!(
-                "must be a table such as {}, not {}",
-                self.example,
-                v.get_ref()
-            );
-            return Err(self.err(ctx, v, "", message));
-        };
+        let table = self.table(ctx, kind, v)?;
         let read = |t: toml::Table| toml::Value::Table(t).try_into::<T>();
         read(table.clone()).map_err(|all| {
             table
@@ -407,7 +549,16 @@ impl RawStrategy {
             .0
             .iter()
             .filter(|(k, _)| {
-                ![NAME, KIND, MAX_CONCURRENT, RATE_LIMIT, LIMIT, THROTTLE].contains(&k.as_str())
+                ![
+                    NAME,
+                    KIND,
+                    MAX_CONCURRENT,
+                    RATE_LIMIT,
+                    LIMIT,
+                    THROTTLE,
+                    HEDGE,
+                ]
+                .contains(&k.as_str())
                     && ![hosts::PER_HOST, hosts::BALANCE, hosts::OUTLIERS].contains(&k.as_str())
             })
             .map(|(k, v)| (k.as_str(), v))
@@ -431,6 +582,11 @@ impl RawStrategy {
             .0
             .get(THROTTLE)
             .map(|v| throttle(ctx, kind_str, v))
+            .transpose()?;
+        let hedge = self
+            .0
+            .get(HEDGE)
+            .map(|v| hedge(ctx, kind_str, v))
             .transpose()?;
         let article: &[&str] = &["consecutive_failures", "open_for"];
         let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
@@ -491,6 +647,7 @@ impl RawStrategy {
             limit,
             throttle,
             hosts: None,
+            hedge,
         })
     }
 

@@ -371,6 +371,32 @@ impl Hedge {
         }
     }
 
+    /// Records a successful attempt's latency, for callers that run the
+    /// attempts themselves (a simulator, a custom client) and ask
+    /// [`current_delay`](Self::current_delay) when to hedge;
+    /// [`call`](Self::call) records its own. Only the attempt that answered
+    /// counts (from its own start), as in `call`; the counters of
+    /// [`stats`](Self::stats) are `call`'s and do not move.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::hedge::{Delay, Hedge};
+    /// use std::time::Duration;
+    ///
+    /// let hedge = Hedge::builder().delay(Delay::Quantile(0.95)).min_samples(20).build()?;
+    /// for _ in 0..20 {
+    ///     assert_eq!(hedge.current_delay(), None); // too few samples: no hedge yet
+    ///     hedge.record(Duration::from_millis(10));
+    /// }
+    /// let delay = hedge.current_delay().unwrap();
+    /// assert!(delay >= Duration::from_millis(10) && delay < Duration::from_millis(13));
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn record(&self, latency: Duration) {
+        self.inner.latencies.record(latency);
+    }
+
     /// The counters.
     ///
     /// # Examples

@@ -493,6 +493,35 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         self.get(key).call(f)
     }
 
+    /// Runs the future `f` makes through the breaker of `key` (see
+    /// [`CircuitBreaker::call_async`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`CircuitBreaker::call_async`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), fusebox::ConfigError> {
+    /// let hosts = fusebox::BreakerSet::<String>::builder(fusebox::CircuitBreaker::builder()).build()?;
+    /// let stock = hosts.call_async("10.0.0.7:443", || async { Ok::<_, std::io::Error>(7) }).await;
+    /// assert_eq!(stock.unwrap(), 7);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call_async<Q, T, E, F, Fut>(&self, key: &Q, f: F) -> Result<T, Error<E>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<T, E>>,
+    {
+        let breaker = self.get(key);
+        breaker.call_async(f).await
+    }
+
     /// Every key with a breaker of its own, with its breaker's snapshot.
     ///
     /// # Examples
