@@ -340,6 +340,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hosts: None,
                     hedge: None,
                 },
                 StrategySpec {
@@ -352,6 +353,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hosts: None,
                     hedge: None,
                 },
                 StrategySpec {
@@ -361,6 +363,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     rate_limit: None,
                     limit: None,
                     throttle: None,
+                    hosts: None,
                     hedge: None,
                 },
             ];
@@ -389,6 +392,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 },
                 strategies,
                 fleet: None,
+                hosts: 1,
                 seed: fusebox_lab::scenario::DEFAULT_SEED,
             }
         })

@@ -144,6 +144,9 @@ pub struct RunResult {
     /// The adaptive limit in force over time (replica 1's): one entry at
     /// the start and one per change (empty without a `limit`).
     pub limits: Vec<(Duration, u32)>,
+    /// A dependency of several hosts: which host each admission was bound
+    /// for, and the ejections (`None` for one host).
+    pub hosts: Option<crate::guard::HostRun>,
 }
 
 /// What each replica of a fleet run went through; replica `r` (from 0)

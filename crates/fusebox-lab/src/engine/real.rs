@@ -216,6 +216,7 @@ fn run_threads(
             .is_some()
             .then(|| FleetRun::from_transitions(per_replica)),
         limits: shared.replicas[0].guard.limit_trace(),
+        hosts: shared.replicas[0].guard.hosts(),
     })
 }
 
@@ -253,7 +254,8 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
             now = sh.clock.now();
             let result = match sh.http {
                 None => {
-                    let plan = sh.scenario.plan(request, r.attempts, replica, now);
+                    let lane = ticket.host().unwrap_or(replica);
+                    let plan = sh.scenario.plan(request, r.attempts, lane, now);
                     sleep_until(sh.origin + now + plan.duration);
                     plan.result
                 }

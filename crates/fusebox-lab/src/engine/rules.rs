@@ -46,7 +46,9 @@ pub(super) fn start_attempt(
     if r.start.is_none() {
         r.start = Some(now);
     }
-    match guard.admit(now) {
+    // Several hosts: the guard's balancer chooses the host, whose faults apply.
+    let (admission, host) = guard.admit_on(now);
+    match admission {
         Admission::FastFail => {
             r.end = now;
             // A retry rejected by the guard leaves the request with the
@@ -58,7 +60,10 @@ pub(super) fn start_attempt(
         }
         Admission::Call(ticket) => {
             r.attempts += 1;
-            Some((ticket, scenario.plan(request, r.attempts, replica, now)))
+            Some((
+                ticket,
+                scenario.plan(request, r.attempts, host.unwrap_or(replica), now),
+            ))
         }
     }
 }

@@ -345,5 +345,6 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             .is_some()
             .then(|| FleetRun::from_transitions(per_replica)),
         limits: replicas[0].guard.limit_trace(),
+        hosts: replicas[0].guard.hosts(),
     }
 }

@@ -19,10 +19,12 @@
 //! Imports only `scenario` (below it).
 
 mod fusebox;
+mod hosts;
 pub mod peers;
 mod seed;
 
 pub use self::fusebox::Breakers;
+pub use hosts::{HostAttempt, HostRun, PerHost, Shared};
 pub use seed::{SeedBreaker, SeedState};
 
 use crate::scenario::{CallResult, StrategyKind, StrategySpec};
@@ -96,6 +98,16 @@ impl fmt::Debug for Admission {
 pub trait Guard: Send + Sync {
     /// Called when a worker starts a call.
     fn admit(&self, now: Duration) -> Admission;
+    /// [`admit`](Guard::admit) for a dependency of several hosts: also the
+    /// host (from 0) the call is bound for, which the guard's balancer
+    /// chose (`None`: one host, or none could be chosen).
+    fn admit_on(&self, now: Duration) -> (Admission, Option<usize>) {
+        (self.admit(now), None)
+    }
+    /// What went to which host, for a dependency of several hosts.
+    fn hosts(&self) -> Option<HostRun> {
+        None
+    }
     /// State changes so far, in order.
     fn transitions(&self) -> Vec<TransitionRecord>;
     /// A fleet holds this breaker open from `now` (another replica's trip
@@ -138,6 +150,11 @@ pub trait Guard: Send + Sync {
 pub trait Ticket: Send {
     /// The call ended at `now` with `result`.
     fn finish(self: Box<Self>, now: Duration, result: CallResult);
+    /// The host (from 0) the call is bound for, for a dependency of
+    /// several hosts (see [`Guard::admit_on`]).
+    fn host(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The clock of one run, as a [`::fusebox::Clock`]: manual in virtual mode
@@ -179,6 +196,9 @@ pub fn build(
     name: &str,
     shares_as: Option<&str>,
 ) -> Arc<dyn Guard> {
+    if let Some(policy) = &spec.hosts {
+        return hosts::build(policy, spec, clock, breakers, name, shares_as);
+    }
     match &spec.kind {
         StrategyKind::None => Arc::new(NoGuard),
         StrategyKind::Seed(c) => Arc::new(SeedBreaker::new(*c)),

@@ -88,6 +88,10 @@ fn strategy(sum: &Summary, run: &RunResult) -> Value {
     if let Value::Object(series) = series {
         obj.extend(series);
     }
+    // Only a scenario of several hosts has the key.
+    if let Some(h) = &sum.hosts {
+        obj.insert("hosts".into(), h.json());
+    }
     if let (Some(rows), Some(runs)) = (model::fleet_rows(sum), &run.fleet) {
         let figures = |r: &ReplicaFigures| {
             FLEET_FIGURES

@@ -4,6 +4,7 @@
 //! Imports `engine` and `scenario` (below it).
 
 pub mod article;
+pub mod hosts;
 pub mod html;
 pub mod json;
 pub mod model;
@@ -139,6 +140,9 @@ pub struct Summary {
     pub recovery_lag: Option<Duration>,
     /// A fleet's figures per replica and in total (`None` without `[fleet]`).
     pub fleet: Option<FleetFigures>,
+    /// A dependency of several hosts: the figures over the hosts (`None`
+    /// for one host).
+    pub hosts: Option<hosts::HostFigures>,
     /// The whole run's latency and the hedges' cost, in a scenario about
     /// tail latency (`None` in the others).
     pub tail: Option<TailFigures>,
@@ -367,6 +371,7 @@ impl Summary {
                 .count(),
             recovery_lag,
             fleet: FleetFigures::of(scenario, run),
+            hosts: hosts::HostFigures::of(scenario, run),
             tail: scenario.has_tail().then(|| TailFigures::of(run)),
         }
     }

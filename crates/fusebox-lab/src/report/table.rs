@@ -156,6 +156,16 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         }
     }
 
+    // Several hosts: the figures over the hosts.
+    let over_hosts: Vec<(&str, Option<&super::hosts::HostFigures>)> = report
+        .summaries
+        .iter()
+        .map(|s| (s.name.as_str(), s.hosts.as_ref()))
+        .collect();
+    if let Some(text) = super::hosts::table(&over_hosts) {
+        out.push_str(&text);
+    }
+
     // Windows.
     let _ = writeln!(
         out,

@@ -52,6 +52,7 @@ struct RawFleet {
 #[serde(deny_unknown_fields)]
 struct RawDownstream {
     latency: Spanned<Dur>,
+    hosts: Option<Spanned<i64>>,
     transport: Option<Spanned<String>>,
     pool_max_idle: Option<Spanned<i64>>,
     connect_timeout: Option<Spanned<Dur>>,
@@ -88,6 +89,7 @@ struct RawFault {
     latency: Spanned<Dur>,
     outcome: Spanned<String>,
     replicas: Option<Spanned<Vec<i64>>>,
+    hosts: Option<Spanned<Vec<i64>>>,
 }
 
 #[derive(Deserialize)]
@@ -127,6 +129,10 @@ impl RawScenario {
             "downstream.faults.replicas" => fault(p.index)
                 .and_then(|f| f.replicas.as_ref())
                 .map(|r| r.span()),
+            "downstream.faults.hosts" => fault(p.index)
+                .and_then(|f| f.hosts.as_ref())
+                .map(|r| r.span()),
+            "downstream.hosts" => self.downstream.hosts.as_ref().map(|h| h.span()),
             "rate" => Some(self.rate.span()),
             "workers" => Some(self.workers.span()),
             "queue" => self.queue.as_ref().map(|q| q.span()),
@@ -185,8 +191,35 @@ impl RawScenario {
                     ))
                 }
             };
+            // A fault's hosts are its lanes as a fleet's replicas are (a
+            // scenario has one or the other, see `check`).
+            let lanes = match (&r.replicas, &r.hosts) {
+                (Some(_), Some(h)) => {
+                    return Err(ctx.err(
+                        h.span(),
+                        "downstream.faults.hosts",
+                        "a fault names replicas or hosts, not both",
+                    ))
+                }
+                (None, Some(h)) if self.downstream.hosts.is_none() => {
+                    return Err(ctx.err(
+                        h.span(),
+                        "downstream.faults.hosts",
+                        "needs [downstream] hosts (hosts are numbered from 1 to downstream.hosts)",
+                    ))
+                }
+                (Some(_), None) if self.downstream.hosts.is_some() => {
+                    let span = r.replicas.as_ref().map(|v| v.span()).unwrap_or(f.span());
+                    return Err(ctx.err(
+                        span,
+                        "downstream.faults.replicas",
+                        "a dependency of several hosts names the hosts a fault hits with hosts = [..]",
+                    ));
+                }
+                (replicas, hosts) => replicas.as_ref().or(hosts.as_ref()),
+            };
             // Out of range (0 for a negative number) is refused by `check`.
-            let replicas = r.replicas.as_ref().map(|list| {
+            let replicas = lanes.map(|list| {
                 list.get_ref()
                     .iter()
                     .map(|&n| usize::try_from(n).unwrap_or(0))
@@ -287,6 +320,10 @@ impl RawScenario {
                 None => None,
                 Some(f) => Some(fleet(ctx, f.get_ref())?),
             },
+            hosts: match &self.downstream.hosts {
+                None => 1,
+                Some(h) => int_in(ctx, h, "downstream.hosts", 2, super::MAX_HOSTS as i64)? as usize,
+            },
         };
         if let Err(p) = scenario.check() {
             return Err(ctx.err(self.span_of(&p), p.key, p.message));
@@ -300,7 +337,26 @@ impl RawScenario {
             });
         }
         for s in &self.strategy {
-            let spec: StrategySpec = s.get_ref().validate(ctx, s.span())?;
+            let mut spec: StrategySpec = s.get_ref().validate(ctx, s.span())?;
+            spec.hosts = s.get_ref().host_keys(ctx)?.policy(ctx, scenario.hosts)?;
+            if spec.hedge.is_some() && spec.hosts.is_some() {
+                return Err(ctx.err(
+                    s.span(),
+                    "strategy.hedge",
+                    "hedging does not go with several hosts (yet)",
+                ));
+            }
+            let others = spec.max_concurrent.is_some()
+                || spec.rate_limit.is_some()
+                || spec.limit.is_some()
+                || spec.throttle.is_some();
+            if others && spec.hosts.as_ref().is_some_and(|h| h.per_host) {
+                return Err(ctx.err(
+                    s.span(),
+                    "strategy.per_host",
+                    "a breaker per host goes without max_concurrent, rate_limit, limit and throttle (yet)",
+                ));
+            }
             if scenario.strategies.iter().any(|o| o.name == spec.name) {
                 return Err(ctx.err(
                     s.span(),

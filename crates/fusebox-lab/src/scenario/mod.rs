@@ -11,6 +11,7 @@ pub mod duration;
 mod error;
 mod file;
 pub mod fusebox;
+pub mod hosts;
 mod param;
 pub mod strategy;
 pub mod sweep;
@@ -21,6 +22,7 @@ pub use downstream::{
 };
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
+pub use hosts::{Balance, HostPolicy, OutlierSpec, MAX_HOSTS};
 pub use param::ParamValue;
 pub use strategy::{HedgeConfig, Peer, PeerConfig, SeedConfig, StrategyKind, StrategySpec};
 
@@ -84,6 +86,9 @@ pub struct Scenario {
     /// `[fleet]`: several replicas, each with its own pool and breaker
     /// (`None`: one replica, as in the article).
     pub fleet: Option<Fleet>,
+    /// `[downstream] hosts`: the dependency's hosts (1: one host); a
+    /// fault's `hosts` names those it hits.
+    pub hosts: usize,
     /// `seed`: what the latency tail's draws ([`Scenario::plan`]) are
     /// made from ([`DEFAULT_SEED`] if not given).
     pub seed: u64,
@@ -384,6 +389,66 @@ impl Scenario {
         )
     }
 
+    /// The checks of `[downstream] hosts` and the faults' `hosts` (a
+    /// fault's hosts are its `replicas`, numbered from 1: a scenario of
+    /// several hosts has no fleet).
+    fn check_hosts(&self) -> Result<(), Problem> {
+        let fail = |key: &'static str, index: Option<usize>, message: String| {
+            Err(Problem {
+                key,
+                index,
+                message,
+            })
+        };
+        if !(1..=MAX_HOSTS).contains(&self.hosts) {
+            return fail(
+                "downstream.hosts",
+                None,
+                format!("{} is out of range (1..={MAX_HOSTS})", self.hosts),
+            );
+        }
+        if self.hosts == 1 {
+            return Ok(());
+        }
+        let why = if self.fleet.is_some() {
+            Some("a fleet")
+        } else if self.downstream.server.is_some() {
+            Some("server")
+        } else if self.downstream.transport != Transport::Call {
+            Some("transport = \"http\"")
+        } else {
+            None
+        };
+        if let Some(other) = why {
+            return fail(
+                "downstream.hosts",
+                None,
+                format!("several hosts do not go with {other} (yet)"),
+            );
+        }
+        for (i, f) in self.downstream.faults.iter().enumerate() {
+            let Some(list) = &f.replicas else { continue };
+            if list.is_empty() {
+                return fail(
+                    "downstream.faults.hosts",
+                    Some(i),
+                    "must name at least one host (leave it out for all)".into(),
+                );
+            }
+            if let Some(bad) = list.iter().find(|&&h| !(1..=self.hosts).contains(&h)) {
+                return fail(
+                    "downstream.faults.hosts",
+                    Some(i),
+                    format!(
+                        "host {bad} is out of range (1..=downstream.hosts = {})",
+                        self.hosts
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every value against the lab's limits and the other values.
     /// Scenario files and `sweep` values go through this one check.
     pub fn check(&self) -> Result<(), Problem> {
@@ -523,8 +588,9 @@ impl Scenario {
                 );
             }
         }
+        self.check_hosts()?;
         for (i, f) in self.downstream.faults.iter().enumerate() {
-            if f.outcome == FaultOutcome::Down && f.replicas.is_some() {
+            if f.outcome == FaultOutcome::Down && f.replicas.is_some() && self.hosts == 1 {
                 return fail(
                     "downstream.faults.replicas",
                     Some(i),
@@ -534,6 +600,10 @@ impl Scenario {
                 );
             }
             let Some(list) = &f.replicas else { continue };
+            if self.hosts > 1 {
+                // A fault's `hosts`: see check_hosts.
+                continue;
+            }
             let n = self.replicas();
             if self.fleet.is_none() {
                 return fail(

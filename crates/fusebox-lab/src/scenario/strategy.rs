@@ -13,6 +13,7 @@
 use super::duration::{self, parse_value};
 use super::error::{Ctx, ScenarioError};
 use super::fusebox::{self, BreakerConfig, Key};
+use super::hosts;
 use super::param::ParamValue;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -55,6 +56,10 @@ pub struct StrategySpec {
     /// the run's clock with a fixed seed. A refused request counts as a fast
     /// fail; an answer is an accept, an error or a timeout an overload.
     pub throttle: Option<::fusebox::throttle::ThrottleConfig>,
+    /// A dependency of several hosts (`[downstream] hosts`): how the
+    /// strategy spreads requests over them and guards each (`per_host`,
+    /// `balance`, `outliers`); `None` for one host.
+    pub hosts: Option<super::hosts::HostPolicy>,
     /// `hedge` (`kind = "fusebox"` only), e.g. `hedge = { delay = "p95",
     /// max_extra = 1 }`: an attempt still running after the delay is sent
     /// again, the first success answers and the others are cancelled
@@ -554,6 +559,7 @@ impl RawStrategy {
                     HEDGE,
                 ]
                 .contains(&k.as_str())
+                    && ![hosts::PER_HOST, hosts::BALANCE, hosts::OUTLIERS].contains(&k.as_str())
             })
             .map(|(k, v)| (k.as_str(), v))
             .collect();
@@ -640,8 +646,26 @@ impl RawStrategy {
             rate_limit,
             limit,
             throttle,
+            hosts: None,
             hedge,
         })
+    }
+
+    /// The strategy's `per_host`, `balance` and `outliers`, checked against
+    /// its kind (the scenario's `hosts` checks the rest).
+    pub(super) fn host_keys(&self, ctx: &Ctx<'_>) -> Result<hosts::HostKeys, ScenarioError> {
+        let kind = self
+            .0
+            .get(KIND)
+            .and_then(|v| v.get_ref().as_str())
+            .unwrap_or("");
+        hosts::HostKeys::read(
+            ctx,
+            kind,
+            self.0.get(hosts::PER_HOST),
+            self.0.get(hosts::BALANCE),
+            self.0.get(hosts::OUTLIERS),
+        )
     }
 }
 
