@@ -321,7 +321,7 @@ impl<K> SetBuilder<K> {
     /// failing more than its peers is ejected, at most
     /// `max_ejection_percent` of the keys at once. Detection runs when
     /// [`BreakerSet::detect_outliers`] is called (or on the future of
-    /// [`BreakerSet::outlier_detection`], feature `tokio`), every
+    /// `BreakerSet::outlier_detection`, feature `tokio`), every
     /// [`interval`](Outliers::interval).
     ///
     /// # Examples

@@ -19,7 +19,7 @@ const DEFAULT_MAX_EJECTION: Duration = Duration::from_secs(300);
 /// Every `interval`, on a timer the set does not own
 /// ([`BreakerSet::detect_outliers`](crate::BreakerSet::detect_outliers), or
 /// the future of
-/// [`BreakerSet::outlier_detection`](crate::BreakerSet::outlier_detection)
+/// `BreakerSet::outlier_detection`
 /// under feature `tokio`), never on the call path, a key is ejected when
 ///
 /// - it failed `consecutive_failures` times in a row (default 5), or
