@@ -174,7 +174,35 @@ async fn fleet_with(
         let m = f.share(&b).await.unwrap();
         out.push((f, b, m));
     }
+    subscribed(redis, ns, n).await;
     out
+}
+
+/// Waits (at most 5 s) until `n` nodes listen on the namespace's channel:
+/// the channel has a connection of its own, subscribed a moment after the
+/// node reports itself connected, and a test that publishes a message
+/// Redis does not hold (a forged one) needs every node to hear it.
+async fn subscribed(redis: &LocalRedis, ns: &str, n: usize) {
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let channel = format!("fusebox:{{{ns}}}:events");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, listening): (String, usize) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&channel)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        if listening >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{listening} of {n} nodes subscribed to {channel}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
