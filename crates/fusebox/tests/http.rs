@@ -1324,3 +1324,36 @@ mod registry {
         assert_eq!(rebuilt.retry().max_attempts(), 4);
     }
 }
+
+/// The adaptive limit and the throttle as the stack's stages: a full limit
+/// refuses at once, the throttle hears answers.
+#[cfg(all(feature = "limit", feature = "throttle"))]
+#[tokio::test(start_paused = true)]
+async fn the_stack_takes_an_adaptive_limit_and_a_throttle() {
+    use fusebox::limit::{AdaptiveLimit, LimitConfig};
+    use fusebox::throttle::{Throttle, ThrottleConfig};
+    let limit = AdaptiveLimit::new(LimitConfig::default().initial(1)).unwrap();
+    let throttle = Throttle::new(ThrottleConfig::default()).unwrap();
+    let stack = Standard::builder("search")
+        .retry(quick_retry())
+        .limit(limit.clone())
+        .throttle(throttle.clone())
+        .build();
+    let (_, ok) = scripted(&[200]);
+    assert!(stack.run(&Method::GET, ok).await.is_ok());
+    let held = limit.try_acquire().unwrap(); // the one place, taken elsewhere
+    let (sent, ok) = scripted(&[200]);
+    let e = stack.run(&Method::GET, ok).await.unwrap_err();
+    assert!(matches!(e, PipelineError::LimitExceeded(_)), "{e}");
+    assert_eq!(
+        sent.load(Ordering::Relaxed),
+        0,
+        "refused before the request"
+    );
+    drop(held);
+    let (_, busy) = scripted(&[503, 503, 503]);
+    let _ = stack.run(&Method::GET, busy).await;
+    let s = throttle.snapshot();
+    // 1 answer, 1 refused by the limit inside, 3 attempts answered 503.
+    assert_eq!((s.requests, s.accepts), (5, 1), "{s:?}");
+}

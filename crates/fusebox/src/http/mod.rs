@@ -25,6 +25,7 @@
 //! | breaker | failure rate 50% over the last 20 calls, at least 10 calls, open 5 s | the registry's breaker `NAME`: the entry's `breaker`, then `[defaults.breaker]`, then the breaker's own defaults |
 //! | bulkhead | 64 calls at once, no waiting | the registry's bulkhead `NAME`: the entry's `bulkhead`, then `[defaults.bulkhead]`, then 25 |
 //! | attempt timeout | 2 s | the entry's `timeout`, else 2 s |
+//! | adaptive limit, throttle (features `limit`, `throttle`) | none | code only ([`StandardBuilder`]'s `limit`, `throttle`) |
 //! | classifier, retry predicate | as above | code only |
 //!
 //! # What the policies cover

@@ -138,6 +138,10 @@ pub struct StandardBuilder {
     bulkhead: Option<Bulkhead>,
     #[cfg(feature = "ratelimit")]
     rate_limiter: Option<crate::ratelimit::RateLimiter>,
+    #[cfg(feature = "limit")]
+    limit: Option<crate::limit::AdaptiveLimit>,
+    #[cfg(feature = "throttle")]
+    throttle: Option<crate::throttle::Throttle>,
     classifier: Classifier,
     retry_policy: RetryPolicy,
     stats: Option<PolicyStats>,
@@ -247,6 +251,10 @@ impl Standard {
             bulkhead: None,
             #[cfg(feature = "ratelimit")]
             rate_limiter: None,
+            #[cfg(feature = "limit")]
+            limit: None,
+            #[cfg(feature = "throttle")]
+            throttle: None,
             classifier: Classifier::new(),
             retry_policy: RetryPolicy::new(),
             stats: None,
@@ -1142,6 +1150,52 @@ impl StandardBuilder {
         self
     }
 
+    /// An adaptive concurrency limit for every attempt (feature `limit`;
+    /// none by default), inside the breaker and outside the bulkhead: a
+    /// limit that follows the dependency's latency where the bulkhead's
+    /// fixed size cannot be known (give the bulkhead a generous size, or
+    /// leave its default, as the outer bound). An attempt over the limit is
+    /// refused at once ([`PipelineError::LimitExceeded`]); an attempt that
+    /// times out cuts the limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::limit::{AdaptiveLimit, LimitConfig};
+    /// let limit = AdaptiveLimit::new(LimitConfig::default())?;
+    /// let s = fusebox::http::Standard::builder("search").limit(limit).build();
+    /// let kinds: Vec<_> = s.stages().iter().map(|s| s.kind()).collect();
+    /// assert_eq!(kinds, ["breaker", "limit", "bulkhead"]);
+    /// # Ok::<(), fusebox::limit::LimitConfigError>(())
+    /// ```
+    #[cfg(feature = "limit")]
+    pub fn limit(mut self, limit: crate::limit::AdaptiveLimit) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Adaptive throttling of every attempt (feature `throttle`; none by
+    /// default), inside the breaker: an attempt the throttle refuses is
+    /// refused at once ([`PipelineError::Throttled`]); an answer that is not
+    /// a failure is an accept.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::throttle::{Throttle, ThrottleConfig};
+    /// let s = fusebox::http::Standard::builder("search")
+    ///     .throttle(Throttle::new(ThrottleConfig::default())?)
+    ///     .build();
+    /// let kinds: Vec<_> = s.stages().iter().map(|s| s.kind()).collect();
+    /// assert_eq!(kinds, ["breaker", "throttle", "bulkhead"]);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    #[cfg(feature = "throttle")]
+    pub fn throttle(mut self, throttle: crate::throttle::Throttle) -> Self {
+        self.throttle = Some(throttle);
+        self
+    }
+
     /// Which statuses are failures.
     ///
     /// # Examples
@@ -1254,6 +1308,16 @@ impl StandardBuilder {
         #[cfg(feature = "ratelimit")]
         let policies = match self.rate_limiter {
             Some(limiter) => policies.rate_limiter(limiter),
+            None => policies,
+        };
+        #[cfg(feature = "limit")]
+        let policies = match self.limit {
+            Some(limit) => policies.limit(limit),
+            None => policies,
+        };
+        #[cfg(feature = "throttle")]
+        let policies = match self.throttle {
+            Some(throttle) => policies.throttle(throttle),
             None => policies,
         };
         let policies = policies.build();
