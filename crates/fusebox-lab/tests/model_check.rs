@@ -394,6 +394,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 fleet: None,
                 hosts: 1,
                 seed: fusebox_lab::scenario::DEFAULT_SEED,
+                arrivals: fusebox_lab::scenario::Arrivals::Fixed,
             }
         })
         .collect()

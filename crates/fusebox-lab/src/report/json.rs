@@ -131,6 +131,11 @@ pub fn scenario(report: &ScenarioReport) -> Value {
         "strategies": report.summaries.iter().zip(&report.runs)
             .map(|(sum, run)| strategy(sum, run)).collect::<Vec<_>>(),
     });
+    // Only a scenario with Poisson arrivals has the keys.
+    if let (crate::scenario::Arrivals::Poisson(_), Value::Object(obj)) = (&sc.arrivals, &mut doc) {
+        obj.insert("arrivals".into(), json!("poisson"));
+        obj.insert("seed".into(), json!(sc.seed));
+    }
     // Only a fleet scenario has the key: the others' JSON is as it was.
     if let (Some(f), Value::Object(obj)) = (&sc.fleet, &mut doc) {
         obj.insert(

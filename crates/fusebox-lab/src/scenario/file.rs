@@ -35,6 +35,7 @@ struct RawScenario {
     strategy: Vec<Spanned<RawStrategy>>,
     fleet: Option<Spanned<RawFleet>>,
     seed: Option<Spanned<i64>>,
+    arrivals: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -295,9 +296,25 @@ impl RawScenario {
             .iter()
             .map(|t| self::tail(ctx, t))
             .collect::<Result<Vec<Tail>, _>>()?;
+        let poisson = match self
+            .arrivals
+            .as_ref()
+            .map(|a| (a.span(), a.get_ref().as_str()))
+        {
+            None | Some((_, "fixed")) => false,
+            Some((_, "poisson")) => true,
+            Some((span, other)) => {
+                return Err(ctx.err(
+                    span,
+                    "arrivals",
+                    format!("{other:?} is not one of \"fixed\", \"poisson\""),
+                ))
+            }
+        };
         let mut scenario = Scenario {
             name,
             seed,
+            arrivals: super::Arrivals::Fixed,
             duration: self.duration.get_ref().0,
             rate: *self.rate.get_ref(),
             rate_until,
@@ -327,6 +344,10 @@ impl RawScenario {
         };
         if let Err(p) = scenario.check() {
             return Err(ctx.err(self.span_of(&p), p.key, p.message));
+        }
+        // Drawn once the rate, duration and seed are known to be sound.
+        if poisson {
+            scenario.arrivals = super::Arrivals::Poisson(scenario.poisson_arrivals());
         }
         if self.strategy.is_empty() {
             return Err(ScenarioError {

@@ -59,6 +59,41 @@ pub const MAX_WINDOWS: u128 = 100_000;
 /// The `seed` of a scenario that does not set one.
 pub const DEFAULT_SEED: u64 = 1;
 
+/// How requests arrive (`arrivals`).
+#[derive(Clone, PartialEq)]
+pub enum Arrivals {
+    /// `"fixed"` (the default): request `i` at `i / rate` (on a ramp, where
+    /// the ramp has had `i` requests).
+    Fixed,
+    /// `"poisson"`: independent arrivals at the same mean rate (exponential
+    /// gaps, drawn from the scenario's `seed`); the arrival times, in
+    /// nanoseconds from the start, all before `duration`.
+    Poisson(std::sync::Arc<[u64]>),
+}
+
+impl std::fmt::Debug for Arrivals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arrivals::Fixed => f.write_str("Fixed"),
+            Arrivals::Poisson(t) => write!(f, "Poisson({} arrivals)", t.len()),
+        }
+    }
+}
+
+/// SplitMix64's step: the lab's one hash for seeded draws.
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A uniform draw in [0, 1) from `seed`, `a` and `b`.
+fn unit(seed: u64, a: u64, b: u64) -> f64 {
+    let z = splitmix(splitmix(splitmix(seed) ^ a) ^ b);
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// A validated experiment: arrivals, worker pool, downstream, client, strategies.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
@@ -89,9 +124,11 @@ pub struct Scenario {
     /// `[downstream] hosts`: the dependency's hosts (1: one host); a
     /// fault's `hosts` names those it hits.
     pub hosts: usize,
-    /// `seed`: what the latency tail's draws ([`Scenario::plan`]) are
-    /// made from ([`DEFAULT_SEED`] if not given).
+    /// `seed`: what the latency tail's draws ([`Scenario::plan`]) and
+    /// Poisson arrivals are made from ([`DEFAULT_SEED`] if not given).
     pub seed: u64,
+    /// `arrivals`: `"fixed"` (the default) or `"poisson"`.
+    pub arrivals: Arrivals,
 }
 
 /// Most replicas in a `[fleet]`.
@@ -225,21 +262,57 @@ impl Scenario {
 
     /// Arrival time of request `i`, in nanoseconds from the start.
     pub fn arrival_ns(&self, i: u64) -> u64 {
+        if let Arrivals::Poisson(times) = &self.arrivals {
+            return usize::try_from(i)
+                .ok()
+                .and_then(|i| times.get(i).copied())
+                .unwrap_or(u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX));
+        }
+        self.at_count(i as f64)
+    }
+
+    /// When the arrivals' count reaches `x` (the time `t` at which the rate
+    /// integrated from 0 is `x`), in nanoseconds.
+    fn at_count(&self, x: f64) -> u64 {
         match self.rate_until {
             Some(r1) if r1 != self.rate => {
                 // n(t) = r0 t + (r1 - r0) t^2 / 2D: the t where n(t) = i.
                 let (r0, d) = (self.rate, self.duration.as_secs_f64());
                 let a = (r1 - r0) / (2.0 * d);
-                let disc = (r0 * r0 + 4.0 * a * i as f64).max(0.0);
+                let disc = (r0 * r0 + 4.0 * a * x).max(0.0);
                 let t = (disc.sqrt() - r0) / (2.0 * a);
                 (t * 1e9).round() as u64
             }
-            _ => (i as f64 * 1e9 / self.rate).round() as u64,
+            _ => (x * 1e9 / self.rate).round() as u64,
         }
+    }
+
+    /// Poisson arrival times for this scenario's rate (or ramp), duration
+    /// and seed: the count at time `t` is a Poisson process whose
+    /// integrated rate is the fixed arrivals' count (unit exponential gaps
+    /// on that count, mapped back to time).
+    pub fn poisson_arrivals(&self) -> std::sync::Arc<[u64]> {
+        let end = u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX);
+        let mut times =
+            Vec::with_capacity((self.duration.as_secs_f64() * self.rate * 1.1) as usize + 16);
+        let mut count = 0.0;
+        for k in 0u64.. {
+            // A unit exponential gap; 1 - u is in (0, 1].
+            count += -(1.0 - unit(self.seed, 0xA771_7A15, k)).ln();
+            let t = self.at_count(count);
+            if t >= end || times.len() as u64 >= MAX_REQUESTS {
+                break;
+            }
+            times.push(t);
+        }
+        times.into()
     }
 
     /// Number of requests: every `i` with `arrival(i) < duration`.
     pub fn request_count(&self) -> u64 {
+        if let Arrivals::Poisson(times) = &self.arrivals {
+            return times.len() as u64;
+        }
         let d = self.duration.as_nanos() as u64;
         let mean = (self.rate + self.rate_until.unwrap_or(self.rate)) / 2.0;
         let mut n = (self.duration.as_secs_f64() * mean).floor() as u64;
@@ -295,15 +368,8 @@ impl Scenario {
         if d.tail.is_empty() {
             return d.latency;
         }
-        // SplitMix64's step, over the seed, the request and the attempt.
-        let mix = |mut z: u64| {
-            z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        let z = mix(mix(mix(self.seed) ^ request as u64) ^ u64::from(attempt));
-        d.healthy((z >> 11) as f64 / (1u64 << 53) as f64)
+        // Over the seed, the request and the attempt.
+        d.healthy(unit(self.seed, request as u64, u64::from(attempt)))
     }
 
     /// Whether the scenario is about tail latency: its downstream has a

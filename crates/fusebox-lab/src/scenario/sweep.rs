@@ -147,5 +147,9 @@ pub fn apply(scenario: &Scenario, name: &str, value: ParamValue) -> Result<Scena
     }
     sc.check()
         .map_err(|p| format!("{name} = {value}: key `{}`: {}", p.key, p.message))?;
+    // Poisson arrivals follow the swept rate.
+    if matches!(sc.arrivals, super::Arrivals::Poisson(_)) {
+        sc.arrivals = super::Arrivals::Poisson(sc.poisson_arrivals());
+    }
     Ok(sc)
 }
