@@ -661,8 +661,8 @@ impl<B, P, F, C> PipelineBuilder<B, P, F, C> {
     }
 
     /// Puts `stage` at its place in the default order, replacing the first
-    /// stage of its kind.
-    fn place(mut self, stage: Stage) -> Self {
+    /// stage of its kind (also the HTTP stack's way to add its stages).
+    pub(crate) fn place(mut self, stage: Stage) -> Self {
         let mut stages = std::mem::take(&mut self.inner.layers.stages).into_vec();
         match stages.iter().position(|s| s.rank() == stage.rank()) {
             Some(i) => stages[i] = stage,

@@ -136,12 +136,9 @@ pub struct StandardBuilder {
     breakers: Option<BreakerSet<String>>,
     hedge: Option<Hedging>,
     bulkhead: Option<Bulkhead>,
-    #[cfg(feature = "ratelimit")]
-    rate_limiter: Option<crate::ratelimit::RateLimiter>,
-    #[cfg(feature = "limit")]
-    limit: Option<crate::limit::AdaptiveLimit>,
-    #[cfg(feature = "throttle")]
-    throttle: Option<crate::throttle::Throttle>,
+    /// The optional stages (rate limiter, adaptive limit, throttle), each
+    /// placed at its place in the pipeline's order.
+    stages: Vec<crate::pipeline::Stage>,
     classifier: Classifier,
     retry_policy: RetryPolicy,
     stats: Option<PolicyStats>,
@@ -249,12 +246,7 @@ impl Standard {
             breakers: None,
             hedge: None,
             bulkhead: None,
-            #[cfg(feature = "ratelimit")]
-            rate_limiter: None,
-            #[cfg(feature = "limit")]
-            limit: None,
-            #[cfg(feature = "throttle")]
-            throttle: None,
+            stages: Vec::new(),
             classifier: Classifier::new(),
             retry_policy: RetryPolicy::new(),
             stats: None,
@@ -389,7 +381,9 @@ impl Standard {
         b.retry = p.retry().cloned();
         #[cfg(feature = "ratelimit")]
         {
-            b.rate_limiter = p.rate_limiter().cloned();
+            if let Some(limiter) = p.rate_limiter() {
+                b = b.rate_limiter(limiter.clone());
+            }
         }
         b
     }
@@ -1145,9 +1139,8 @@ impl StandardBuilder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     #[cfg(feature = "ratelimit")]
-    pub fn rate_limiter(mut self, limiter: crate::ratelimit::RateLimiter) -> Self {
-        self.rate_limiter = Some(limiter);
-        self
+    pub fn rate_limiter(self, limiter: crate::ratelimit::RateLimiter) -> Self {
+        self.with_stage(limiter.into())
     }
 
     /// An adaptive concurrency limit for every attempt (feature `limit`;
@@ -1169,9 +1162,8 @@ impl StandardBuilder {
     /// # Ok::<(), fusebox::limit::LimitConfigError>(())
     /// ```
     #[cfg(feature = "limit")]
-    pub fn limit(mut self, limit: crate::limit::AdaptiveLimit) -> Self {
-        self.limit = Some(limit);
-        self
+    pub fn limit(self, limit: crate::limit::AdaptiveLimit) -> Self {
+        self.with_stage(limit.into())
     }
 
     /// Adaptive throttling of every attempt (feature `throttle`; none by
@@ -1191,8 +1183,15 @@ impl StandardBuilder {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     #[cfg(feature = "throttle")]
-    pub fn throttle(mut self, throttle: crate::throttle::Throttle) -> Self {
-        self.throttle = Some(throttle);
+    pub fn throttle(self, throttle: crate::throttle::Throttle) -> Self {
+        self.with_stage(throttle.into())
+    }
+
+    /// Keeps `stage`, replacing one of its kind.
+    #[cfg(any(feature = "ratelimit", feature = "limit", feature = "throttle"))]
+    fn with_stage(mut self, stage: crate::pipeline::Stage) -> Self {
+        self.stages.retain(|s| s.kind() != stage.kind());
+        self.stages.push(stage);
         self
     }
 
@@ -1305,21 +1304,10 @@ impl StandardBuilder {
             .bulkhead(bulkhead.clone())
             .timeout(self.attempt)
             .stats(stats.clone());
-        #[cfg(feature = "ratelimit")]
-        let policies = match self.rate_limiter {
-            Some(limiter) => policies.rate_limiter(limiter),
-            None => policies,
-        };
-        #[cfg(feature = "limit")]
-        let policies = match self.limit {
-            Some(limit) => policies.limit(limit),
-            None => policies,
-        };
-        #[cfg(feature = "throttle")]
-        let policies = match self.throttle {
-            Some(throttle) => policies.throttle(throttle),
-            None => policies,
-        };
+        let policies = self
+            .stages
+            .into_iter()
+            .fold(policies, |p, stage| p.place(stage));
         let policies = policies.build();
         let hedge = self.hedge.map(|h| match h {
             Hedging::Given(h) => h,
