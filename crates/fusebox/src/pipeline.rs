@@ -891,9 +891,10 @@ where
             timed_out: matches!(result, Err(PipelineError::TimedOut(_))),
             #[cfg(feature = "throttle")]
             accepted: match result {
-                Ok(_) => true,
-                Err(PipelineError::Failed(_)) => outcome != Outcome::Failure,
-                Err(_) => false,
+                Ok(_) => Some(true),
+                Err(PipelineError::Failed(_)) => Some(outcome != Outcome::Failure),
+                Err(PipelineError::TimedOut(_)) => Some(false),
+                Err(_) => None,
             },
         }
     }

@@ -632,3 +632,88 @@ async fn call_async_goes_through_the_keys_own_breaker_and_is_send() {
         .unwrap_err()
         .is_rejected());
 }
+
+/// `pick` judges failure rates, not counts, and takes a disabled breaker
+/// as a closed one.
+#[test]
+fn pick_prefers_the_lower_failure_rate_and_takes_a_disabled_key() {
+    use fusebox::set::Outliers;
+    let clock = ManualClock::new();
+    let hosts: BreakerSet<String> = BreakerSet::builder(
+        CircuitBreaker::builder()
+            .failure_rate(0.99)
+            .count_window(2_000)
+            .min_calls(2_000)
+            .clock(clock.clone()),
+    )
+    .outliers(
+        Outliers::default()
+            .consecutive_failures(None)
+            .stdev_factor(None),
+    )
+    .build()
+    .unwrap();
+    // "busy": 10 failures in 1,000 calls; "new": 5 of 5.
+    for i in 0..1_000 {
+        let _ = hosts.call("busy", || if i % 100 == 0 { Err(()) } else { Ok(()) });
+    }
+    for _ in 0..5 {
+        let _ = hosts.call("new", || Err::<(), _>(()));
+    }
+    let pair = ["busy".to_string(), "new".to_string()];
+    for _ in 0..100 {
+        assert_eq!(hosts.pick(&pair).map(String::as_str), Some("busy"));
+    }
+    let only = ["off".to_string()];
+    hosts.get("off").disable();
+    assert_eq!(
+        hosts.pick(&only).map(String::as_str),
+        Some("off"),
+        "disabled admits everything"
+    );
+}
+
+/// A listener told of an ejection may read the set's settings.
+#[test]
+fn a_listener_may_read_the_outlier_settings_during_detection() {
+    use fusebox::set::Outliers;
+    use std::sync::{Arc, OnceLock};
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let me: Arc<OnceLock<BreakerSet<String>>> = Arc::new(OnceLock::new());
+        let inner = Arc::clone(&me);
+        let hosts = BreakerSet::builder(
+            CircuitBreaker::builder()
+                .consecutive_failures(100)
+                .on_transition(move |_: &fusebox::Transition| {
+                    if let Some(set) = inner.get() {
+                        assert!(set.outliers().is_some());
+                        let _ = set.detect_outliers(); // a round is running: returns at once
+                    }
+                }),
+        )
+        .outliers(Outliers::default().consecutive_failures(Some(2)))
+        .build()
+        .unwrap();
+        let _ = me.set(hosts.clone());
+        fail(&hosts, "a", 2);
+        done.send(hosts.detect_outliers()).unwrap();
+    });
+    let ejected = finished
+        .recv_timeout(Duration::from_secs(20))
+        .expect("detection deadlocked");
+    assert_eq!(ejected, vec!["a".to_string()]);
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn a_detection_interval_too_long_for_the_timer_ends_the_future_without_a_panic() {
+    use fusebox::set::Outliers;
+    let hosts = BreakerSet::<String>::builder(CircuitBreaker::builder())
+        .outliers(Outliers::default().interval(Duration::MAX))
+        .build()
+        .unwrap();
+    let task = tokio::spawn(hosts.outlier_detection());
+    task.await.expect("no panic in the detection task");
+    drop(hosts);
+}

@@ -271,7 +271,7 @@ fn shadow_decides_as_enforce_and_refuses_nothing_off_counts_nothing() {
 /// from a stage inside), the refusal the pipeline returns, and the place in
 /// the default order (inside the breaker, outside the bulkhead).
 #[test]
-fn in_a_pipeline_answers_are_accepts_failures_and_inside_refusals_are_not() {
+fn in_a_pipeline_answers_are_accepts_failures_are_not_and_inside_refusals_are_taken_back() {
     use fusebox::pipeline::Stage;
     use fusebox::{Bulkhead, CircuitBreaker, Outcome, Pipeline, PipelineError};
     let clock = ManualClock::new();
@@ -307,7 +307,8 @@ fn in_a_pipeline_answers_are_accepts_failures_and_inside_refusals_are_not() {
         (3, 2),
         "a success and a 404 are accepts, a 503 is not"
     );
-    // A refusal from a stage inside: the request is counted, not accepted.
+    // A refusal from a stage inside: the dependency never judged it, so the
+    // request is taken back (neither a request nor an accept).
     let inside = Pipeline::builder()
         .throttle(t.clone())
         .bulkhead(full)
@@ -315,7 +316,7 @@ fn in_a_pipeline_answers_are_accepts_failures_and_inside_refusals_are_not() {
     let e = inside.call(|| Ok::<_, &str>(())).unwrap_err();
     assert!(matches!(e, PipelineError::BulkheadFull(_)));
     let s = t.snapshot();
-    assert_eq!((s.requests, s.accepts), (4, 2));
+    assert_eq!((s.requests, s.accepts), (3, 2));
     // Failures only: the throttle refuses, with its own error.
     let mut throttled = 0;
     for _ in 0..200 {
@@ -326,4 +327,47 @@ fn in_a_pipeline_answers_are_accepts_failures_and_inside_refusals_are_not() {
         clock.advance(Duration::from_millis(10));
     }
     assert!(throttled > 50, "{throttled} of 200 refused");
+}
+
+/// A hedge's cancelled loser is taken back, so hedging a healthy
+/// dependency does not raise the throttle's rejection probability.
+#[cfg(feature = "tokio")]
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_hedge_is_taken_back_and_refuses_nothing() {
+    use fusebox::hedge::{Delay, Hedge};
+    use fusebox::{Pipeline, PipelineError};
+    let clock = ManualClock::new();
+    let t = throttle(ThrottleConfig::default().k(1.5), &clock, 3);
+    let p = Pipeline::builder()
+        .hedge(
+            Hedge::builder()
+                .delay(Delay::Fixed(Duration::from_millis(10)))
+                .build()
+                .unwrap(),
+        )
+        .throttle(t.clone())
+        .build();
+    let mut refused = 0;
+    for _ in 0..100 {
+        let mut attempt = 0;
+        let r = p
+            .call_async(|| {
+                attempt += 1;
+                let took = if attempt == 1 { 50 } else { 1 }; // every first attempt is slow
+                async move {
+                    tokio::time::sleep(Duration::from_millis(took)).await;
+                    Ok::<_, std::io::Error>(())
+                }
+            })
+            .await;
+        refused += u32::from(matches!(r, Err(PipelineError::Throttled(_))));
+    }
+    let s = t.snapshot();
+    assert_eq!(refused, 0);
+    assert_eq!(
+        (s.requests, s.accepts),
+        (100, 100),
+        "every loser taken back: {s:?}"
+    );
+    assert_eq!(t.rejection_probability(), 0.0);
 }

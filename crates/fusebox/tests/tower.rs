@@ -1137,13 +1137,14 @@ mod admission {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_throttle_counts_answers_as_accepts_and_errors_as_none() {
+    async fn the_throttle_counts_answers_as_accepts_errors_as_none_and_takes_back_cancelled_calls()
+    {
         let throttle = Throttle::new(ThrottleConfig::default()).unwrap();
         let mut svc = ThrottleLayer::new(throttle.clone()).layer(backend());
         assert_eq!(svc.ready().await.unwrap().call(3).await.unwrap(), 3);
         let _ = svc.ready().await.unwrap().call(0).await.unwrap_err();
-        drop(svc.ready().await.unwrap().call(3));
+        drop(svc.ready().await.unwrap().call(3)); // cancelled: taken back
         let s = throttle.snapshot();
-        assert_eq!((s.requests, s.accepts), (3, 1));
+        assert_eq!((s.requests, s.accepts), (2, 1));
     }
 }

@@ -268,7 +268,8 @@ impl Standard {
     ///
     /// Replace the hedge with [`StandardBuilder::hedge`]; the retry with
     /// [`StandardBuilder::retry`] (the preset's hedge then spends from that
-    /// retry's budget).
+    /// retry's budget; a retry without a budget leaves the hedges
+    /// unbudgeted too).
     ///
     /// # Examples
     ///
@@ -1073,7 +1074,9 @@ impl StandardBuilder {
     /// use, bounded by its `max_keys`, with its outlier detection if it has
     /// one). Shared by all endpoints: the total and attempt timeouts, the
     /// retry and its budget, the bulkhead (one pool for the dependency),
-    /// the rate limiter, the stats.
+    /// the rate limiter, the adaptive limit and the throttle (one slow or
+    /// overloaded host moves them for every host), the hedge (its delay is
+    /// the quantile of all hosts' answers), the stats.
     ///
     /// # Examples
     ///

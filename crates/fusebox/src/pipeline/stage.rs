@@ -174,10 +174,10 @@ pub(super) enum Held {
     /// An adaptive limit's ticket.
     #[cfg(feature = "limit")]
     Limit(LimitTicket),
-    /// A throttle's admission: whether its accept is counted (not in off
-    /// mode).
+    /// A throttle's admission: the period its request was counted in
+    /// (`None` in off mode: nothing to count).
     #[cfg(feature = "throttle")]
-    Throttle(bool),
+    Throttle(Option<u64>),
 }
 
 /// The verdict of an attempt, as each kind of stage hears it.
@@ -188,9 +188,12 @@ pub(super) struct Verdict {
     /// For the adaptive limits: the attempt timed out (a drop).
     #[cfg(feature = "limit")]
     pub(super) timed_out: bool,
-    /// For the throttles: the dependency answered, and not with a failure.
+    /// For the throttles: `Some(true)` the dependency answered, and not
+    /// with a failure (an accept); `Some(false)` it failed or timed out (no
+    /// accept); `None` it never judged the attempt (a refusal from inside:
+    /// the request is taken back).
     #[cfg(feature = "throttle")]
-    pub(super) accepted: bool,
+    pub(super) accepted: Option<bool>,
 }
 
 impl Verdict {
@@ -200,7 +203,7 @@ impl Verdict {
         #[cfg(feature = "limit")]
         timed_out: false,
         #[cfg(feature = "throttle")]
-        accepted: false,
+        accepted: None,
     };
 }
 
@@ -324,8 +327,12 @@ impl<'a> Entered<'a> {
                     settle_limit(l, ticket, verdict)
                 }
                 #[cfg(feature = "throttle")]
-                (Some(Stage::Throttle(t)), Some(&Held::Throttle(true))) if verdict.accepted => {
-                    t.accepted()
+                (Some(Stage::Throttle(t)), Some(&Held::Throttle(Some(period)))) => {
+                    match verdict.accepted {
+                        Some(true) => t.accepted(),
+                        Some(false) => {}
+                        None => t.uncount(period),
+                    }
                 }
                 (Some(Stage::Bulkhead(b)), _) => b.give_back(),
                 _ => {}
@@ -360,6 +367,11 @@ impl Entered<'_> {
                 (Some(Stage::Breaker(b)), Some(&Held::Breaker(ticket))) => b.release(ticket),
                 #[cfg(feature = "limit")]
                 (Some(Stage::Limit(l)), Some(&Held::Limit(ticket))) => l.release(ticket),
+                // Cancelled: taken back; a panic: the call's failure, no accept.
+                #[cfg(feature = "throttle")]
+                (Some(Stage::Throttle(t)), Some(&Held::Throttle(Some(period)))) if !panicking => {
+                    t.uncount(period)
+                }
                 (Some(Stage::Bulkhead(b)), _) => b.give_back(),
                 _ => {}
             }

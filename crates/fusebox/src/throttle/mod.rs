@@ -28,7 +28,10 @@
 //!   permit dropped without a verdict (a panic, a cancelled future), counts
 //!   none. Classify as an accept every answer that shows the backend served
 //!   the call, a client error (4xx) included; as an overload only 429, 503,
-//!   timeouts and connection failures.
+//!   timeouts and connection failures. A request the backend never judged
+//!   (cancelled, or refused by a policy after the throttle) is taken back
+//!   with [`ThrottlePermit::cancel`]; the pipeline stage and the tower layer
+//!   do so themselves.
 //! - Locally refused requests count as requests (that is what lets the
 //!   throttle recover: as the backend heals, accepts rise and `p` falls).
 //!
@@ -244,27 +247,48 @@ impl Throttle {
     }
 
     /// Counts a request and draws whether it is refused; `Ok(counted)`:
-    /// admitted, its accept to be counted (not in off mode).
-    pub(crate) fn admit(&self) -> Result<bool, Throttled> {
+    /// admitted, and the time period its request was counted in (`None` in
+    /// off mode: its verdict counts nothing).
+    pub(crate) fn admit(&self) -> Result<Option<u64>, Throttled> {
         let inner = &*self.inner;
         let mode = self.mode();
         if mode == Mode::Off {
-            return Ok(false);
+            return Ok(None);
         }
         let now = inner.clock.now_nanos();
         let (requests, accepts) = inner.totals(now);
         let p = inner.probability(requests, accepts);
-        inner.bucket(now).requests.fetch_add(1, Ordering::Relaxed);
+        let bucket = inner.bucket(now);
+        bucket.requests.fetch_add(1, Ordering::Relaxed);
+        // Relaxed: read back only to find this request's bucket again.
+        let period = bucket.period.load(Ordering::Relaxed);
         if p > 0.0 && inner.draw() < p {
             // Relaxed (all counts): statistics, nothing is published through them.
             if mode == Mode::Shadow {
                 inner.shadowed.fetch_add(1, Ordering::Relaxed);
-                return Ok(true);
+                return Ok(Some(period));
             }
             inner.refused.fetch_add(1, Ordering::Relaxed);
             return Err(Throttled::new(p));
         }
-        Ok(true)
+        Ok(Some(period))
+    }
+
+    /// Takes back a request counted in `period` that no answer will judge
+    /// (cancelled, or refused by a policy after the throttle): as if it had
+    /// not been made. Nothing once its bucket has left the window (a bucket
+    /// reused for a later period is not touched).
+    pub(crate) fn uncount(&self, period: u64) {
+        let inner = &*self.inner;
+        let n = inner.buckets.len() as u64;
+        let b = &inner.buckets[(period % n) as usize];
+        // Acquire: pairs with the bucket's reuse (see `bucket`).
+        if b.period.load(Ordering::Acquire) == period {
+            // Relaxed: statistics; never below zero.
+            let _ = b
+                .requests
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| r.checked_sub(1));
+        }
     }
 
     /// Counts an accept of a request admitted now.
@@ -414,7 +438,7 @@ impl Inner {
 pub struct ThrottlePermit {
     owner: Throttle,
     /// Admitted in off mode: its verdict counts nothing.
-    counted: bool,
+    counted: Option<u64>,
 }
 
 impl ThrottlePermit {
@@ -429,8 +453,28 @@ impl ThrottlePermit {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn accept(self) {
-        if self.counted {
+        if self.counted.is_some() {
             self.owner.accepted();
+        }
+    }
+
+    /// The request was not judged by the backend: it was cancelled before
+    /// an answer, or a policy after the throttle refused it. It is taken out
+    /// of the counts (while its time bucket is in the window), so it makes
+    /// refusals neither likelier nor rarer. (Dropping the permit instead
+    /// counts it as a request the backend did not accept.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let t = fusebox::throttle::Throttle::new(fusebox::throttle::ThrottleConfig::default())?;
+    /// t.try_acquire().unwrap().cancel();
+    /// assert_eq!(t.snapshot().requests, 0);
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn cancel(self) {
+        if let Some(period) = self.counted {
+            self.owner.uncount(period);
         }
     }
 

@@ -662,8 +662,6 @@ impl Core {
         t
     }
 
-    /// The current state at `now`, moving Open -> HalfOpen, or HalfOpen ->
-    /// Open past the half-open deadline, if it is due.
     /// The state in the word, without the lazy Open -> HalfOpen step (no
     /// transition to tell): an open breaker past its period still reads
     /// open.
@@ -671,6 +669,8 @@ impl Core {
         self.load().state()
     }
 
+    /// The current state at `now`, moving Open -> HalfOpen, or HalfOpen ->
+    /// Open past the half-open deadline, if it is due.
     pub(crate) fn state(&self, now: Nanos) -> (State, Option<Transition>) {
         let w = self.load();
         let due = match w.state() {

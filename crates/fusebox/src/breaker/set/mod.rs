@@ -47,7 +47,11 @@ pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(600);
 /// in use, at most about an eighth of `idle_after` later. A set that nobody
 /// used for a while reads its clock again on its next new key or
 /// `evict_idle`: the breakers last used in the epoch that was current then
-/// are idle `idle_after` after that.
+/// are idle `idle_after` after that. So a full set that sat unused for a
+/// while gives its next new keys the overflow breaker (shared by all of
+/// them) for up to `idle_after`; call [`evict_idle`](Self::evict_idle) on a
+/// timer of your own, or size `max_keys` for the keys you expect, where that
+/// matters.
 ///
 /// Every breaker of the set has the set's settings, clock and listeners, and
 /// is named `SET/KEY` (or `KEY` for a set without a name), so listeners and
@@ -100,7 +104,9 @@ struct SetInner<K> {
     /// Held through a `reconfigure`.
     reconfiguring: Mutex<()>,
     /// Outlier detection, if on; locked by a round of detection.
-    outliers: Option<Mutex<Outliers>>,
+    outliers: Option<Outliers>,
+    /// Held (try-locked) through a round of detection.
+    detecting: Mutex<()>,
     ejected: AtomicU64,
     /// Draws of `pick` so far (its random stream).
     picks: AtomicU64,
@@ -387,7 +393,8 @@ impl<K> SetBuilder<K> {
                 evicted: AtomicU64::new(0),
                 overflowed: AtomicU64::new(0),
                 reconfiguring: Mutex::new(()),
-                outliers: self.outliers.map(Mutex::new),
+                outliers: self.outliers,
+                detecting: Mutex::new(()),
                 ejected: AtomicU64::new(0),
                 picks: AtomicU64::new(0),
             }),
@@ -521,7 +528,7 @@ impl<K> BreakerSet<K> {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn outliers(&self) -> Option<Outliers> {
-        self.inner.outliers.as_ref().map(|o| lock(o).clone())
+        self.inner.outliers.clone()
     }
 
     /// Keys ejected by outlier detection so far.
@@ -751,8 +758,10 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         let Some(outliers) = &self.inner.outliers else {
             return Vec::new();
         };
-        let outliers = match outliers.try_lock() {
-            Ok(o) => o,
+        // One round at a time; a listener told of an ejection may call the
+        // set (even this), and finds the round busy rather than waiting.
+        let _round = match self.inner.detecting.try_lock() {
+            Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return Vec::new(),
         };
@@ -774,7 +783,7 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
                 watch,
             })
             .collect();
-        let ejected = outliers::detect(&outliers, &seen, self.now());
+        let ejected = outliers::detect(outliers, &seen, self.now());
         self.inner
             .ejected
             .fetch_add(ejected.len() as u64, Ordering::Relaxed);
@@ -807,8 +816,13 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     /// healthier one taken (power of two choices). A candidate may be taken
     /// when its breaker is closed (or it has none yet), or half open with no
     /// probe out (so a recovering key gets its probe); a half-open one is
-    /// preferred (its probe is what closes it), then the one with fewer
-    /// failures since the last round of outlier detection. When neither
+    /// preferred (its probe is what closes it), then the one with the lower
+    /// failure rate since the last round of outlier detection (smoothed:
+    /// `(failures + 1) / (calls + 2)`, so a key with a few calls is not
+    /// judged on them alone; without outlier detection the two tie and the
+    /// first drawn is taken). A disabled breaker counts as closed. The
+    /// choice is advice: callers picking at once may all draw the same
+    /// half-open key, and only its probes get through. When neither
     /// drawn candidate may be taken, the first that may, from a random
     /// start; `None` when no candidate may (every one open, ejected or
     /// probing): fail fast or wait for the shortest `retry_after`.
@@ -838,10 +852,20 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         // listeners of a transition.)
         let score = |key: &K| -> Option<(u8, u64)> {
             let Some((breaker, watch)) = self.held(key) else {
-                return Some((1, 0));
+                // No breaker yet: the smoothed rate of no calls, 1/2.
+                return Some((
+                    1,
+                    if self.inner.outliers.is_some() {
+                        500_000
+                    } else {
+                        0
+                    },
+                ));
             };
             match breaker.state() {
-                State::Closed => Some((1, watch.map_or(0, |w| w.failures()))),
+                State::Closed | State::Disabled => {
+                    Some((1, watch.map_or(0, |w| w.failure_score())))
+                }
                 State::HalfOpen if breaker.probes_in_flight() == 0 => Some((0, 0)),
                 _ => None,
             }
@@ -904,7 +928,11 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
         let every = self.outliers().map(|o| o.interval_value());
         async move {
             let Some(every) = every else { return };
-            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            // An interval too long to add to now is a detection that never runs.
+            let Some(first) = tokio::time::Instant::now().checked_add(every) else {
+                return;
+            };
+            let mut tick = tokio::time::interval_at(first, every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 // The set is held only for a round, so dropping it ends this.

@@ -28,6 +28,14 @@ const DEFAULT_MAX_EJECTION: Duration = Duration::from_secs(300);
 ///   with at least `request_volume` calls in the interval (default 100) and
 ///   only when at least `min_keys` keys have that many (default 5).
 ///
+///   This is Envoy's and gRPC's rule, and it is relative: with one deviant
+///   key among identical peers, the deviant's distance from the mean is
+///   always `sqrt(n - 1)` standard deviations whatever its rate, so among
+///   fewer than `stdev_factor² + 1` keys (4 at 1.9) it never ejects, and
+///   among perfect peers a key with a single failure is an outlier. Keep
+///   `min_keys` at 5 or more, and lean on the breakers' own rates and the
+///   failures in a row for absolute limits.
+///
 /// An ejected key's breaker opens ([`Reason::Outlier`]) for `base_ejection`
 /// (default 30 s) times the number of times the key was ejected, at most
 /// `max_ejection` (default 300 s); then it lets a probe through as after any
@@ -314,9 +322,14 @@ impl Listener for Watch {
 }
 
 impl Watch {
-    /// Failures this interval (a lower number is healthier).
-    pub(crate) fn failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
+    /// This interval's failure rate, smoothed so that a key with few calls
+    /// is not judged on them alone ((failures + 1) / (calls + 2)), in parts
+    /// per million: lower is healthier.
+    pub(crate) fn failure_score(&self) -> u64 {
+        // Relaxed: statistics.
+        let failures = self.failures.load(Ordering::Relaxed);
+        let calls = failures.saturating_add(self.successes.load(Ordering::Relaxed));
+        failures.saturating_add(1).saturating_mul(1_000_000) / calls.saturating_add(2)
     }
 
     /// Whether the key is ejected at `now`: its ejection has not ended and

@@ -10,10 +10,14 @@
 //! | a response | a sample (round-trip time from admission) | an accept |
 //! | an [`Elapsed`](crate::Elapsed) (a timeout layer inside) | a drop (the limit is cut) | no accept |
 //! | any other error | no sample | no accept |
-//! | the future dropped | released, no sample | no accept |
+//! | a fusebox refusal from a layer inside (a full bulkhead, an open breaker) | no sample | the request taken back |
+//! | the future dropped | released, no sample | the request taken back |
 //!
 //! A service answering its overload with a response (an HTTP 429 or 503)
 //! should turn it into an error inside these layers to count it as one.
+//! A timeout is recognised as fusebox's [`Elapsed`](crate::Elapsed)
+//! (`fusebox::tower::TimeoutLayer`), also as the source of another error;
+//! tower's own `tower::timeout` error is not, and counts as another error.
 //!
 //! [`AdaptiveLimitLayer`]: super::AdaptiveLimitLayer
 //! [`ThrottleLayer`]: super::ThrottleLayer
@@ -56,10 +60,11 @@ impl Gate {
 }
 
 impl Held {
-    /// Tells the policy how the call ended: answered, timed out, or failed
-    /// otherwise.
-    fn settle(self, answered: bool, timed_out: bool) {
-        let _ = timed_out; // the throttle's verdict does not tell a timeout apart
+    /// Tells the policy how the call ended: answered, timed out, refused
+    /// by a fusebox policy further in (the dependency never judged it), or
+    /// failed otherwise.
+    fn settle(self, answered: bool, timed_out: bool, refused: bool) {
+        let _ = (timed_out, refused); // not every policy tells them apart
         match self {
             #[cfg(feature = "limit")]
             Held::Limit(p) if answered => p.success(),
@@ -70,7 +75,20 @@ impl Held {
             #[cfg(feature = "throttle")]
             Held::Throttle(p) if answered => p.accept(),
             #[cfg(feature = "throttle")]
+            Held::Throttle(p) if refused => p.cancel(),
+            #[cfg(feature = "throttle")]
             Held::Throttle(p) => p.overload(),
+        }
+    }
+
+    /// The call was dropped before it ended: the limit gives its place
+    /// back, the throttle takes its request back.
+    fn abandon(self) {
+        match self {
+            #[cfg(feature = "limit")]
+            Held::Limit(p) => drop(p),
+            #[cfg(feature = "throttle")]
+            Held::Throttle(p) => p.cancel(),
         }
     }
 }
@@ -268,10 +286,21 @@ where
 
 pin_project! {
     /// Response future of [`Admission`]: holds the policy's permit until the
-    /// inner call ends (dropped early: released, no verdict).
+    /// inner call ends (dropped early: the limit's place given back, the
+    /// throttle's request taken back).
     pub struct ResponseFuture<F> {
         #[pin]
         kind: Kind<F>,
+    }
+
+    impl<F> PinnedDrop for ResponseFuture<F> {
+        fn drop(this: Pin<&mut Self>) {
+            if let KindProj::Admitted { held, .. } = this.project().kind.project() {
+                if let Some(held) = held.take() {
+                    held.abandon();
+                }
+            }
+        }
     }
 }
 
@@ -301,8 +330,11 @@ where
             KindProj::Admitted { future, held } => {
                 let result = ready!(future.poll(cx)).map_err(Into::into);
                 if let Some(held) = held.take() {
-                    let timed_out = result.as_ref().is_err_and(|e| e.is::<crate::Elapsed>());
-                    held.settle(result.is_ok(), timed_out);
+                    let timed_out = result.as_ref().is_err_and(|e| timed_out(&**e));
+                    let refused = result
+                        .as_ref()
+                        .is_err_and(|e| crate::policy::refusal_of_error(&**e).is_some());
+                    held.settle(result.is_ok(), timed_out, refused);
                 }
                 Poll::Ready(result)
             }
@@ -312,6 +344,18 @@ where
             },
         }
     }
+}
+
+/// Whether `error`, or an error it was caused by, is fusebox's timeout.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.is::<crate::Elapsed>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 impl<F> fmt::Debug for ResponseFuture<F> {

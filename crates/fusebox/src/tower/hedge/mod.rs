@@ -8,7 +8,9 @@
 //! first. The request must be `Clone` (hedge only requests that may run
 //! twice). A dropped attempt is cancelled: a breaker layer inside releases
 //! its permit without a verdict, a bulkhead its slot. The response future
-//! ([`ResponseFuture`]) allocates nothing unless it sends a hedge.
+//! ([`ResponseFuture`]) is not boxed; each call clones the request and the
+//! service once (for the hedge it may send), and what those clones
+//! allocate (an `http::Request`'s headers, say) is allocated per call.
 //!
 //! # Examples
 //!
