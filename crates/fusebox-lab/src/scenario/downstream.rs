@@ -143,13 +143,7 @@ impl Server {
         let sigma = ((b - a) / (Z99 - Z90)).max(0.0);
         let mu = a - Z90 * sigma;
         let u = |k: u64| {
-            let mut z = n
-                .wrapping_mul(2)
-                .wrapping_add(k)
-                .wrapping_add(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
+            let z = super::splitmix(n.wrapping_mul(2).wrapping_add(k));
             ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
         };
         // Box-Muller: a standard normal from two uniforms.

@@ -8,7 +8,7 @@ pub use outliers::Outliers;
 
 use super::{BreakerConfig, Builder, CircuitBreaker, ConfigError, Error, Snapshot, State};
 use crate::sync::{lock, read, write, Mutex};
-use outliers::{Seen, Watch};
+use outliers::Watch;
 use std::borrow::Borrow;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -719,13 +719,10 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn snapshot(&self) -> Vec<(K, Snapshot)> {
-        // Read out of the lock: a snapshot may tell the listeners.
-        let held: Vec<(K, CircuitBreaker)> = read(&self.inner.breakers)
-            .map
-            .iter()
-            .map(|(k, e)| (k.clone(), e.breaker.clone()))
-            .collect();
-        held.into_iter().map(|(k, b)| (k, b.snapshot())).collect()
+        self.copied()
+            .into_iter()
+            .map(|(k, b, _)| (k, b.snapshot()))
+            .collect()
     }
 
     /// Runs one round of outlier detection (see [`Outliers`]) and returns
@@ -765,25 +762,12 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return Vec::new(),
         };
-        // The keys are copied out first: ejecting tells the breakers'
-        // listeners, which must not run under the set's lock.
-        let keys: Vec<(K, CircuitBreaker, Arc<Watch>)> = read(&self.inner.breakers)
-            .map
-            .iter()
-            .filter_map(|(k, e)| {
-                let w = e.watch.as_ref()?;
-                Some((k.clone(), e.breaker.clone(), Arc::clone(w)))
-            })
+        let keys: Vec<(K, CircuitBreaker, Arc<Watch>)> = self
+            .copied()
+            .into_iter()
+            .filter_map(|(k, b, w)| Some((k, b, w?)))
             .collect();
-        let seen: Vec<Seen<'_, K>> = keys
-            .iter()
-            .map(|(key, breaker, watch)| Seen {
-                key,
-                breaker,
-                watch,
-            })
-            .collect();
-        let ejected = outliers::detect(outliers, &seen, self.now());
+        let ejected = outliers::detect(outliers, &keys, self.now());
         self.inner
             .ejected
             .fetch_add(ejected.len() as u64, Ordering::Relaxed);
@@ -885,6 +869,17 @@ impl<K: Hash + Eq + Clone + fmt::Display> BreakerSet<K> {
                 .find_map(|i| score(&candidates[i]).map(|s| (s, i)));
         }
         best.map(|(_, i)| &candidates[i])
+    }
+
+    /// Every key with its breaker and watch, copied out of the lock: reading
+    /// or ejecting a breaker may tell its listeners, which must not run
+    /// under the set's lock.
+    fn copied(&self) -> Vec<(K, CircuitBreaker, Option<Arc<Watch>>)> {
+        read(&self.inner.breakers)
+            .map
+            .iter()
+            .map(|(k, e)| (k.clone(), e.breaker.clone(), e.watch.clone()))
+            .collect()
     }
 
     /// `key`'s breaker and watch, copied out of the lock.

@@ -5,6 +5,7 @@
 
 use crate::breaker::{CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Reason, State};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The defaults of [`Outliers`] (Envoy's outlier detection and gRPC's A50
@@ -339,16 +340,14 @@ impl Watch {
     }
 }
 
-/// One key as detection sees it.
-pub(crate) struct Seen<'a, K> {
-    pub(crate) key: &'a K,
-    pub(crate) breaker: &'a CircuitBreaker,
-    pub(crate) watch: &'a Watch,
-}
-
-/// One round of detection at `now` over every key of a set; the keys it
-/// ejected. Starts the next interval's counts.
-pub(crate) fn detect<K: Clone>(outliers: &Outliers, keys: &[Seen<'_, K>], now: u64) -> Vec<K> {
+/// One round of detection at `now` over every key of a set (each with its
+/// breaker and watch); the keys it ejected. Starts the next interval's
+/// counts.
+pub(crate) fn detect<K: Clone>(
+    outliers: &Outliers,
+    keys: &[(K, CircuitBreaker, Arc<Watch>)],
+    now: u64,
+) -> Vec<K> {
     struct Round {
         index: usize,
         calls: u64,
@@ -359,13 +358,12 @@ pub(crate) fn detect<K: Clone>(outliers: &Outliers, keys: &[Seen<'_, K>], now: u
     let rounds: Vec<Round> = keys
         .iter()
         .enumerate()
-        .map(|(index, k)| {
-            let w = k.watch;
+        .map(|(index, (_, breaker, w))| {
             // Relaxed: statistics; a call counted between the two swaps goes
             // to the next interval.
             let successes = w.successes.swap(0, Ordering::Relaxed);
             let failures = w.failures.swap(0, Ordering::Relaxed);
-            let ejected = w.is_ejected(k.breaker, now);
+            let ejected = w.is_ejected(breaker, now);
             if !ejected && failures == 0 {
                 let _ = w
                     .ejections
@@ -422,17 +420,13 @@ pub(crate) fn detect<K: Clone>(outliers: &Outliers, keys: &[Seen<'_, K>], now: u
         if room == 0 {
             break;
         }
-        let (seen, round) = (&keys[index], &rounds[index]);
-        if round.ejected || seen.breaker.state() != State::Closed {
+        let ((key, breaker, w), round) = (&keys[index], &rounds[index]);
+        if round.ejected || breaker.state() != State::Closed {
             continue; // already out, or its own breaker decided
         }
-        let w = seen.watch;
         let n = w.ejections.load(Ordering::Relaxed).saturating_add(1);
         let time = outliers.ejection(n);
-        if !seen
-            .breaker
-            .open_for(time, Reason::Outlier { ejected_for: time })
-        {
+        if !breaker.open_for(time, Reason::Outlier { ejected_for: time }) {
             continue; // opened meanwhile
         }
         w.ejections.store(n, Ordering::Relaxed);
@@ -441,7 +435,7 @@ pub(crate) fn detect<K: Clone>(outliers: &Outliers, keys: &[Seen<'_, K>], now: u
             Ordering::Relaxed,
         );
         w.in_a_row.store(0, Ordering::Relaxed);
-        ejected.push(seen.key.clone());
+        ejected.push(key.clone());
         room -= 1;
     }
     ejected
