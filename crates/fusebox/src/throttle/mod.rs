@@ -258,10 +258,10 @@ impl Throttle {
         let now = inner.clock.now_nanos();
         let (requests, accepts) = inner.totals(now);
         let p = inner.probability(requests, accepts);
-        let bucket = inner.bucket(now);
-        bucket.requests.fetch_add(1, Ordering::Relaxed);
-        // Relaxed: read back only to find this request's bucket again.
-        let period = bucket.period.load(Ordering::Relaxed);
+        inner.bucket(now).requests.fetch_add(1, Ordering::Relaxed);
+        // The period `bucket` counted it in (derived, not read back: the
+        // bucket may be reused for a later one meanwhile).
+        let period = now / inner.bucket_nanos + 1;
         if p > 0.0 && inner.draw() < p {
             // Relaxed (all counts): statistics, nothing is published through them.
             if mode == Mode::Shadow {
