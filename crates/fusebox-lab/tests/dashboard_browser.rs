@@ -88,15 +88,18 @@ fn the_page_follows_a_lab_run_through_its_faults() {
         &format!(r#".tile[data-name="{BREAKER}"] .chart.load .axis-y"#),
         "/s",
     );
-    assert!(axis.contains("/s"), "{axis}");
+    // The scale, a number per second, on top of a 0.
+    let (top, bottom) = axis.split_once("/s").unwrap_or_else(|| panic!("{axis}"));
+    assert!(
+        top.parse::<f64>().is_ok_and(|v| v > 0.0) && bottom == "0",
+        "{axis}"
+    );
+    // The first threshold label is the failure rate's, at the scenario's 50 %.
     let label = driver.text(
         &format!(r#".tile[data-name="{BREAKER}"] .mark-label"#),
         "trips",
     );
-    assert!(
-        label.contains("failure trips") || label.contains("trips"),
-        "{label}"
-    );
+    assert_eq!(label, "failure trips 50%");
 
     // After the run, the buttons: the page sends the token from its own origin.
     lab.wait_done(Duration::from_secs(60));
