@@ -131,6 +131,16 @@ impl Striped {
     /// The cells, allocated if they were not.
     #[inline]
     fn cells(&self) -> &[Padded<AtomicU64>; STRIPES] {
+        match self.cells.get() {
+            Some(cells) => cells,
+            None => self.allocate(),
+        }
+    }
+
+    /// The first write's allocation of the cells.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&self) -> &[Padded<AtomicU64>; STRIPES] {
         self.cells
             .get_or_init(|| Box::new(std::array::from_fn(|_| Padded(AtomicU64::new(0)))))
     }
