@@ -91,6 +91,9 @@ struct RawFault {
     outcome: Spanned<String>,
     replicas: Option<Spanned<Vec<i64>>>,
     hosts: Option<Spanned<Vec<i64>>>,
+    /// Read by [`jitter`], so that a value of the wrong type is named by
+    /// its full key.
+    jitter: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -148,6 +151,9 @@ impl RawScenario {
             "downstream.faults.from" => fault(p.index).map(|f| f.from.span()),
             "downstream.faults.until" => fault(p.index).map(|f| f.until.span()),
             "downstream.faults.latency" => fault(p.index).map(|f| f.latency.span()),
+            "downstream.faults.jitter" => fault(p.index)
+                .and_then(|f| f.jitter.as_ref())
+                .map(|j| j.span()),
             _ => None,
         };
         span.unwrap_or_else(|| self.duration.span())
@@ -174,8 +180,17 @@ impl RawScenario {
             },
         };
         let mut faults = Vec::new();
-        for f in &self.downstream.faults {
+        let mut fault_jitter = Vec::new();
+        for (k, f) in self.downstream.faults.iter().enumerate() {
             let r = f.get_ref();
+            if let Some(j) = &r.jitter {
+                fault_jitter.push(super::FaultJitter {
+                    fault: k,
+                    by: jitter(ctx, j)?,
+                    from: r.from.get_ref().0,
+                    until: r.until.get_ref().0,
+                });
+            }
             let outcome = match r.outcome.get_ref().as_str() {
                 "error" => FaultOutcome::Error,
                 "hang" => FaultOutcome::Hang,
@@ -315,6 +330,7 @@ impl RawScenario {
             name,
             seed,
             arrivals: super::Arrivals::Fixed,
+            fault_jitter,
             duration: self.duration.get_ref().0,
             rate: *self.rate.get_ref(),
             rate_until,
@@ -349,6 +365,7 @@ impl RawScenario {
         if poisson {
             scenario.arrivals = super::Arrivals::Poisson(scenario.poisson_arrivals());
         }
+        scenario.draw_faults();
         if self.strategy.is_empty() {
             return Err(ScenarioError {
                 file: ctx.file.to_string(),
@@ -434,6 +451,16 @@ fn tail(ctx: &Ctx<'_>, entry: &Spanned<RawTail>) -> Result<Tail, ScenarioError> 
         .and_then(super::duration::parse_value)
         .map_err(|e| ctx.err(latency.span(), "downstream.tail.latency", e))?;
     Ok(Tail { share, latency })
+}
+
+/// Reads a fault's `jitter` (a duration); its limits are checked with the
+/// others in [`Scenario::check`].
+fn jitter(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<Duration, ScenarioError> {
+    v.get_ref()
+        .as_str()
+        .ok_or_else(|| format!("must be a duration such as \"250ms\", not {}", v.get_ref()))
+        .and_then(super::duration::parse_value)
+        .map_err(|e| ctx.err(v.span(), "downstream.faults.jitter", e))
 }
 
 /// Reads `[fleet]`; its limits are checked with the others in [`Scenario::check`].
