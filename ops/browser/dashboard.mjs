@@ -11,7 +11,10 @@
 //                                     answer "text <its text>" (or "missed <its text>")
 //   hover <breaker> <shot>            point at the middle of the tile's rates chart; screenshot
 //                                     <shot>.png; answer "readout <the values shown>"
+//   count <n>\t<selector>             wait (at most 5 s) until <n> elements match <selector>;
+//                                     answer "count <how many match>"
 //   shot <name>                       screenshot <name>.png; answer "shot"
+//   shotof <name>\t<selector>         screenshot the element alone as <name>.png; answer "shot"
 //   done                              answer "console-errors <n>" (and each error), exit
 // The first answer is "loaded" once the page shows <breaker>, live, with its
 // stylesheet applied ("unstyled" if not). A CSP violation is reported as a
@@ -96,6 +99,15 @@ try {
       await page.screenshot({ path: join(outDir, shot + ".png") });
       say("readout " + (await page.textContent(readout)));
       await page.mouse.move(0, 0);
+    } else if (command === "count") {
+      const [n, selector] = line.slice("count ".length).split("\t");
+      await page.waitForFunction(([sel, want]) => document.querySelectorAll(sel).length >= want,
+        [selector, Number(n)], { timeout: 5000 }).catch(() => {});
+      say("count " + (await page.$$eval(selector, (all) => all.length)));
+    } else if (command === "shotof") {
+      const [name, selector] = line.slice("shotof ".length).split("\t");
+      await page.locator(selector).screenshot({ path: join(outDir, name + ".png") });
+      say("shot");
     } else if (command === "shot") {
       await page.screenshot({ path: join(outDir, args[0] + ".png") });
       say("shot");

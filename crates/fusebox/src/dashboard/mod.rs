@@ -18,7 +18,9 @@
 //! Every other policy of the registry (a rate limiter, say) has a tile in
 //! the "Policies" section with its kind, mode and the figures it reports
 //! through [`Inspect`](crate::policy::Inspect), counters with their rate
-//! per second: the dashboard shows a policy it has no code for. In the
+//! per second, and its gauges over time, one chart per unit (an adaptive
+//! limit's limit and calls in flight together): the dashboard shows a
+//! policy it has no code for. In the
 //! JSON, `frame.policies` lists every policy but the breakers (bulkheads
 //! too) as `{kind, name, tags, mode, figures: [{name, help, kind, value,
 //! rate}]}`.

@@ -12,6 +12,7 @@
   const tiles = new Map();     // name -> {root, parts}
   const bulkTiles = new Map();
   const policyTiles = new Map(); // kind + "\u0000" + name -> {root, p}
+  const policyHistory = new Map(); // same key -> [[t_ms, every figure's value], ...], since the page opened
   // Kinds drawn in a section of their own above; every other policy gets a
   // generic tile from what it reports (kind, mode, figures).
   const OWN_VIEW = new Set(["bulkhead"]);
@@ -124,6 +125,52 @@
     }
     root.append(axis, plot, legend);
     return { root, svg, top, bottom, marks, keyEls };
+  }
+  // A policy's gauges over time: one chart per unit (a name ending in _us,
+  // _ms or _permille says its unit; the others are counts), a line per gauge.
+  const GAUGE_COLORS = ["#1570ef", "#c62828", "#2e7d32", "#ef6c00"];
+  const UNITS = { us: "\u00b5s", ms: "ms", permille: "\u2030" };
+  function gaugeCharts(figures) {
+    const groups = [];
+    figures.forEach((f, i) => {
+      if (f.kind !== "gauge") return;
+      const m = f.name.match(/_(us|ms|permille)$/);
+      const unit = m ? m[1] : "";
+      let g = groups.find((x) => x.unit === unit);
+      if (!g) {
+        const root = el("div", "chart gauges"); root.dataset.unit = unit || "count";
+        const axis = el("div", "axis-y"); const top = el("span", "", "\u2013"); axis.append(top, el("span", "", "0"));
+        const plot = el("div", "plot"); const svg = svgEl("svg", { viewBox: "0 0 300 60", preserveAspectRatio: "none" });
+        plot.append(svg);
+        const legend = el("div", "legend");
+        root.append(axis, plot, legend);
+        g = { unit, idx: [], root, svg, top, legend };
+        groups.push(g);
+      }
+      const label = (m ? f.name.slice(0, -m[0].length) : f.name).replace(/_/g, " ");
+      const item = el("span", "", label); const swatch = el("i");
+      swatch.style.borderTopColor = GAUGE_COLORS[g.idx.length % GAUGE_COLORS.length];
+      item.prepend(swatch); g.legend.append(item);
+      g.idx.push({ i, label });
+    });
+    return groups;
+  }
+  function drawGauges(groups, points) {
+    const W = 300, H = 60;
+    for (const g of groups) {
+      while (g.svg.firstChild) g.svg.removeChild(g.svg.firstChild);
+      if (points.length === 0) continue;
+      const tEnd = points[points.length - 1][0];
+      const tStart = Math.min(Math.max(tEnd - historyLen * intervalMs, points[0][0]), tEnd - 10 * intervalMs);
+      const x = (tm) => ((tm - tStart) / (tEnd - tStart || 1)) * W;
+      const max = Math.max(1, ...points.flatMap((p) => g.idx.map(({ i }) => p[1 + i])));
+      g.top.textContent = (max < 10 ? max.toFixed(1).replace(/\.0$/, "") : String(Math.round(max))) + (UNITS[g.unit] ? " " + UNITS[g.unit] : "");
+      g.idx.forEach(({ i, label }, k) => {
+        const pts = points.map((p) => x(p[0]).toFixed(1) + "," + (H - 2 - (p[1 + i] / max) * (H - 4)).toFixed(1));
+        if (pts.length < 2) return;
+        g.svg.append(svgEl("polyline", { points: pts.join(" "), fill: "none", stroke: GAUGE_COLORS[k % GAUGE_COLORS.length], "stroke-width": 1.6, "vector-effect": "non-scaling-stroke", "data-series": label }));
+      });
+    }
   }
   function trendBox() {
     const root = el("div", "trend");
@@ -286,7 +333,14 @@
     p.use.val.textContent = h.in_use + " of " + h.limit;
   }
 
-  function updatePolicy(key, pol) {
+  function updatePolicy(key, pol, t_ms, append) {
+    const h = policyHistory.get(key) || [];
+    const last = h[h.length - 1];
+    if (!last || (append && last[0] < t_ms)) {
+      h.push([t_ms, ...pol.figures.map((f) => f.value)]);
+      while (h.length > historyLen) h.shift();
+    }
+    policyHistory.set(key, h);
     let t = policyTiles.get(key);
     if (!t) {
       const root = el("div", "tile"); root.dataset.name = pol.name; root.dataset.kind = pol.kind;
@@ -296,8 +350,9 @@
       const tags = el("div", "tags");
       const stats = el("div", "stats");
       const figures = pol.figures.map((f) => stat(stats, f.name.replace(/_/g, " ") + (f.kind === "counter" ? "/s" : "")));
-      root.append(head, kind, tags, stats);
-      t = { root, p: { mode, tags, stats, figures, names: pol.figures.map((f) => f.name).join() } };
+      const charts = gaugeCharts(pol.figures);
+      root.append(head, kind, tags, stats, ...charts.map((g) => g.root));
+      t = { root, p: { mode, tags, stats, figures, charts, names: pol.figures.map((f) => f.name).join() } };
       policyTiles.set(key, t);
     }
     const p = t.p;
@@ -305,9 +360,10 @@
     p.mode.dataset.mode = pol.mode; p.mode.textContent = pol.mode;
     p.tags.replaceChildren(...Object.entries(pol.tags).map(([k, v]) => el("span", "tag", k + "=" + v)));
     if (p.names !== pol.figures.map((f) => f.name).join()) {
-      // A policy whose figures changed: a fresh tile next frame.
-      policyTiles.delete(key); t.root.remove(); return;
+      // A policy whose figures changed: a fresh tile (and history) next frame.
+      policyTiles.delete(key); policyHistory.delete(key); t.root.remove(); return;
     }
+    drawGauges(p.charts, h);
     pol.figures.forEach((f, i) => {
       const b = p.figures[i];
       b.textContent = f.kind === "counter" ? rate(f.rate) : String(f.value);
@@ -342,8 +398,9 @@
     document.getElementById("bh-title").hidden = frame.bulkheads.length === 0;
     const policies = (frame.policies || []).filter((pol) => !OWN_VIEW.has(pol.kind));
     const keys = new Set();
-    for (const pol of policies) { const key = pol.kind + "\u0000" + pol.name; keys.add(key); updatePolicy(key, pol); }
+    for (const pol of policies) { const key = pol.kind + "\u0000" + pol.name; keys.add(key); updatePolicy(key, pol, frame.t_ms, append); }
     for (const key of [...keys]) if (!policyTiles.has(key)) keys.delete(key);
+    for (const key of [...policyHistory.keys()]) if (!keys.has(key)) policyHistory.delete(key);
     place(document.getElementById("policies"), policyTiles, keys, false);
     document.getElementById("pol-title").hidden = keys.size === 0;
     document.body.dataset.frame = String(frame.t_ms);

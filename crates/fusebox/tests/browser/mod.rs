@@ -143,6 +143,16 @@ impl Driver {
             .to_owned()
     }
 
+    /// Waits (at most 5 s) until `n` elements match `selector`; how many
+    /// match then.
+    pub fn count(&mut self, selector: &str, n: usize) -> usize {
+        let answer = self.ask(&format!("count {n}\t{selector}"));
+        answer
+            .strip_prefix("count ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{answer}"))
+    }
+
     /// Ends the session: the page's console errors (a CSP violation is one),
     /// but those of a request refused with `allowed_status` (Chromium
     /// reports any failed request).
