@@ -131,9 +131,9 @@ pub fn scenario(report: &ScenarioReport) -> Value {
         "strategies": report.summaries.iter().zip(&report.runs)
             .map(|(sum, run)| strategy(sum, run)).collect::<Vec<_>>(),
     });
-    // Only a scenario with Poisson arrivals has the keys.
-    if let (crate::scenario::Arrivals::Poisson(_), Value::Object(obj)) = (&sc.arrivals, &mut doc) {
-        obj.insert("arrivals".into(), json!("poisson"));
+    // Only a scenario with other than fixed arrivals has the keys.
+    if let (Some(_), Value::Object(obj)) = (sc.arrivals.times(), &mut doc) {
+        obj.insert("arrivals".into(), json!(sc.arrivals.name()));
         obj.insert("seed".into(), json!(sc.seed));
     }
     // Only a scenario with a jittered fault has the key (its `fault` is

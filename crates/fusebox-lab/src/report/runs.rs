@@ -338,13 +338,22 @@ pub const NOT_RANDOM: &str = "note: nothing in this scenario is drawn from the s
 /// times, with its jitter): `150 requests at 50/s, 8 workers, downstream
 /// 5ms healthy, fault 0.500..1.500 s, each end moved by up to 250ms`.
 pub fn describe(sc: &Scenario) -> String {
-    let arrivals = match sc.arrivals {
+    let arrivals = match &sc.arrivals {
         Arrivals::Fixed => format!("{} requests at {}/s", sc.request_count(), sc.rate),
         Arrivals::Poisson(_) => format!(
             "Poisson arrivals at {}/s for {}",
             sc.rate,
             format_duration(sc.duration)
         ),
+        Arrivals::Bursty(b, _) => format!(
+            "bursty arrivals at {}/s for {} ({}x for {}, every {})",
+            sc.rate,
+            format_duration(sc.duration),
+            b.peak,
+            format_duration(b.on),
+            format_duration(b.on + b.off)
+        ),
+        Arrivals::Trace(file, _) => format!("{} arrivals from {file}", sc.request_count()),
     };
     let mut written = sc.downstream.faults.clone();
     for j in &sc.fault_jitter {

@@ -36,6 +36,23 @@ struct RawScenario {
     fleet: Option<Spanned<RawFleet>>,
     seed: Option<Spanned<i64>>,
     arrivals: Option<Spanned<String>>,
+    burst: Option<Spanned<RawBurst>>,
+    trace: Option<Spanned<RawTrace>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBurst {
+    on: Spanned<Dur>,
+    off: Spanned<Dur>,
+    peak: Spanned<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTrace {
+    file: Spanned<String>,
+    format: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -311,20 +328,54 @@ impl RawScenario {
             .iter()
             .map(|t| self::tail(ctx, t))
             .collect::<Result<Vec<Tail>, _>>()?;
-        let poisson = match self
+        let arrivals = self
             .arrivals
             .as_ref()
-            .map(|a| (a.span(), a.get_ref().as_str()))
-        {
-            None | Some((_, "fixed")) => false,
-            Some((_, "poisson")) => true,
+            .map(|a| (a.span(), a.get_ref().as_str()));
+        let arrivals_span = arrivals.as_ref().map(|a| a.0.clone()).unwrap_or(0..0);
+        let kind = match arrivals {
+            None => "fixed",
+            Some((_, k @ ("fixed" | "poisson" | "bursty" | "trace"))) => k,
             Some((span, other)) => {
                 return Err(ctx.err(
                     span,
                     "arrivals",
-                    format!("{other:?} is not one of \"fixed\", \"poisson\""),
+                    format!(
+                        "{other:?} is not one of \"fixed\", \"poisson\", \"bursty\", \"trace\""
+                    ),
                 ))
             }
+        };
+        let burst = match (&self.burst, kind) {
+            (Some(b), "bursty") => Some(burst(ctx, b)?),
+            (None, "bursty") => {
+                return Err(ctx.err(
+                    arrivals_span,
+                    "burst",
+                    "arrivals = \"bursty\" needs burst = { on = \"1s\", off = \"4s\", peak = 3.0 }",
+                ))
+            }
+            (Some(b), _) => return Err(ctx.err(b.span(), "burst", "is for arrivals = \"bursty\"")),
+            (None, _) => None,
+        };
+        if let (Some(_), Some(r)) = (&burst, &self.rate_until) {
+            return Err(ctx.err(
+                r.span(),
+                "rate_until",
+                "arrivals = \"bursty\" needs a constant rate",
+            ));
+        }
+        let trace = match (&self.trace, kind) {
+            (Some(t), "trace") => Some(trace(ctx, t)?),
+            (None, "trace") => {
+                return Err(ctx.err(
+                    arrivals_span,
+                    "trace",
+                    "arrivals = \"trace\" needs trace = { file = \"arrivals.txt\" }",
+                ))
+            }
+            (Some(t), _) => return Err(ctx.err(t.span(), "trace", "is for arrivals = \"trace\"")),
+            (None, _) => None,
         };
         let mut scenario = Scenario {
             name,
@@ -362,9 +413,19 @@ impl RawScenario {
             return Err(ctx.err(self.span_of(&p), p.key, p.message));
         }
         // Drawn once the rate, duration and seed are known to be sound.
-        if poisson {
-            scenario.arrivals = super::Arrivals::Poisson(scenario.poisson_arrivals());
-        }
+        scenario.arrivals = match (kind, burst, trace) {
+            ("poisson", _, _) => super::Arrivals::Poisson(scenario.poisson_arrivals()),
+            (_, Some(b), _) => super::Arrivals::Bursty(b, scenario.bursty_arrivals(b)),
+            (_, _, Some(Trace::Times(file, times))) => {
+                let end = u64::try_from(scenario.duration.as_nanos()).unwrap_or(u64::MAX);
+                let times: Vec<u64> = times.into_iter().filter(|&t| t < end).collect();
+                super::Arrivals::Trace(file, times.into())
+            }
+            (_, _, Some(Trace::PerSecond(file, counts))) => {
+                super::Arrivals::Trace(file, scenario.per_second_arrivals(&counts))
+            }
+            _ => super::Arrivals::Fixed,
+        };
         scenario.draw_faults();
         if self.strategy.is_empty() {
             return Err(ScenarioError {
@@ -548,3 +609,96 @@ fn transport(ctx: &Ctx<'_>, d: &RawDownstream) -> Result<Transport, ScenarioErro
 }
 
 const NEEDS_HTTP: &str = "is a key of the HTTP transport: needs transport = \"http\"";
+
+/// A trace file's arrivals: its times (sorted, ns), or its per-second
+/// rates; with the file as written.
+enum Trace {
+    Times(String, Vec<u64>),
+    PerSecond(String, Vec<f64>),
+}
+
+/// Most lines of a trace file.
+const MAX_TRACE_LINES: usize = 10_000_000;
+
+fn burst(ctx: &Ctx<'_>, b: &Spanned<RawBurst>) -> Result<super::Burst, ScenarioError> {
+    let r = b.get_ref();
+    let (on, off, peak) = (r.on.get_ref().0, r.off.get_ref().0, *r.peak.get_ref());
+    for (d, span, key) in [
+        (on, r.on.span(), "burst.on"),
+        (off, r.off.span(), "burst.off"),
+    ] {
+        if d.is_zero() {
+            return Err(ctx.err(span, key, "must be above zero"));
+        }
+    }
+    // The calm's rate, rate x (on + off - peak x on) / off, may not be negative.
+    let most = (on + off).as_secs_f64() / on.as_secs_f64();
+    if !(peak.is_finite() && peak >= 1.0 && peak <= most) {
+        return Err(ctx.err(
+            r.peak.span(),
+            "burst.peak",
+            format!("{peak} is outside 1..={most} (at most (on + off) / on, which leaves nothing for the calm, keeps the mean rate)"),
+        ));
+    }
+    Ok(super::Burst { on, off, peak })
+}
+
+fn trace(ctx: &Ctx<'_>, t: &Spanned<RawTrace>) -> Result<Trace, ScenarioError> {
+    let r = t.get_ref();
+    let written = r.file.get_ref().clone();
+    let format = match r.format.as_ref().map(|f| (f.span(), f.get_ref().as_str())) {
+        None | Some((_, "times")) => "times",
+        Some((_, "per_second")) => "per_second",
+        Some((span, other)) => {
+            return Err(ctx.err(
+                span,
+                "trace.format",
+                format!("{other:?} is not one of \"times\", \"per_second\""),
+            ))
+        }
+    };
+    // Relative to the scenario file's directory.
+    let path = std::path::Path::new(ctx.file)
+        .parent()
+        .unwrap_or(std::path::Path::new(""))
+        .join(&written);
+    let bad = |message: String| ctx.err(r.file.span(), "trace.file", message);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
+    let mut values = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if values.len() >= MAX_TRACE_LINES {
+            return Err(bad(format!("{written}: more than {MAX_TRACE_LINES} lines")));
+        }
+        // A CSV line (a Prometheus export: timestamp,value): its last field.
+        let field = line.rsplit(',').next().unwrap_or(line).trim();
+        match field.parse::<f64>() {
+            Ok(v) if (0.0..1e9).contains(&v) => values.push(v),
+            _ => {
+                return Err(bad(format!(
+                    "{written} line {}: {field:?} is not a number of {} (0 or more)",
+                    n + 1,
+                    if format == "times" {
+                        "seconds"
+                    } else {
+                        "arrivals a second"
+                    }
+                )))
+            }
+        }
+    }
+    if values.is_empty() {
+        return Err(bad(format!("{written} has no arrivals")));
+    }
+    Ok(if format == "times" {
+        let mut times: Vec<u64> = values.iter().map(|s| (s * 1e9).round() as u64).collect();
+        times.sort_unstable();
+        Trace::Times(written, times)
+    } else {
+        Trace::PerSecond(written, values)
+    })
+}

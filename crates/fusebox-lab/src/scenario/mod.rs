@@ -69,13 +69,53 @@ pub enum Arrivals {
     /// gaps, drawn from the scenario's `seed`); the arrival times, in
     /// nanoseconds from the start, all before `duration`.
     Poisson(std::sync::Arc<[u64]>),
+    /// `"bursty"`: Poisson arrivals whose rate is `peak` times the mean for
+    /// `on`, then lower for `off` (so that the mean stays `rate`), over and
+    /// over from the start; the arrival times.
+    Bursty(Burst, std::sync::Arc<[u64]>),
+    /// `"trace"`: arrivals read from a file (`trace = { file, format }`):
+    /// its times, or Poisson arrivals at its per-second counts; the file as
+    /// written and the arrival times.
+    Trace(String, std::sync::Arc<[u64]>),
+}
+
+/// `burst = { on, off, peak }` of bursty arrivals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Burst {
+    /// How long a burst lasts.
+    pub on: Duration,
+    /// How long the calm between two bursts lasts.
+    pub off: Duration,
+    /// The rate during a burst, in multiples of the mean `rate`.
+    pub peak: f64,
+}
+
+impl Arrivals {
+    /// The arrival times, in nanoseconds from the start (`None`: fixed
+    /// arrivals, computed per request).
+    pub fn times(&self) -> Option<&[u64]> {
+        match self {
+            Arrivals::Fixed => None,
+            Arrivals::Poisson(t) | Arrivals::Bursty(_, t) | Arrivals::Trace(_, t) => Some(t),
+        }
+    }
+
+    /// As the file says it (`"fixed"`, `"poisson"`, `"bursty"`, `"trace"`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arrivals::Fixed => "fixed",
+            Arrivals::Poisson(_) => "poisson",
+            Arrivals::Bursty(..) => "bursty",
+            Arrivals::Trace(..) => "trace",
+        }
+    }
 }
 
 impl std::fmt::Debug for Arrivals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Arrivals::Fixed => f.write_str("Fixed"),
-            Arrivals::Poisson(t) => write!(f, "Poisson({} arrivals)", t.len()),
+        match self.times() {
+            None => f.write_str("Fixed"),
+            Some(t) => write!(f, "{}({} arrivals)", self.name(), t.len()),
         }
     }
 }
@@ -286,7 +326,7 @@ impl Scenario {
 
     /// Arrival time of request `i`, in nanoseconds from the start.
     pub fn arrival_ns(&self, i: u64) -> u64 {
-        if let Arrivals::Poisson(times) = &self.arrivals {
+        if let Some(times) = self.arrivals.times() {
             return usize::try_from(i)
                 .ok()
                 .and_then(|i| times.get(i).copied())
@@ -316,6 +356,12 @@ impl Scenario {
     /// integrated rate is the fixed arrivals' count (unit exponential gaps
     /// on that count, mapped back to time).
     pub fn poisson_arrivals(&self) -> std::sync::Arc<[u64]> {
+        self.arrivals_at(|count| self.at_count(count))
+    }
+
+    /// Arrival times: unit exponential gaps (drawn from the seed) on the
+    /// integrated rate, mapped back to time by `at`, until `duration`.
+    fn arrivals_at(&self, at: impl Fn(f64) -> u64) -> std::sync::Arc<[u64]> {
         let end = u64::try_from(self.duration.as_nanos()).unwrap_or(u64::MAX);
         let mut times =
             Vec::with_capacity((self.duration.as_secs_f64() * self.rate * 1.1) as usize + 16);
@@ -323,13 +369,65 @@ impl Scenario {
         for k in 0u64.. {
             // A unit exponential gap; 1 - u is in (0, 1].
             count += -(1.0 - unit(self.seed, 0xA771_7A15, k)).ln();
-            let t = self.at_count(count);
+            let t = at(count);
             if t >= end || times.len() as u64 >= MAX_REQUESTS {
                 break;
             }
             times.push(t);
         }
         times.into()
+    }
+
+    /// Bursty arrival times for this scenario's (constant) rate, duration
+    /// and seed: a Poisson process whose rate is `peak x rate` for `on`,
+    /// then `rate x (on + off - peak x on) / off` for `off` (the mean stays
+    /// `rate`), from a burst at the start.
+    pub fn bursty_arrivals(&self, b: Burst) -> std::sync::Arc<[u64]> {
+        let (on, off) = (b.on.as_secs_f64(), b.off.as_secs_f64());
+        let (r_on, per_period) = (b.peak * self.rate, self.rate * (on + off));
+        let r_off = (per_period - r_on * on) / off;
+        self.arrivals_at(|count| {
+            let k = (count / per_period).floor();
+            let rest = count - k * per_period;
+            let into = if rest < r_on * on || r_off <= 0.0 {
+                rest / r_on
+            } else {
+                on + (rest - r_on * on) / r_off
+            };
+            ((k * (on + off) + into) * 1e9).round() as u64
+        })
+    }
+
+    /// Poisson arrival times at per-second counts (`counts[i]` the rate in
+    /// second `i`; none after the last), from the seed.
+    pub fn per_second_arrivals(&self, counts: &[f64]) -> std::sync::Arc<[u64]> {
+        // cumulative[i]: the arrivals expected before second i.
+        let mut cumulative = Vec::with_capacity(counts.len() + 1);
+        cumulative.push(0.0);
+        for c in counts {
+            cumulative.push(cumulative.last().copied().unwrap_or(0.0) + c);
+        }
+        let total = cumulative.last().copied().unwrap_or(0.0);
+        self.arrivals_at(|count| {
+            if count >= total {
+                return u64::MAX;
+            }
+            // The second whose span of the integrated rate holds `count`.
+            let i = cumulative.partition_point(|&c| c <= count) - 1;
+            let into = (count - cumulative[i]) / counts[i];
+            ((i as f64 + into) * 1e9).round() as u64
+        })
+    }
+
+    /// The arrivals drawn again for this scenario's seed and rate (fixed
+    /// and trace-file times stay as they are; per-second counts of a trace
+    /// are drawn once, when the file is read).
+    pub fn redraw_arrivals(&mut self) {
+        self.arrivals = match &self.arrivals {
+            Arrivals::Poisson(_) => Arrivals::Poisson(self.poisson_arrivals()),
+            Arrivals::Bursty(b, _) => Arrivals::Bursty(*b, self.bursty_arrivals(*b)),
+            other => other.clone(),
+        };
     }
 
     /// The faults' times drawn for this scenario's seed, as
@@ -374,9 +472,7 @@ impl Scenario {
     pub fn with_seed(&self, seed: u64) -> Scenario {
         let mut sc = self.clone();
         sc.seed = seed;
-        if matches!(sc.arrivals, Arrivals::Poisson(_)) {
-            sc.arrivals = Arrivals::Poisson(sc.poisson_arrivals());
-        }
+        sc.redraw_arrivals();
         sc.draw_faults();
         sc
     }
@@ -385,14 +481,14 @@ impl Scenario {
     /// arrivals, a latency tail, a fault's jitter. Without any, every seed
     /// gives the same run.
     pub fn is_random(&self) -> bool {
-        matches!(self.arrivals, Arrivals::Poisson(_))
+        matches!(self.arrivals, Arrivals::Poisson(_) | Arrivals::Bursty(..))
             || !self.downstream.tail.is_empty()
             || !self.fault_jitter.is_empty()
     }
 
     /// Number of requests: every `i` with `arrival(i) < duration`.
     pub fn request_count(&self) -> u64 {
-        if let Arrivals::Poisson(times) = &self.arrivals {
+        if let Some(times) = self.arrivals.times() {
             return times.len() as u64;
         }
         let d = self.duration.as_nanos() as u64;

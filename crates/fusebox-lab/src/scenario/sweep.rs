@@ -147,9 +147,12 @@ pub fn apply(scenario: &Scenario, name: &str, value: ParamValue) -> Result<Scena
     }
     sc.check()
         .map_err(|p| format!("{name} = {value}: key `{}`: {}", p.key, p.message))?;
-    // Poisson arrivals follow the swept rate.
-    if matches!(sc.arrivals, super::Arrivals::Poisson(_)) {
-        sc.arrivals = super::Arrivals::Poisson(sc.poisson_arrivals());
+    // Drawn arrivals follow the swept rate; a trace's do not.
+    if name == "rate" && matches!(sc.arrivals, super::Arrivals::Trace(..)) {
+        return Err(
+            "rate cannot be swept with arrivals = \"trace\": the trace sets the rate".into(),
+        );
     }
+    sc.redraw_arrivals();
     Ok(sc)
 }
