@@ -118,3 +118,98 @@ fn a_rate_above_the_limit_names_the_rate_limit() {
     let err = apply(sc, "open_for", ParamValue::Dur(Duration::from_secs(90_000))).unwrap_err();
     assert!(err.contains("24h"), "{err}");
 }
+
+/// `--csv` and `--json` write every figure of every value and strategy,
+/// one row each, with the values the sweep's runs give (and with `--runs`,
+/// their median, p10 and p90).
+#[test]
+fn csv_and_json_hold_every_figure_of_every_run() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/seed000-50rps.toml");
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sweep-data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (csv, json) = (dir.join("sweep.csv"), dir.join("sweep.json"));
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+        .args([
+            "sweep",
+            file,
+            "--param",
+            "open_for=0.5s..1s:0.5s",
+            "--quiet",
+            "--csv",
+        ])
+        .arg(&csv)
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let scenario = Scenario::load(std::path::Path::new(file)).unwrap();
+    let sweep = Sweep::parse("open_for=0.5s..1s:0.5s").unwrap();
+    let rows = run(&scenario, &sweep, Mode::Virtual, || {}).unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("param,value,strategy,figure,result"));
+    let body: Vec<&str> = lines.collect();
+    // Two values x every strategy x the four default figures.
+    assert_eq!(body.len(), 2 * scenario.strategies.len() * 4, "{text}");
+    for (v, sums) in &rows {
+        for (spec, sum) in scenario.strategies.iter().zip(sums) {
+            let calls = fusebox_lab::report::model::SWEEP_CHOICES
+                .iter()
+                .find(|f| f.name == "calls")
+                .unwrap();
+            let want = format!(
+                "open_for,{v},{},calls,{}",
+                spec.name,
+                (calls.figure.ours)(sum).json()
+            );
+            assert!(body.contains(&want.as_str()), "{want} in {text}");
+        }
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let listed = doc["rows"].as_array().unwrap();
+    assert_eq!(listed.len(), body.len());
+    assert_eq!(doc["param"], "open_for");
+    let first = body[0].split(',').collect::<Vec<_>>();
+    assert_eq!(listed[0]["strategy"], first[2]);
+    assert_eq!(listed[0]["result"].to_string(), first[4]);
+
+    // With --runs: a median, a p10 and a p90 per row.
+    let random = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/seed000-50rps-random.toml"
+    );
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+        .args([
+            "sweep",
+            random,
+            "--param",
+            "open_for=0.5s..1s:0.5s",
+            "--runs",
+            "5",
+            "--figures",
+            "lost",
+            "--quiet",
+            "--csv",
+        ])
+        .arg(&csv)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        text.starts_with("param,value,strategy,figure,median,p10,p90,runs\n"),
+        "{text}"
+    );
+    for line in text.lines().skip(1) {
+        let f: Vec<f64> = line
+            .split(',')
+            .skip(4)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert!(f[1] <= f[0] && f[0] <= f[2] && f[3] == 5.0, "{line}");
+    }
+}

@@ -140,6 +140,14 @@ struct SweepArgs {
     /// backlog, queue-peak; or all (the default with --runs).
     #[arg(long, value_name = "LIST")]
     figures: Option<String>,
+    /// Also write every figure of every value and strategy as CSV, one row
+    /// each (param,value,strategy,figure,result; with --runs
+    /// median,p10,p90,runs in place of result).
+    #[arg(long, value_name = "PATH")]
+    csv: Option<PathBuf>,
+    /// Also write them as JSON (the same rows, as objects).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
 }
 
 /// A progress bar that shows itself only once the work has taken more than a

@@ -6,7 +6,7 @@ use super::{progress, CliError, SweepArgs};
 use crate::engine::{self, Mode};
 use crate::report::model::{default_sweep_figures, sweep_figures, SWEEP_CHOICES};
 use crate::report::runs::{self, run_seeds};
-use crate::report::sweep::{render_figures, render_runs, Row, RunsRow};
+use crate::report::sweep::{self as table, render_figures, render_runs, Row, RunsRow};
 use crate::report::Summary;
 use crate::scenario::sweep::{apply, Sweep};
 use crate::scenario::Scenario;
@@ -76,6 +76,12 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
         None if args.runs.is_some() => SWEEP_CHOICES.iter().collect(),
         None => default_sweep_figures(),
     };
+    // Before anything runs: a file that cannot be written fails now.
+    for (flag, path) in [("--csv", &args.csv), ("--json", &args.json)] {
+        if let Some(path) = path {
+            super::check_output(flag, path)?;
+        }
+    }
     let param = &args.param;
     let bad = |e: String| CliError::BadInput(format!("{}: --param {param}: {e}", path.display()));
     let per_value = sweep.values.len() * scenario.strategies.len();
@@ -89,6 +95,16 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
             let rows = run(&scenario, &sweep, args.clock, || pb.inc(1)).map_err(bad)?;
             pb.finish_and_clear();
             print!("{}", render_figures(&scenario, &sweep, &rows, &figures));
+            let rows: Vec<RunsRow> = rows
+                .into_iter()
+                .map(|(v, sums)| (v, sums.into_iter().map(|s| vec![s]).collect()))
+                .collect();
+            write_data(
+                args,
+                &scenario,
+                &sweep,
+                &table::data(&scenario, &rows, &figures, false),
+            )?;
         }
         Some(n) => {
             super::refuse_real_runs(args.clock)?;
@@ -99,7 +115,38 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
                 .map_err(bad)?;
             pb.finish_and_clear();
             print!("{}", render_runs(&scenario, &sweep, &rows, &figures, seeds));
+            write_data(
+                args,
+                &scenario,
+                &sweep,
+                &table::data(&scenario, &rows, &figures, true),
+            )?;
         }
+    }
+    Ok(())
+}
+
+/// `--csv` and `--json`, if asked for.
+fn write_data(
+    args: &SweepArgs,
+    scenario: &Scenario,
+    sweep: &Sweep,
+    rows: &[table::DataRow],
+) -> Result<(), CliError> {
+    let write = |flag: &str, path: &std::path::Path, text: String| {
+        std::fs::write(path, text)
+            .map_err(|e| CliError::Io(format!("{flag} {}: cannot write: {e}", path.display())))
+    };
+    if let Some(path) = &args.csv {
+        write("--csv", path, table::csv(&sweep.name, rows))?;
+    }
+    if let Some(path) = &args.json {
+        let doc = table::json(scenario, &sweep.name, rows);
+        write(
+            "--json",
+            path,
+            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+        )?;
     }
     Ok(())
 }

@@ -5,8 +5,8 @@
 //! side by side. Many runs per value (`--runs`): a table per figure, each
 //! cell its `median [p10-p90]` over the runs ([`super::runs`]).
 
-use super::model::{default_sweep_figures, SweepFigure};
-use super::runs::{self, spread};
+use super::model::{default_sweep_figures, Cell, SweepFigure};
+use super::runs::{self, spread, Spread};
 use super::Summary;
 use crate::scenario::sweep::Sweep;
 use crate::scenario::{ParamValue, Scenario};
@@ -163,4 +163,132 @@ pub fn render_runs(
         table(&mut out, sweep, &names(scenario), &values, &cells);
     }
     out
+}
+
+/// One figure of one strategy at one value: a row of `sweep --csv` and
+/// `--json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataRow {
+    /// The swept parameter's value.
+    pub value: String,
+    /// The strategy.
+    pub strategy: String,
+    /// The figure, by its `--figures` name.
+    pub figure: &'static str,
+    /// Its value (one run per value), or its median, p10, p90 and how many
+    /// runs have it (`--runs`).
+    pub result: DataResult,
+}
+
+/// What a [`DataRow`] holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataResult {
+    /// One run's value.
+    One(Cell),
+    /// Over many runs.
+    Many(Spread),
+}
+
+/// Every figure of every value and strategy, in the table's order.
+pub fn data(
+    scenario: &Scenario,
+    rows: &[(ParamValue, Vec<Vec<Summary>>)],
+    figures: &[&SweepFigure],
+    many: bool,
+) -> Vec<DataRow> {
+    let mut out = Vec::new();
+    for (v, per_strategy) in rows {
+        for (spec, runs) in scenario.strategies.iter().zip(per_strategy) {
+            for f in figures {
+                let result = if many {
+                    DataResult::Many(spread(f.figure, runs))
+                } else {
+                    DataResult::One(runs.first().map_or(Cell::Missing, |s| (f.figure.ours)(s)))
+                };
+                out.push(DataRow {
+                    value: v.to_string(),
+                    strategy: spec.name.clone(),
+                    figure: f.name,
+                    result,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A CSV field: quoted when it holds a comma, a quote or a line break.
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A number of a cell for CSV (empty when missing).
+fn number(c: Cell) -> String {
+    match c.json() {
+        serde_json::Value::Null => String::new(),
+        v => v.to_string(),
+    }
+}
+
+/// The rows as CSV, with a header.
+pub fn csv(param: &str, rows: &[DataRow]) -> String {
+    let many = rows.iter().any(|r| matches!(r.result, DataResult::Many(_)));
+    let mut out = String::from(if many {
+        "param,value,strategy,figure,median,p10,p90,runs\n"
+    } else {
+        "param,value,strategy,figure,result\n"
+    });
+    for r in rows {
+        let _ = write!(
+            out,
+            "{},{},{},{},",
+            field(param),
+            field(&r.value),
+            field(&r.strategy),
+            r.figure
+        );
+        match &r.result {
+            DataResult::One(c) => out.push_str(&number(*c)),
+            DataResult::Many(s) => {
+                let _ = write!(
+                    out,
+                    "{},{},{},{}",
+                    number(s.median),
+                    number(s.p10),
+                    number(s.p90),
+                    s.present
+                );
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The rows as JSON: `{scenario, param, rows: [{value, strategy, figure,
+/// result | median, p10, p90, runs}]}`.
+pub fn json(scenario: &Scenario, param: &str, rows: &[DataRow]) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let mut o =
+                serde_json::json!({ "value": r.value, "strategy": r.strategy, "figure": r.figure });
+            match &r.result {
+                DataResult::One(c) => o["result"] = c.json(),
+                DataResult::Many(s) => {
+                    if let (serde_json::Value::Object(o), serde_json::Value::Object(m)) =
+                        (&mut o, s.json())
+                    {
+                        o.extend(m);
+                    }
+                }
+            }
+            o
+        })
+        .collect();
+    serde_json::json!({ "scenario": scenario.name, "param": param, "rows": rows })
 }
