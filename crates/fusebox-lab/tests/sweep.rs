@@ -213,3 +213,83 @@ fn csv_and_json_hold_every_figure_of_every_run() {
         assert!(f[1] <= f[0] && f[0] <= f[2] && f[3] == 5.0, "{line}");
     }
 }
+
+/// Two `--param`: the first swept at every value of the second, a table
+/// each, and the CSV rows say both values.
+#[test]
+fn two_params_make_a_grid() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/seed000-50rps.toml");
+    let csv = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sweep-grid.csv");
+    let lab = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+            .args([
+                "sweep",
+                file,
+                "--quiet",
+                "--param",
+                "open_for=0.5s..1s:0.5s",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = lab(&[
+        "--param",
+        "consecutive_failures=3..5:2",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    for v in ["3", "5"] {
+        assert_eq!(
+            stdout
+                .matches(&format!("== with consecutive_failures = {v}\n"))
+                .count(),
+            1,
+            "{stdout}"
+        );
+    }
+    let scenario = Scenario::load(std::path::Path::new(file)).unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        text.starts_with("param2,value2,param,value,strategy,figure,result\n"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().count() - 1,
+        2 * 2 * scenario.strategies.len() * 4
+    );
+    assert!(
+        text.contains("\nconsecutive_failures,5,open_for,1s,"),
+        "{text}"
+    );
+    // The grid's cells are the runs of the scenario with both values.
+    let both = apply(
+        &apply(&scenario, "consecutive_failures", ParamValue::Num(5.0)).unwrap(),
+        "open_for",
+        ParamValue::Dur(Duration::from_secs(1)),
+    )
+    .unwrap();
+    let r = engine::run(&both, &both.strategies[0], Mode::Virtual, None).unwrap();
+    let lost = fusebox_lab::report::model::SWEEP_CHOICES
+        .iter()
+        .find(|f| f.name == "lost")
+        .unwrap();
+    let want = format!(
+        "consecutive_failures,5,open_for,1s,{},lost,{}",
+        both.strategies[0].name,
+        (lost.figure.ours)(&Summary::of(&both, &r)).json()
+    );
+    assert!(text.contains(&want), "{want} in {text}");
+
+    let out = lab(&["--param", "open_for=0.1s..0.2s:0.1s"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
+    let out = lab(&["--param", "rate=10..20:10", "--param", "workers=1..2:1"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most two --param"));
+}

@@ -119,8 +119,9 @@ struct SweepArgs {
     /// The scenario file (TOML).
     scenario: PathBuf,
     /// NAME=FROM..TO:STEP, e.g. open_for=0.1s..2s:0.1s, consecutive_failures=2..10:1, rate=20..120:10.
-    #[arg(long, value_name = "NAME=FROM..TO:STEP")]
-    param: String,
+    /// Given twice, a grid: the first swept at every value of the second.
+    #[arg(long, value_name = "NAME=FROM..TO:STEP", required = true)]
+    param: Vec<String>,
     /// Virtual time (default) or real threads.
     #[arg(long, value_enum, default_value = "virtual")]
     clock: Mode,

@@ -70,7 +70,25 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
         scenario = scenario.with_seed(seed);
     }
     engine::check(&scenario, args.clock).map_err(CliError::BadInput)?;
-    let sweep = Sweep::parse(&args.param).map_err(CliError::BadInput)?;
+    let (first, second) = match args.param.as_slice() {
+        [a] => (a, None),
+        [a, b] => (a, Some(b)),
+        _ => {
+            return Err(CliError::BadInput(
+                "at most two --param (a grid of two parameters)".into(),
+            ))
+        }
+    };
+    let sweep = Sweep::parse(first).map_err(CliError::BadInput)?;
+    let outer = second
+        .map(|b| Sweep::parse(b).map_err(CliError::BadInput))
+        .transpose()?;
+    if outer.as_ref().is_some_and(|o| o.name == sweep.name) {
+        return Err(CliError::BadInput(format!(
+            "--param {}: given twice",
+            sweep.name
+        )));
+    }
     let figures = match &args.figures {
         Some(list) => sweep_figures(list).map_err(CliError::BadInput)?,
         None if args.runs.is_some() => SWEEP_CHOICES.iter().collect(),
@@ -82,47 +100,73 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
             super::check_output(flag, path)?;
         }
     }
-    let param = &args.param;
-    let bad = |e: String| CliError::BadInput(format!("{}: --param {param}: {e}", path.display()));
-    let per_value = sweep.values.len() * scenario.strategies.len();
-    match args.runs {
-        None => {
-            let pb = progress(
-                per_value as u64,
-                args.quiet,
-                &format!("sweep {}", sweep.name),
-            );
-            let rows = run(&scenario, &sweep, args.clock, || pb.inc(1)).map_err(bad)?;
-            pb.finish_and_clear();
-            print!("{}", render_figures(&scenario, &sweep, &rows, &figures));
-            let rows: Vec<RunsRow> = rows
-                .into_iter()
-                .map(|(v, sums)| (v, sums.into_iter().map(|s| vec![s]).collect()))
-                .collect();
-            write_data(
-                args,
-                &scenario,
-                &sweep,
-                &table::data(&scenario, &rows, &figures, false),
-            )?;
-        }
+    let bad = |param: &str, e: String| {
+        CliError::BadInput(format!("{}: --param {param}: {e}", path.display()))
+    };
+    // The scenarios of the outer parameter's values (just the scenario
+    // without one), every one checked before anything runs.
+    let outers: Vec<(Option<String>, Scenario)> = match &outer {
+        None => vec![(None, scenario.clone())],
+        Some(o) => o
+            .values
+            .iter()
+            .map(|v| {
+                let sc =
+                    apply(&scenario, &o.name, *v).map_err(|e| bad(second.map_or("", |s| s), e))?;
+                scenarios(&sc, &sweep).map_err(|e| bad(first, e))?;
+                Ok((Some(format!("{} = {v}", o.name)), sc))
+            })
+            .collect::<Result<_, CliError>>()?,
+    };
+    let runs_each = args.runs.unwrap_or(1);
+    let total = (outers.len() * sweep.values.len() * scenario.strategies.len()) as u64 * runs_each;
+    let pb = progress(total, args.quiet, &format!("sweep {}", sweep.name));
+    let seeds = match args.runs {
         Some(n) => {
             super::refuse_real_runs(args.clock)?;
-            let seeds = runs::seeds(scenario.seed, n).map_err(CliError::BadInput)?;
-            let total = per_value as u64 * n;
-            let pb = progress(total, args.quiet, &format!("sweep {}", sweep.name));
-            let rows = run_many(&scenario, &sweep, args.clock, seeds.clone(), || pb.inc(1))
-                .map_err(bad)?;
-            pb.finish_and_clear();
-            print!("{}", render_runs(&scenario, &sweep, &rows, &figures, seeds));
-            write_data(
-                args,
-                &scenario,
-                &sweep,
-                &table::data(&scenario, &rows, &figures, true),
-            )?;
+            Some(runs::seeds(scenario.seed, n).map_err(CliError::BadInput)?)
         }
+        None => None,
+    };
+    let mut data = Vec::new();
+    for (label, sc) in &outers {
+        let (text, rows, many) = match &seeds {
+            None => {
+                let rows = run(sc, &sweep, args.clock, || pb.inc(1)).map_err(|e| bad(first, e))?;
+                let text = render_figures(sc, &sweep, &rows, &figures);
+                let rows: Vec<RunsRow> = rows
+                    .into_iter()
+                    .map(|(v, sums)| (v, sums.into_iter().map(|s| vec![s]).collect()))
+                    .collect();
+                (text, rows, false)
+            }
+            Some(seeds) => {
+                let rows = run_many(sc, &sweep, args.clock, seeds.clone(), || pb.inc(1))
+                    .map_err(|e| bad(first, e))?;
+                (
+                    render_runs(sc, &sweep, &rows, &figures, seeds.clone()),
+                    rows,
+                    true,
+                )
+            }
+        };
+        pb.suspend(|| {
+            if let Some(label) = label {
+                println!("== with {label}");
+            }
+            print!("{text}");
+        });
+        let mut these = table::data(sc, &rows, &figures, many);
+        if let (Some(o), Some(label)) = (&outer, label) {
+            let value = label[o.name.len() + 3..].to_string();
+            for r in &mut these {
+                r.outer = Some((o.name.clone(), value.clone()));
+            }
+        }
+        data.extend(these);
     }
+    pb.finish_and_clear();
+    write_data(args, &scenario, &sweep, &data)?;
     Ok(())
 }
 

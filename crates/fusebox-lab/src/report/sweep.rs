@@ -171,6 +171,8 @@ pub fn render_runs(
 pub struct DataRow {
     /// The swept parameter's value.
     pub value: String,
+    /// In a grid, the second parameter and its value.
+    pub outer: Option<(String, String)>,
     /// The strategy.
     pub strategy: String,
     /// The figure, by its `--figures` name.
@@ -207,6 +209,7 @@ pub fn data(
                 };
                 out.push(DataRow {
                     value: v.to_string(),
+                    outer: None,
                     strategy: spec.name.clone(),
                     figure: f.name,
                     result,
@@ -237,12 +240,17 @@ fn number(c: Cell) -> String {
 /// The rows as CSV, with a header.
 pub fn csv(param: &str, rows: &[DataRow]) -> String {
     let many = rows.iter().any(|r| matches!(r.result, DataResult::Many(_)));
-    let mut out = String::from(if many {
+    let grid = rows.iter().any(|r| r.outer.is_some());
+    let mut out = String::from(if grid { "param2,value2," } else { "" });
+    out.push_str(if many {
         "param,value,strategy,figure,median,p10,p90,runs\n"
     } else {
         "param,value,strategy,figure,result\n"
     });
     for r in rows {
+        if let Some((p2, v2)) = &r.outer {
+            let _ = write!(out, "{},{},", field(p2), field(v2));
+        }
         let _ = write!(
             out,
             "{},{},{},{},",
@@ -277,6 +285,10 @@ pub fn json(scenario: &Scenario, param: &str, rows: &[DataRow]) -> serde_json::V
         .map(|r| {
             let mut o =
                 serde_json::json!({ "value": r.value, "strategy": r.strategy, "figure": r.figure });
+            if let Some((p2, v2)) = &r.outer {
+                o["param2"] = serde_json::json!(p2);
+                o["value2"] = serde_json::json!(v2);
+            }
             match &r.result {
                 DataResult::One(c) => o["result"] = c.json(),
                 DataResult::Many(s) => {
