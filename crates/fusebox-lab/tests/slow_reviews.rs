@@ -220,8 +220,8 @@ fn a_slow_non_critical_dependency_and_what_each_strategy_keeps_of_the_page() {
     }
     // Four windows a second: within 10% of the best static goodput.
     for name in [
-        "limit vegas, 250 ms window",
-        "limit gradient2, 250 ms window",
+        "limit vegas (250 ms windows)",
+        "limit gradient2 (250 ms windows)",
     ] {
         let f = get(&all, name);
         assert!(f.goodput >= 0.9 * best.goodput, "{name}: {f:?}");
