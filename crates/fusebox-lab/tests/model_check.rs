@@ -399,6 +399,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 hosts: 1,
                 seed: fusebox_lab::scenario::DEFAULT_SEED,
                 arrivals: fusebox_lab::scenario::Arrivals::Fixed,
+                fault_jitter: Vec::new(),
             }
         })
         .collect()

@@ -107,34 +107,73 @@ pub(crate) struct Padded<T>(pub(crate) T);
 /// cell (chosen once per thread), so writers do not bounce one cache line
 /// between cores; readers add the cells up. Introduced where a benchmark
 /// showed the single counter dominating the two-thread cost.
+///
+/// The cells (`STRIPES` cache lines) are allocated on the first write, so a
+/// breaker that never counts in them (one that never rejects, or whose rules
+/// never record a verdict) carries one pointer instead of half a kilobyte.
+/// (Under loom they are allocated with the counter: the models check the
+/// protocol, not `OnceLock`.)
 #[derive(Debug)]
 pub(crate) struct Striped {
-    cells: [Padded<AtomicU64>; STRIPES],
+    cells: std::sync::OnceLock<Box<[Padded<AtomicU64>; STRIPES]>>,
 }
 
 impl Striped {
     pub(crate) fn new() -> Self {
-        Striped {
-            cells: std::array::from_fn(|_| Padded(AtomicU64::new(0))),
+        let s = Striped {
+            cells: std::sync::OnceLock::new(),
+        };
+        #[cfg(loom)]
+        s.cells();
+        s
+    }
+
+    /// The cells, allocated if they were not.
+    #[inline]
+    fn cells(&self) -> &[Padded<AtomicU64>; STRIPES] {
+        match self.cells.get() {
+            Some(cells) => cells,
+            None => self.allocate(),
         }
+    }
+
+    /// The first write's allocation of the cells.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&self) -> &[Padded<AtomicU64>; STRIPES] {
+        self.cells
+            .get_or_init(|| Box::new(std::array::from_fn(|_| Padded(AtomicU64::new(0)))))
     }
 
     /// This thread's cell.
     #[inline]
     pub(crate) fn mine(&self) -> &AtomicU64 {
-        &self.cells[stripe()].0
+        &self.cells()[stripe()].0
     }
 
-    /// Every cell.
+    /// Every cell, allocated first if they were not (a writer that finds
+    /// them is then certain to write where this caller looks).
     pub(crate) fn all(&self) -> impl Iterator<Item = &AtomicU64> {
-        self.cells.iter().map(|c| &c.0)
+        self.cells().iter().map(|c| &c.0)
     }
 
-    /// The sum of the cells (wrapping), each read with `order`.
+    /// Every cell written so far: none before the first write.
+    pub(crate) fn written(&self) -> impl Iterator<Item = &AtomicU64> {
+        self.cells
+            .get()
+            .into_iter()
+            .flat_map(|c| c.iter().map(|c| &c.0))
+    }
+
+    /// The sum of the cells (wrapping), each read with `order`: 0 before
+    /// the first write.
     pub(crate) fn sum(&self, order: Ordering) -> u64 {
-        self.all()
+        self.written()
             .fold(0u64, |acc, c| acc.wrapping_add(c.load(order)))
     }
+
+    /// The bytes the cells take once written.
+    pub(crate) const CELLS_BYTES: usize = size_of::<[Padded<AtomicU64>; STRIPES]>();
 }
 
 /// The calling thread's stripe, handed out round-robin on first use.

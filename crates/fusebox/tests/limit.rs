@@ -77,6 +77,36 @@ fn answers_from_before_a_limit_change_are_fenced() {
     assert_eq!(l.snapshot().in_flight, 0);
 }
 
+/// A reconfigure that moves the limit fences earlier answers as a move
+/// by the algorithm does; one that keeps it does not.
+#[test]
+fn a_reconfigure_that_moves_the_limit_fences_earlier_answers() {
+    let (l, clock) = limit(LimitConfig::new(Algorithm::Aimd).window(Duration::from_secs(1), 1));
+    let before = l.try_acquire().unwrap();
+    l.reconfigure(LimitConfig::new(Algorithm::Aimd).window(Duration::from_secs(1), 1))
+        .unwrap();
+    assert_eq!(l.snapshot().generation, 0, "nothing moved: nothing fenced");
+    l.reconfigure(
+        LimitConfig::new(Algorithm::Aimd)
+            .max(10)
+            .initial(10)
+            .window(Duration::from_secs(1), 1),
+    )
+    .unwrap();
+    assert_eq!(
+        (l.limit(), l.snapshot().generation),
+        (10, 1),
+        "20 into [1, 10]"
+    );
+    clock.advance(Duration::from_secs(1));
+    before.dropped(); // admitted under 20: no cut of the new limit
+    assert_eq!((l.snapshot().fenced, l.limit()), (1, 10));
+    let busy: Vec<_> = (0..10).map(|_| l.try_acquire().unwrap()).collect();
+    assert!(l.try_acquire().is_err(), "10 in flight: full");
+    busy.into_iter().next().unwrap().dropped(); // a drop under the new limit cuts
+    assert!(l.limit() < 10, "{}", l.limit());
+}
+
 #[test]
 fn a_drop_cuts_and_ignore_is_no_sample() {
     let (l, clock) = limit(

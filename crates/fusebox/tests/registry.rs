@@ -1539,3 +1539,252 @@ fn the_module_docs_file_example_parses() {
     assert_eq!(partner.mode(), fusebox::Mode::Shadow);
     assert_eq!(fusebox.bulkhead("reviews").limit(), 8);
 }
+
+#[cfg(feature = "limit")]
+mod limits {
+    use super::*;
+    use fusebox::limit::{Algorithm, LimitConfig};
+    use fusebox::Mode;
+
+    fn with_limit(limit: LimitConfig) -> FuseboxConfig {
+        let mut config = FuseboxConfig::default();
+        config.dependencies.insert(
+            "search".into(),
+            DependencyConfig {
+                limit: Some(limit),
+                bulkhead: Some(BulkheadConfig {
+                    max_concurrent: Some(100),
+                    ..Default::default()
+                }),
+                tags: Tags::from([("service".to_owned(), "search".to_owned())]),
+                ..Default::default()
+            },
+        );
+        config
+    }
+
+    #[test]
+    fn the_pipeline_of_a_dependency_holds_its_limit_between_breaker_and_bulkhead() {
+        let fusebox = Fusebox::builder()
+            .config(with_limit(LimitConfig::default().initial(1)))
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let listed: Vec<_> = fusebox
+            .policies()
+            .into_iter()
+            .map(|p| (p.kind, p.name, p.tags["service"].clone()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("bulkhead", "search".to_string(), "search".to_string()),
+                ("limit", "search".to_string(), "search".to_string())
+            ],
+            "built with the registry, tagged"
+        );
+        let p = fusebox.pipeline("search");
+        let kinds: Vec<_> = p.stages().iter().map(|s| s.kind()).collect();
+        assert_eq!(kinds, ["breaker", "limit", "bulkhead"]);
+        // The pipeline's limit is the registry's: a slot taken through the
+        // registry's handle fills the pipeline's limit of one.
+        let slot = fusebox.limit("search").unwrap().try_acquire().unwrap();
+        let e = p.call(|| Ok::<_, std::io::Error>(())).unwrap_err();
+        assert!(
+            matches!(e, fusebox::PipelineError::LimitExceeded(_)),
+            "{e:?}"
+        );
+        drop(slot);
+        assert!(p.call(|| Ok::<_, std::io::Error>(())).is_ok());
+        assert!(fusebox.limit("other").is_none());
+        assert!(fusebox.pipeline("other").adaptive_limit().is_none());
+    }
+
+    #[test]
+    fn reload_reconfigures_the_same_limit_in_place_and_refuses_a_bad_one() {
+        let fusebox = Fusebox::builder()
+            .config(with_limit(LimitConfig::default().initial(20)))
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        let search = fusebox.limit("search").unwrap();
+        let held = search.try_acquire().unwrap();
+
+        let report = fusebox
+            .reload(with_limit(
+                LimitConfig::new(Algorithm::Aimd).max(8).initial(8),
+            ))
+            .unwrap();
+        assert_eq!(report.changed, ["search"]);
+        assert_eq!(
+            (search.limit(), search.config().algorithm),
+            (8, Algorithm::Aimd)
+        );
+        assert_eq!(search.snapshot().in_flight, 1, "the call in flight is kept");
+        let report = fusebox
+            .reload(with_limit(
+                LimitConfig::new(Algorithm::Aimd).max(8).initial(8),
+            ))
+            .unwrap();
+        assert!(report.changed.is_empty(), "{report:?}");
+
+        let err = fusebox
+            .reload(with_limit(LimitConfig::default().min(0).mode(Mode::Off)))
+            .unwrap_err();
+        assert_eq!(err.key(), "dependencies.search.limit.min");
+        assert_eq!(search.config().max, 8, "the settings in force stay");
+        assert_eq!(search.mode(), Mode::Enforce);
+        drop(held);
+        assert_eq!(search.snapshot().in_flight, 0);
+    }
+
+    #[cfg(feature = "config")]
+    #[test]
+    fn a_limit_table_in_a_file_and_its_errors() {
+        let toml = "[dependencies.search]\nlimit = { algorithm = \"gradient2\", min = 2, max = 200, initial = 20 }\n";
+        let config = FuseboxConfig::from_toml(toml).unwrap();
+        let yaml = FuseboxConfig::from_yaml(
+            "dependencies:\n  search:\n    limit:\n      algorithm: gradient2\n      min: 2\n      max: 200\n      initial: 20\n",
+        )
+        .unwrap();
+        let want = LimitConfig::new(Algorithm::Gradient2)
+            .min(2)
+            .max(200)
+            .initial(20);
+        assert_eq!(config.dependencies["search"].limit, Some(want));
+        assert_eq!(yaml.dependencies["search"].limit, Some(want));
+        let fusebox = Fusebox::from_config(config).unwrap();
+        assert_eq!(fusebox.limit("search").unwrap().config(), want);
+
+        let cases = [
+            (
+                "limit = { algorithm = \"fast\" }",
+                "dependencies.search.limit.algorithm",
+                "unknown variant `fast`",
+            ),
+            (
+                "limit = { maxx = 3 }",
+                "dependencies.search.limit.maxx",
+                "unknown field `maxx`",
+            ),
+            (
+                "limit = { initial = 300 }",
+                "dependencies.search.limit.initial",
+                "invalid value 300",
+            ),
+            (
+                "limit = { backoff = 1.5 }",
+                "dependencies.search.limit.backoff",
+                "invalid value 1.5",
+            ),
+        ];
+        for (line, key, message) in cases {
+            let err = FuseboxConfig::from_toml(&format!("[dependencies.search]\n{line}\n"))
+                .and_then(Fusebox::from_config)
+                .unwrap_err();
+            assert_eq!(err.key(), key, "{line}: {err}");
+            assert!(err.to_string().contains(message), "{line}: {err}");
+        }
+    }
+}
+
+#[cfg(feature = "throttle")]
+mod throttles {
+    use super::*;
+    use fusebox::throttle::ThrottleConfig;
+
+    fn with_throttle(throttle: ThrottleConfig) -> FuseboxConfig {
+        let mut config = FuseboxConfig::default();
+        config.dependencies.insert(
+            "partner".into(),
+            DependencyConfig {
+                throttle: Some(throttle),
+                ..Default::default()
+            },
+        );
+        config
+    }
+
+    #[test]
+    fn the_pipeline_counts_in_the_registrys_throttle_and_reload_keeps_the_counts() {
+        let clock = ManualClock::new();
+        let fusebox = Fusebox::builder()
+            .config(with_throttle(ThrottleConfig::default()))
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let p = fusebox.pipeline("partner");
+        let kinds: Vec<_> = p.stages().iter().map(|s| s.kind()).collect();
+        assert_eq!(kinds, ["breaker", "throttle"]);
+        for _ in 0..3 {
+            p.call(|| Ok::<_, std::io::Error>(())).unwrap();
+        }
+        let partner = fusebox.throttle("partner").unwrap();
+        assert_eq!(
+            (partner.snapshot().requests, partner.snapshot().accepts),
+            (3, 3)
+        );
+
+        // k changes in place and the window's counts stay; a new window
+        // starts empty.
+        let report = fusebox
+            .reload(with_throttle(ThrottleConfig::default().k(1.5)))
+            .unwrap();
+        assert_eq!(report.changed, ["partner"]);
+        assert_eq!(partner.config().k_value(), 1.5);
+        assert_eq!(partner.snapshot().requests, 3, "same window, counts kept");
+        let report = fusebox
+            .reload(with_throttle(ThrottleConfig::default().k(1.5)))
+            .unwrap();
+        assert!(report.changed.is_empty(), "{report:?}");
+        fusebox
+            .reload(with_throttle(
+                ThrottleConfig::default()
+                    .k(1.5)
+                    .window(Duration::from_secs(10), 10),
+            ))
+            .unwrap();
+        assert_eq!(partner.snapshot().requests, 0, "a new window starts empty");
+
+        let err = fusebox
+            .reload(with_throttle(ThrottleConfig::default().max_rejection(1.5)))
+            .unwrap_err();
+        assert_eq!(err.key(), "dependencies.partner.throttle.max_rejection");
+        assert_eq!(
+            partner.config().k_value(),
+            1.5,
+            "the settings in force stay"
+        );
+    }
+
+    #[cfg(feature = "config")]
+    #[test]
+    fn a_throttle_table_in_a_file_and_its_errors() {
+        let config = FuseboxConfig::from_toml(
+            "[dependencies.partner]\nthrottle = { k = 1.5, window = \"10s\", mode = \"shadow\" }\n",
+        )
+        .unwrap();
+        let want = ThrottleConfig::default()
+            .k(1.5)
+            .window(Duration::from_secs(10), 10)
+            .mode(fusebox::Mode::Shadow);
+        assert_eq!(config.dependencies["partner"].throttle, Some(want));
+        let fusebox = Fusebox::from_config(config).unwrap();
+        assert_eq!(fusebox.throttle("partner").unwrap().config(), want);
+
+        let cases = [
+            ("throttle = { k = 0.5 }", "dependencies.partner.throttle.k"),
+            ("throttle = { kk = 2 }", "dependencies.partner.throttle.kk"),
+            (
+                "throttle = { window = \"soon\" }",
+                "dependencies.partner.throttle.window",
+            ),
+        ];
+        for (line, key) in cases {
+            let err = FuseboxConfig::from_toml(&format!("[dependencies.partner]\n{line}\n"))
+                .and_then(Fusebox::from_config)
+                .unwrap_err();
+            assert_eq!(err.key(), key, "{line}: {err}");
+        }
+    }
+}

@@ -76,6 +76,38 @@ struct RunArgs {
     /// With --serve: keep serving this long after the run (e.g. 30s), then exit.
     #[arg(long, value_name = "DURATION", requires = "serve", value_parser = parse_linger)]
     linger: Option<Duration>,
+    /// The seed of every scenario (in place of its file's `seed`): Poisson
+    /// arrivals, the latency tail and the faults' jitter are drawn from it.
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
+    seed: Option<u64>,
+    /// Run each scenario N times, with the seeds seed, seed+1, ...,
+    /// seed+N-1, and print each figure's median [p10-p90] over the runs
+    /// (virtual mode only; --json writes those; no --html).
+    #[arg(long, value_name = "N")]
+    runs: Option<u64>,
+}
+
+fn parse_seed(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n <= i64::MAX as u64 => Ok(n),
+        _ => Err(format!(
+            "{s:?} is not a seed (a whole number in 0..={})",
+            i64::MAX
+        )),
+    }
+}
+
+/// `--runs` runs in virtual time only: many real runs would take the
+/// scenario's duration each, strategy after strategy.
+fn refuse_real_runs(mode: Mode) -> Result<(), CliError> {
+    if mode == Mode::Real {
+        return Err(CliError::BadInput(
+            "--runs runs in virtual time only (--clock virtual): each real run takes the \
+             scenario's duration per strategy, and its timing is not the seed's to replay"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 fn parse_linger(s: &str) -> Result<Duration, String> {
@@ -95,6 +127,19 @@ struct SweepArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// The scenario's seed (in place of its file's `seed`).
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
+    seed: Option<u64>,
+    /// Run each value N times, with the seeds seed, seed+1, ..., seed+N-1
+    /// (the same seeds for every value), and print a table per figure,
+    /// each cell its median [p10-p90] over the runs (virtual mode only).
+    #[arg(long, value_name = "N")]
+    runs: Option<u64>,
+    /// The figures to show, separated by commas: calls, lost, probes, lag
+    /// (the default without --runs), served, fault-p50, fault-p99,
+    /// backlog, queue-peak; or all (the default with --runs).
+    #[arg(long, value_name = "LIST")]
+    figures: Option<String>,
 }
 
 /// A progress bar that shows itself only once the work has taken more than a
@@ -127,9 +172,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
         Command::Run(args) => run::cmd_run(args),
-        Command::Sweep(args) => {
-            sweep::cmd_sweep(&args.scenario, &args.param, args.clock, args.quiet)
-        }
+        Command::Sweep(args) => sweep::cmd_sweep(&args),
         Command::HttpDownstream => crate::engine::serve_downstream().map_err(CliError::BadInput),
     };
     match result {
@@ -210,6 +253,26 @@ mod tests {
             checked += 1;
         }
         assert_eq!(checked, 3, "{help}");
+    }
+
+    /// `sweep --help` names every figure `--figures` takes, and the
+    /// default ones first.
+    #[test]
+    fn the_figures_help_names_every_sweep_figure() {
+        let cmd = Cli::command();
+        let sweep = cmd.find_subcommand("sweep").unwrap();
+        let arg = sweep
+            .get_arguments()
+            .find(|a| a.get_id() == "figures")
+            .unwrap();
+        let help = arg.get_help().unwrap().to_string();
+        let mut at = 0;
+        for c in crate::report::model::SWEEP_CHOICES {
+            let found = help[at..]
+                .find(c.name)
+                .unwrap_or_else(|| panic!("{}: {help}", c.name));
+            at += found + c.name.len();
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use super::serve::{self, Exported, Server};
 use super::{check_output, progress, CliError, RunArgs};
 use crate::engine::{self, Mode};
+use crate::report::runs::{self, RunsReport};
 use crate::report::{self, ScenarioReport};
 use crate::scenario::{format_duration, Redis, Scenario, Sharing};
 use indicatif::ProgressBar;
@@ -35,8 +36,46 @@ fn run_all(
         .collect()
 }
 
+/// `run --runs N`: each scenario for N seeds, its figures' spreads.
+fn run_many(scenarios: Vec<Scenario>, mode: Mode, n: u64, args: &RunArgs) -> Result<(), CliError> {
+    for sc in &scenarios {
+        runs::seeds(sc.seed, n).map_err(CliError::BadInput)?;
+    }
+    let total: u64 = scenarios
+        .iter()
+        .map(|s| s.strategies.len() as u64 * n)
+        .sum();
+    let pb = progress(total, args.quiet, "running");
+    let reports: Result<Vec<RunsReport>, String> = scenarios
+        .into_iter()
+        .map(|sc| {
+            pb.set_message(sc.name.clone());
+            RunsReport::run(sc, mode, n, || pb.inc(1))
+        })
+        .collect();
+    pb.finish_and_clear();
+    let reports = reports.map_err(CliError::Io)?;
+    for r in &reports {
+        println!("{}", r.text());
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, runs::json_text(&reports))
+            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
 pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     let mode = args.clock.unwrap_or(Mode::Real);
+    if args.runs.is_some() {
+        super::refuse_real_runs(mode)?;
+        if args.html.is_some() {
+            return Err(CliError::BadInput(
+                "--html draws one run's requests: with --runs, write --json".into(),
+            ));
+        }
+    }
     if args.serve.is_some() && mode != Mode::Real {
         return Err(CliError::BadInput(
             "--serve needs a real-mode run (--clock real)".into(),
@@ -66,8 +105,14 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             }
         }
     }
+    if let Some(seed) = args.seed {
+        scenarios = scenarios.iter().map(|sc| sc.with_seed(seed)).collect();
+    }
     for sc in &scenarios {
         engine::check(sc, mode).map_err(CliError::BadInput)?;
+    }
+    if let Some(n) = args.runs {
+        return run_many(scenarios, mode, n, &args);
     }
     let total: usize = scenarios
         .iter()

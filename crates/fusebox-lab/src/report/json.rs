@@ -136,6 +136,11 @@ pub fn scenario(report: &ScenarioReport) -> Value {
         obj.insert("arrivals".into(), json!("poisson"));
         obj.insert("seed".into(), json!(sc.seed));
     }
+    // Only a scenario with a jittered fault has the key (its `fault` is
+    // the seed's draw).
+    if let (false, Value::Object(obj)) = (sc.fault_jitter.is_empty(), &mut doc) {
+        obj.insert("seed".into(), json!(sc.seed));
+    }
     // Only a fleet scenario has the key: the others' JSON is as it was.
     if let (Some(f), Value::Object(obj)) = (&sc.fleet, &mut doc) {
         obj.insert(

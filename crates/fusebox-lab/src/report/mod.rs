@@ -8,6 +8,7 @@ pub mod hosts;
 pub mod html;
 pub mod json;
 pub mod model;
+pub mod runs;
 pub mod sweep;
 pub mod table;
 
@@ -23,6 +24,9 @@ pub struct Latency {
     pub median_ms: f64,
     /// Maximum.
     pub max_ms: f64,
+    /// 99th percentile (nearest rank: the smallest latency that 99 % of
+    /// the group do not exceed).
+    pub p99_ms: f64,
 }
 
 /// The latency of every request of a run, and what its hedges cost: the
@@ -138,6 +142,9 @@ pub struct Summary {
     pub failed_probes: usize,
     /// From the fault's end to the start of the first successful call after it.
     pub recovery_lag: Option<Duration>,
+    /// The most requests waiting at once for a worker (in all replicas'
+    /// queues): arrived and not yet taken.
+    pub queue_peak: usize,
     /// A fleet's figures per replica and in total (`None` without `[fleet]`).
     pub fleet: Option<FleetFigures>,
     /// A dependency of several hosts: the figures over the hosts (`None`
@@ -269,7 +276,28 @@ fn latency(mut v: Vec<Duration>) -> Option<Latency> {
     Some(Latency {
         median_ms: median,
         max_ms: ms(v[n - 1]),
+        p99_ms: ms(v[(n * 99).div_ceil(100).max(1) - 1]),
     })
+}
+
+/// The most requests waiting at once: each waits from its arrival to its
+/// start (a worker took it); at equal times starts come first, so a
+/// request taken the instant it arrives never waited.
+fn queue_peak(requests: &[engine::RequestRecord]) -> usize {
+    let mut events: Vec<(Duration, bool)> = requests
+        .iter()
+        .filter_map(|r| r.start.map(|s| [(r.arrival, true), (s, false)]))
+        .flatten()
+        .collect();
+    // `false` (a start) sorts before `true` (an arrival) at equal times:
+    // the count may dip below the truth for an instant, never above it.
+    events.sort_unstable();
+    let (mut waiting, mut peak) = (0i64, 0i64);
+    for (_, arrival) in events {
+        waiting += if arrival { 1 } else { -1 };
+        peak = peak.max(waiting);
+    }
+    peak as usize
 }
 
 impl Summary {
@@ -370,6 +398,7 @@ impl Summary {
                 .filter(|t| t.is_failed_probe())
                 .count(),
             recovery_lag,
+            queue_peak: queue_peak(&run.requests),
             fleet: FleetFigures::of(scenario, run),
             hosts: hosts::HostFigures::of(scenario, run),
             tail: scenario.has_tail().then(|| TailFigures::of(run)),

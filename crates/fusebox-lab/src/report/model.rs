@@ -274,8 +274,166 @@ pub fn figures(tail: bool) -> Vec<&'static Figure> {
 /// The backlog count, which the article counted differently (see the table's note).
 pub const BACKLOG: &Figure = &FIGURES[13];
 
-/// The figures `sweep` prints per strategy, in its order.
+/// The figures `sweep` prints per strategy by default, in its order.
 pub const SWEEP_FIGURES: [&Figure; 4] = [&FIGURES[14], &FIGURES[15], &FIGURES[16], &FIGURES[17]];
+
+/// Figures that `sweep` and `run --runs` show beside the [`FIGURES`]
+/// (the report of one run, its table and its JSON, keep theirs as they
+/// were): what the guard buys during the fault.
+pub const MORE_FIGURES: &[Figure] = &[
+    Figure {
+        label: "latency during fault: p99 ms",
+        json: None,
+        ours: |s| opt(s.latency_fault, |l| Cell::Ms(l.p99_ms)),
+        article: blank,
+    },
+    Figure {
+        label: "requests waiting for a worker: peak",
+        json: None,
+        ours: |s| Cell::Count(s.queue_peak),
+        article: blank,
+    },
+];
+
+/// The figures of `run --runs`, in display order: those of one run's
+/// report ([`figures`]), with the fault's p99 after its median and the
+/// queue's peak after the backlog ([`MORE_FIGURES`]).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::report::model::{figures, runs_figures};
+///
+/// let all = runs_figures(false);
+/// assert_eq!(all.len(), figures(false).len() + 2);
+/// assert_eq!(all[8].label, "latency during fault: p99 ms");
+/// ```
+pub fn runs_figures(tail: bool) -> Vec<&'static Figure> {
+    let mut out = Vec::new();
+    for f in figures(tail) {
+        out.push(f);
+        if std::ptr::eq(f, &FIGURES[7]) {
+            out.push(&MORE_FIGURES[0]);
+        }
+        if std::ptr::eq(f, BACKLOG) {
+            out.push(&MORE_FIGURES[1]);
+        }
+    }
+    out
+}
+
+/// A figure `sweep --figures` can name.
+#[derive(Debug)]
+pub struct SweepFigure {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// The figure.
+    pub figure: &'static Figure,
+    /// The narrowest its values are written in the table of one run per
+    /// value (wider values widen it).
+    pub width: usize,
+}
+
+/// The figures `sweep --figures` can name, in the order `all` shows them:
+/// what the guard costs (calls to the sick dependency, requests lost after
+/// it recovered, failed probes, recovery lag), then what it buys (requests
+/// served, the latency of requests arriving during the fault, the backlog,
+/// the queue's peak). The first four are [`SWEEP_FIGURES`].
+pub const SWEEP_CHOICES: &[SweepFigure] = &[
+    SweepFigure {
+        name: "calls",
+        figure: &FIGURES[14],
+        width: 4,
+    },
+    SweepFigure {
+        name: "lost",
+        figure: &FIGURES[15],
+        width: 4,
+    },
+    SweepFigure {
+        name: "probes",
+        figure: &FIGURES[16],
+        width: 2,
+    },
+    SweepFigure {
+        name: "lag",
+        figure: &FIGURES[17],
+        width: 6,
+    },
+    SweepFigure {
+        name: "served",
+        figure: &FIGURES[2],
+        width: 4,
+    },
+    SweepFigure {
+        name: "fault-p50",
+        figure: &FIGURES[7],
+        width: 6,
+    },
+    SweepFigure {
+        name: "fault-p99",
+        figure: &MORE_FIGURES[0],
+        width: 6,
+    },
+    SweepFigure {
+        name: "backlog",
+        figure: &FIGURES[13],
+        width: 4,
+    },
+    SweepFigure {
+        name: "queue-peak",
+        figure: &MORE_FIGURES[1],
+        width: 4,
+    },
+];
+
+/// Reads `sweep --figures`: names of [`SWEEP_CHOICES`] separated by
+/// commas, or `all`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::report::model::{sweep_figures, SWEEP_CHOICES};
+///
+/// let chosen = sweep_figures("lost, fault-p99")?;
+/// assert_eq!(chosen[1].figure.label, "latency during fault: p99 ms");
+/// assert_eq!(sweep_figures("all")?.len(), SWEEP_CHOICES.len());
+/// assert!(sweep_figures("lost,speed").unwrap_err().contains("fault-p99"));
+/// # Ok::<(), String>(())
+/// ```
+pub fn sweep_figures(list: &str) -> Result<Vec<&'static SweepFigure>, String> {
+    if list.trim() == "all" {
+        return Ok(SWEEP_CHOICES.iter().collect());
+    }
+    let names = || {
+        SWEEP_CHOICES
+            .iter()
+            .map(|c| c.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out: Vec<&'static SweepFigure> = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let c = SWEEP_CHOICES
+            .iter()
+            .find(|c| c.name == name)
+            .ok_or_else(|| {
+                format!(
+                    "--figures {list:?}: no figure {name:?} (one of: {}; or all)",
+                    names()
+                )
+            })?;
+        if !out.iter().any(|o| std::ptr::eq(*o, c)) {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// The default of `sweep --figures`: the four [`SWEEP_FIGURES`].
+pub fn default_sweep_figures() -> Vec<&'static SweepFigure> {
+    SWEEP_CHOICES[..SWEEP_FIGURES.len()].iter().collect()
+}
 
 /// Short explanations of the figures that need one (shown on the page).
 pub const GLOSSARY: &[(&str, &str)] = &[

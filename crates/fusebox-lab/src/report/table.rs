@@ -11,7 +11,8 @@ pub const LEGEND: &str = "legend: (article) = the article's figures; \
      ff = fast-fail (downstream not called); rej = queue full; \
      times in s since the first arrival";
 
-fn render(out: &mut String, labels: &[String], headers: &[&str], cells: &[Vec<String>]) {
+/// A table: a row per label, a column per header, right-aligned.
+pub(crate) fn render(out: &mut String, labels: &[String], headers: &[&str], cells: &[Vec<String>]) {
     let lw = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let widths: Vec<usize> = headers
         .iter()
@@ -43,10 +44,19 @@ fn render(out: &mut String, labels: &[String], headers: &[&str], cells: &[Vec<St
 pub fn render_scenario(report: &ScenarioReport) -> String {
     let sc = &report.scenario;
     let mut out = String::new();
-    let fault = match sc.fault_span() {
+    let mut fault = match sc.fault_span() {
         Some((a, b)) => format!("fault {}..{} s", secs(a), secs(b)),
         None => "no fault".into(),
     };
+    // A jittered fault: its times are the seed's draw.
+    if let Some(by) = sc.fault_jitter.iter().map(|j| j.by).max() {
+        let _ = write!(
+            fault,
+            " (drawn from seed {}: each end moved by up to {})",
+            sc.seed,
+            format_duration(by)
+        );
+    }
     let mode = match report.mode {
         crate::engine::Mode::Real => "real threads",
         crate::engine::Mode::Virtual => "virtual time",

@@ -95,6 +95,9 @@ struct RawFault {
     outcome: Spanned<String>,
     replicas: Option<Spanned<Vec<i64>>>,
     hosts: Option<Spanned<Vec<i64>>>,
+    /// Read by [`jitter`], so that a value of the wrong type is named by
+    /// its full key.
+    jitter: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -162,6 +165,9 @@ impl RawScenario {
             "downstream.faults.from" => fault(p.index).map(|f| f.from.span()),
             "downstream.faults.until" => fault(p.index).map(|f| f.until.span()),
             "downstream.faults.latency" => fault(p.index).map(|f| f.latency.span()),
+            "downstream.faults.jitter" => fault(p.index)
+                .and_then(|f| f.jitter.as_ref())
+                .map(|j| j.span()),
             _ => None,
         };
         span.unwrap_or_else(|| self.duration.span())
@@ -188,8 +194,17 @@ impl RawScenario {
             },
         };
         let mut faults = Vec::new();
-        for f in &self.downstream.faults {
+        let mut fault_jitter = Vec::new();
+        for (k, f) in self.downstream.faults.iter().enumerate() {
             let r = f.get_ref();
+            if let Some(j) = &r.jitter {
+                fault_jitter.push(super::FaultJitter {
+                    fault: k,
+                    by: jitter(ctx, j)?,
+                    from: r.from.get_ref().0,
+                    until: r.until.get_ref().0,
+                });
+            }
             let outcome = match r.outcome.get_ref().as_str() {
                 "error" => FaultOutcome::Error,
                 "hang" => FaultOutcome::Hang,
@@ -332,6 +347,7 @@ impl RawScenario {
             name,
             seed,
             arrivals: super::Arrivals::Fixed,
+            fault_jitter,
             duration: self.duration.get_ref().0,
             rate: *self.rate.get_ref(),
             rate_until,
@@ -376,6 +392,7 @@ impl RawScenario {
         if poisson {
             scenario.arrivals = super::Arrivals::Poisson(scenario.poisson_arrivals());
         }
+        scenario.draw_faults();
         if self.strategy.is_empty() {
             return Err(ScenarioError {
                 file: ctx.file.to_string(),
@@ -544,6 +561,16 @@ fn server_growth(
         }
     };
     Ok((per_inflight, knee))
+}
+
+/// Reads a fault's `jitter` (a duration); its limits are checked with the
+/// others in [`Scenario::check`].
+fn jitter(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<Duration, ScenarioError> {
+    v.get_ref()
+        .as_str()
+        .ok_or_else(|| format!("must be a duration such as \"250ms\", not {}", v.get_ref()))
+        .and_then(super::duration::parse_value)
+        .map_err(|e| ctx.err(v.span(), "downstream.faults.jitter", e))
 }
 
 /// Reads `[fleet]`; its limits are checked with the others in [`Scenario::check`].

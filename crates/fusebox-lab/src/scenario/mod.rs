@@ -132,7 +132,31 @@ pub struct Scenario {
     pub seed: u64,
     /// `arrivals`: `"fixed"` (the default) or `"poisson"`.
     pub arrivals: Arrivals,
+    /// The `[[downstream.faults]]` entries with a `jitter`, as written:
+    /// their drawn times are in [`Downstream::faults`]
+    /// ([`Scenario::with_seed`] draws them again for another seed).
+    pub fault_jitter: Vec<FaultJitter>,
 }
+
+/// A fault's `jitter`: its `from` and its `until` are each moved by an
+/// independent uniform draw in `[-by, +by]` from the scenario's `seed`,
+/// then clamped to the run (`0..=duration`). Validation keeps `2 x by`
+/// shorter than the fault, so a drawn fault is never empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultJitter {
+    /// Which `[[downstream.faults]]` entry (from 0).
+    pub fault: usize,
+    /// `jitter`: how far each end may move, either way.
+    pub by: Duration,
+    /// `from`, as written.
+    pub from: Duration,
+    /// `until`, as written.
+    pub until: Duration,
+}
+
+/// What the fault jitter's draws are tagged with (the latency tail's draws
+/// are tagged with the request's index, at most [`MAX_REQUESTS`]).
+const JITTER_DRAW: u64 = 0xFA17_0000_0000;
 
 /// Most replicas in a `[fleet]`.
 pub const MAX_REPLICAS: usize = 1000;
@@ -352,6 +376,64 @@ impl Scenario {
         times.into()
     }
 
+    /// The faults' times drawn for this scenario's seed, as
+    /// [`FaultJitter`] says: `from` and `until` of fault `k` each move by
+    /// `(2u - 1) x jitter` (to the nanosecond), `u` a uniform draw in
+    /// `[0, 1)` from the seed, then are clamped to `0..=duration`. Faults
+    /// without a jitter keep their times.
+    pub fn draw_faults(&mut self) {
+        let end = self.duration.as_nanos() as i128;
+        for j in &self.fault_jitter {
+            let shift = |at: Duration, which: u64| {
+                let u = unit(self.seed, JITTER_DRAW, 2 * j.fault as u64 + which);
+                let by = ((2.0 * u - 1.0) * j.by.as_nanos() as f64).round() as i128;
+                let t = (at.as_nanos() as i128 + by).clamp(0, end);
+                Duration::from_nanos(t as u64)
+            };
+            if let Some(f) = self.downstream.faults.get_mut(j.fault) {
+                f.from = shift(j.from, 0);
+                f.until = shift(j.until, 1);
+            }
+        }
+    }
+
+    /// This scenario as its file with `seed = seed` would be: Poisson
+    /// arrivals and jittered faults drawn again (the latency tail's draws
+    /// follow the seed by themselves). The same seed gives the same
+    /// scenario.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+    ///
+    /// let text = EMBEDDED[0].1.replace("outcome = \"error\"", "outcome = \"error\"\njitter = \"250ms\"");
+    /// let sc = Scenario::parse("random.toml", &text)?;
+    /// assert_eq!(sc.with_seed(sc.seed), sc);
+    /// let other = sc.with_seed(2);
+    /// assert_ne!(other.fault_span(), sc.fault_span());
+    /// assert_eq!(other.with_seed(sc.seed), sc);
+    /// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+    /// ```
+    pub fn with_seed(&self, seed: u64) -> Scenario {
+        let mut sc = self.clone();
+        sc.seed = seed;
+        if matches!(sc.arrivals, Arrivals::Poisson(_)) {
+            sc.arrivals = Arrivals::Poisson(sc.poisson_arrivals());
+        }
+        sc.draw_faults();
+        sc
+    }
+
+    /// Whether anything in the scenario is drawn from its `seed`: Poisson
+    /// arrivals, a latency tail, a fault's jitter. Without any, every seed
+    /// gives the same run.
+    pub fn is_random(&self) -> bool {
+        matches!(self.arrivals, Arrivals::Poisson(_))
+            || !self.downstream.tail.is_empty()
+            || !self.fault_jitter.is_empty()
+    }
+
     /// Number of requests: every `i` with `arrival(i) < duration`.
     pub fn request_count(&self) -> u64 {
         if let Arrivals::Poisson(times) = &self.arrivals {
@@ -486,6 +568,7 @@ impl Scenario {
             self.request,
             &self.fleet,
             self.seed,
+            &self.fault_jitter,
         ) == (
             other.duration,
             other.rate,
@@ -498,6 +581,7 @@ impl Scenario {
             other.request,
             &other.fleet,
             other.seed,
+            &other.fault_jitter,
         )
     }
 
@@ -871,6 +955,30 @@ impl Scenario {
                     format!(
                         "{} is longer than the run (duration = {run})",
                         format_duration(f.latency)
+                    ),
+                );
+            }
+        }
+        for j in &self.fault_jitter {
+            let length = j.until.saturating_sub(j.from);
+            if j.by.is_zero() {
+                return fail(
+                    "downstream.faults.jitter",
+                    Some(j.fault),
+                    "must be > 0 (leave it out for a fault at fixed times)".into(),
+                );
+            }
+            if j.by.saturating_mul(2) >= length {
+                return fail(
+                    "downstream.faults.jitter",
+                    Some(j.fault),
+                    format!(
+                        "{} is too long for a fault of {} (from = {}, until = {}): 2 x jitter \
+                         must be shorter than the fault, so that a drawn fault is never empty",
+                        format_duration(j.by),
+                        format_duration(length),
+                        format_duration(j.from),
+                        format_duration(j.until)
                     ),
                 );
             }

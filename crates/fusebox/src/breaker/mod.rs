@@ -98,11 +98,18 @@ impl CircuitBreaker {
     /// state and, through [`Rules::cells_bytes`](rules::Rules::cells_bytes),
     /// the cells its rules count in, which grow with their settings (a
     /// count window's slots, a time window's buckets on every stripe, the
-    /// failure times of `failures_within`). With feature `fleet`, the
-    /// verdict tally a fleet asks for too.
+    /// failure times of `failures_within`), and the counters' cells that
+    /// are allocated on first use. With feature `fleet`, the verdict tally
+    /// a fleet asks for too.
     pub(crate) fn footprint(settings: &Settings) -> usize {
         let arc = 2 * size_of::<usize>();
-        let fixed = arc + size_of::<Inner>() + arc + size_of::<protocol::Live>();
+        // The refusal and recorder counters' cells, allocated on their
+        // first write, are reckoned in: a budget is for breakers in use.
+        let fixed = arc
+            + size_of::<Inner>()
+            + arc
+            + size_of::<protocol::Live>()
+            + 2 * crate::sync::Striped::CELLS_BYTES;
         #[cfg(feature = "fleet")]
         let fixed = fixed + tally::TallyCells::BOXED_BYTES;
         fixed.saturating_add(settings.rules.cells_bytes())

@@ -107,7 +107,6 @@ pub struct AdaptiveLimit {
 }
 
 struct Inner {
-    config: LimitConfig,
     /// The limit in force.
     limit: AtomicU64,
     in_flight: AtomicU64,
@@ -130,6 +129,8 @@ struct Inner {
 
 /// The window being filled, and the algorithm's memory.
 struct Open {
+    /// The settings in force (the mode is `Inner::mode`'s).
+    config: LimitConfig,
     estimator: Estimator,
     started: u64,
     answers: u32,
@@ -231,8 +232,62 @@ impl AdaptiveLimit {
     /// assert_eq!(l.config().algorithm, Algorithm::Aimd);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
-    pub fn config(&self) -> &LimitConfig {
-        &self.inner.config
+    pub fn config(&self) -> LimitConfig {
+        LimitConfig {
+            mode: self.mode(),
+            ..lock(&self.inner.window).config
+        }
+    }
+
+    /// Puts new settings in force, for every clone, keeping the calls in
+    /// flight and the counters. The limit in force is kept, moved into the
+    /// new `[min, max]` if it falls outside (`initial` is only where a new
+    /// limit starts); a new `algorithm` starts from the limit in force with
+    /// a baseline to measure again; the window being filled is judged by
+    /// the new `window` and `min_samples` when it closes. A move of the
+    /// limit fences the answers of calls admitted before it, as a move by
+    /// the algorithm does.
+    ///
+    /// # Errors
+    ///
+    /// As [`LimitConfig::validate`]; the limit is then left as it was.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::limit::{AdaptiveLimit, Algorithm, LimitConfig};
+    /// let l = AdaptiveLimit::new(LimitConfig::default().initial(20))?;
+    /// l.reconfigure(LimitConfig::new(Algorithm::Aimd).max(10))?;
+    /// assert_eq!((l.limit(), l.config().algorithm), (10, Algorithm::Aimd));
+    /// assert_eq!(l.reconfigure(LimitConfig::default().min(0)).unwrap_err().field(), "min");
+    /// assert_eq!(l.config().max, 10); // unchanged
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, config: LimitConfig) -> Result<(), LimitConfigError> {
+        config.validate()?;
+        let inner = &*self.inner;
+        let mut open = lock(&inner.window);
+        let limit = inner.limit.load(Ordering::Relaxed);
+        let moved = limit.clamp(u64::from(config.min), u64::from(config.max));
+        if config.algorithm != open.config.algorithm {
+            open.estimator = Estimator::new(&LimitConfig {
+                initial: u32::try_from(moved).unwrap_or(config.max),
+                ..config
+            });
+        } else {
+            open.estimator.limit = open
+                .estimator
+                .limit
+                .clamp(f64::from(config.min), f64::from(config.max));
+        }
+        open.config = config;
+        if moved != limit {
+            inner.generation.fetch_add(1, Ordering::AcqRel);
+            inner.limit.store(moved, Ordering::Release);
+        }
+        drop(open);
+        inner.mode.set(config.mode);
+        Ok(())
     }
 
     /// The limit in force now.
@@ -435,7 +490,7 @@ impl AdaptiveLimit {
             None => open.dropped = true,
         }
         let now = inner.clock.now_nanos();
-        let config = &inner.config;
+        let config = open.config;
         if now.saturating_sub(open.started) < crate::clock::nanos(config.window)
             || open.answers < config.min_samples
         {
@@ -454,7 +509,7 @@ impl AdaptiveLimit {
             max_in_flight: peak,
             dropped: open.dropped,
         };
-        let limit = open.estimator.update(config, window);
+        let limit = open.estimator.update(&config, window);
         let limit = (limit.floor() as u64).clamp(u64::from(config.min), u64::from(config.max));
         if rtt > 0.0 {
             inner.sample_rtt.store(rtt as u64, Ordering::Relaxed);
@@ -506,7 +561,7 @@ impl AdaptiveLimit {
 impl fmt::Debug for AdaptiveLimit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AdaptiveLimit")
-            .field("algorithm", &self.inner.config.algorithm)
+            .field("algorithm", &self.config().algorithm)
             .field("limit", &self.limit())
             .field("in_flight", &self.inner.in_flight.load(Ordering::Relaxed))
             .field("mode", &self.mode())
@@ -605,6 +660,7 @@ impl Builder {
                 mode: ModeCell::new(config.mode),
                 clock,
                 window: Mutex::new(Open {
+                    config,
                     estimator: Estimator::new(&config),
                     started,
                     answers: 0,
@@ -619,7 +675,6 @@ impl Builder {
                 fenced: AtomicU64::new(0),
                 sample_rtt: AtomicU64::new(0),
                 baseline_rtt: AtomicU64::new(0),
-                config,
             }),
         })
     }

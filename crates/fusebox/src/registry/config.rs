@@ -321,15 +321,22 @@ impl RetryConfig {
 /// breaker = { failure_rate = 0.5, count_window = 20 }
 /// bulkhead = { max_concurrent = 10 }
 /// rate_limit = { per_second = 100, burst = 20 }   # feature `ratelimit`
+/// limit = { algorithm = "vegas", min = 2, max = 200 }   # feature `limit`
+/// throttle = { k = 2.0, window = "30s" }          # feature `throttle`
 /// retry = { max_attempts = 3, budget_ratio = 0.2 }
 /// ```
 ///
 /// `rate_limit` (feature `ratelimit`) takes the keys of
 /// `fusebox::ratelimit::RateLimitConfig` (`per_second` or `period`,
 /// `burst`, `mode`), read and checked by that type itself; the limiter is
-/// `Fusebox::rate_limiter`.
-/// A rate limit has no defaults: only a dependency that sets one has a
-/// limiter.
+/// `Fusebox::rate_limiter`. `limit` (feature `limit`) takes the keys of
+/// `fusebox::limit::LimitConfig` (`algorithm`, `min`, `max`, `initial`,
+/// `window`, ...; `Fusebox::limit`), and `throttle` (feature `throttle`)
+/// those of `fusebox::throttle::ThrottleConfig` (`k`, `window`, `buckets`,
+/// `padding`, `max_rejection`, `mode`; `Fusebox::throttle`); unset keys take
+/// those types' documented defaults.
+/// A rate limit, an adaptive limit and a throttle have no registry-wide
+/// defaults: only a dependency that sets one has one.
 ///
 /// # Examples
 ///
@@ -361,6 +368,15 @@ pub struct DependencyConfig {
     #[cfg(feature = "ratelimit")]
     #[cfg_attr(docsrs, doc(cfg(feature = "ratelimit")))]
     pub rate_limit: Option<crate::ratelimit::RateLimitConfig>,
+    /// An adaptive concurrency limit, if the dependency has one (feature
+    /// `limit`).
+    #[cfg(feature = "limit")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "limit")))]
+    pub limit: Option<crate::limit::LimitConfig>,
+    /// Adaptive throttling, if the dependency has it (feature `throttle`).
+    #[cfg(feature = "throttle")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "throttle")))]
+    pub throttle: Option<crate::throttle::ThrottleConfig>,
     /// The deadline of one attempt (async pipelines).
     #[cfg_attr(feature = "config", serde(with = "crate::duration::serde_str::option"))]
     pub timeout: Option<Duration>,
@@ -507,12 +523,65 @@ impl FuseboxConfig {
         Some((dep.rate_limit?, dep.tags.clone()))
     }
 
-    /// Names with a rate limit of their own.
-    #[cfg(feature = "ratelimit")]
-    pub(crate) fn rate_limit_names(&self) -> impl Iterator<Item = &String> {
+    /// The adaptive limit of dependency `name` and its tags, if it sets one
+    /// (feature `limit`); unset keys are [`LimitConfig`]'s defaults.
+    ///
+    /// [`LimitConfig`]: crate::limit::LimitConfig
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::limit::{Algorithm, LimitConfig};
+    /// use fusebox::registry::{DependencyConfig, FuseboxConfig};
+    /// let mut config = FuseboxConfig::default();
+    /// config.dependencies.insert("search".into(), DependencyConfig {
+    ///     limit: Some(LimitConfig::new(Algorithm::Gradient2).max(50)),
+    ///     ..Default::default()
+    /// });
+    /// assert_eq!(config.limit_config("search").unwrap().0.max, 50);
+    /// assert!(config.limit_config("other").is_none());
+    /// ```
+    #[cfg(feature = "limit")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "limit")))]
+    pub fn limit_config(&self, name: &str) -> Option<(crate::limit::LimitConfig, Tags)> {
+        let dep = self.dependencies.get(name)?;
+        Some((dep.limit?, dep.tags.clone()))
+    }
+
+    /// The throttle of dependency `name` and its tags, if it sets one
+    /// (feature `throttle`); unset keys are [`ThrottleConfig`]'s defaults.
+    ///
+    /// [`ThrottleConfig`]: crate::throttle::ThrottleConfig
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::{DependencyConfig, FuseboxConfig};
+    /// use fusebox::throttle::ThrottleConfig;
+    /// let mut config = FuseboxConfig::default();
+    /// config.dependencies.insert("partner".into(), DependencyConfig {
+    ///     throttle: Some(ThrottleConfig::default().k(1.5)),
+    ///     ..Default::default()
+    /// });
+    /// assert_eq!(config.throttle_config("partner").unwrap().0.k_value(), 1.5);
+    /// assert!(config.throttle_config("other").is_none());
+    /// ```
+    #[cfg(feature = "throttle")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "throttle")))]
+    pub fn throttle_config(&self, name: &str) -> Option<(crate::throttle::ThrottleConfig, Tags)> {
+        let dep = self.dependencies.get(name)?;
+        Some((dep.throttle?, dep.tags.clone()))
+    }
+
+    /// Names of the dependencies `has` says have a policy of a kind.
+    #[cfg(any(feature = "ratelimit", feature = "limit", feature = "throttle"))]
+    pub(crate) fn dependency_names(
+        &self,
+        has: impl Fn(&DependencyConfig) -> bool,
+    ) -> impl Iterator<Item = &String> {
         self.dependencies
             .iter()
-            .filter(|(_, d)| d.rate_limit.is_some())
+            .filter(move |(_, d)| has(d))
             .map(|(name, _)| name)
     }
 
@@ -610,6 +679,18 @@ impl FuseboxConfig {
                 rate_limit
                     .validate()
                     .map_err(|e| InvalidConfig::from(e).under(&format!("{prefix}.rate_limit")))?;
+            }
+            #[cfg(feature = "limit")]
+            if let Some(limit) = &dep.limit {
+                limit
+                    .validate()
+                    .map_err(|e| InvalidConfig::from(e).under(&format!("{prefix}.limit")))?;
+            }
+            #[cfg(feature = "throttle")]
+            if let Some(throttle) = &dep.throttle {
+                throttle
+                    .validate()
+                    .map_err(|e| InvalidConfig::from(e).under(&format!("{prefix}.throttle")))?;
             }
             if let Some(retry) = &dep.retry {
                 retry

@@ -1,5 +1,5 @@
 //! The policies a registry holds by name besides its breakers (bulkheads,
-//! rate limiters): one table type for all of them, and one trait, [`Held`],
+//! rate limiters, adaptive limits, throttles): one table type for all of them, and one trait, [`Held`],
 //! saying how a kind is configured, built, told to the observers and
 //! changed in place. A new kind is an impl of [`Held`] and one line in
 //! `Inner::tables`; building, reloading and listing are written once, here.
@@ -203,7 +203,10 @@ impl Held for crate::ratelimit::RateLimiter {
     type Config = crate::ratelimit::RateLimitConfig;
 
     fn configured(config: &FuseboxConfig) -> Vec<String> {
-        config.rate_limit_names().cloned().collect()
+        config
+            .dependency_names(|d| d.rate_limit.is_some())
+            .cloned()
+            .collect()
     }
 
     fn config_of(config: &FuseboxConfig, name: &str) -> Option<(Self::Config, Tags)> {
@@ -230,5 +233,61 @@ impl Held for crate::ratelimit::RateLimiter {
             return false;
         }
         self.reconfigure(*config).is_ok()
+    }
+}
+
+#[cfg(feature = "limit")]
+impl Held for crate::limit::AdaptiveLimit {
+    type Config = crate::limit::LimitConfig;
+
+    fn configured(config: &FuseboxConfig) -> Vec<String> {
+        config
+            .dependency_names(|d| d.limit.is_some())
+            .cloned()
+            .collect()
+    }
+
+    fn config_of(config: &FuseboxConfig, name: &str) -> Option<(Self::Config, Tags)> {
+        config.limit_config(name)
+    }
+
+    fn build(_name: &str, config: &Self::Config, clock: Option<&SharedClock>) -> Option<Self> {
+        let mut b = Self::builder().config(*config);
+        if let Some(clock) = clock {
+            b = b.clock(clock.clone());
+        }
+        b.build().ok()
+    }
+
+    fn apply(&self, config: &Self::Config) -> bool {
+        self.config() != *config && self.reconfigure(*config).is_ok()
+    }
+}
+
+#[cfg(feature = "throttle")]
+impl Held for crate::throttle::Throttle {
+    type Config = crate::throttle::ThrottleConfig;
+
+    fn configured(config: &FuseboxConfig) -> Vec<String> {
+        config
+            .dependency_names(|d| d.throttle.is_some())
+            .cloned()
+            .collect()
+    }
+
+    fn config_of(config: &FuseboxConfig, name: &str) -> Option<(Self::Config, Tags)> {
+        config.throttle_config(name)
+    }
+
+    fn build(_name: &str, config: &Self::Config, clock: Option<&SharedClock>) -> Option<Self> {
+        let mut b = Self::builder().config(*config);
+        if let Some(clock) = clock {
+            b = b.clock(clock.clone());
+        }
+        b.build().ok()
+    }
+
+    fn apply(&self, config: &Self::Config) -> bool {
+        self.config() != *config && self.reconfigure(*config).is_ok()
     }
 }

@@ -21,10 +21,11 @@
 //!   with its kind, mode and figures ([`Fusebox::policies`]);
 //! - force open, disable or reset a breaker by name;
 //! - tag breakers (`service = "payments"`), which the metrics and alerts use;
-//! - describe a whole dependency (breaker, bulkhead, rate limit, timeout,
-//!   retry) in one table and hand out a ready [`Pipeline`] for it
-//!   ([`Fusebox::pipeline`]) and its rate limiter (`Fusebox::rate_limiter`,
-//!   feature `ratelimit`).
+//! - describe a whole dependency (breaker, bulkhead, rate limit, adaptive
+//!   limit, throttle, timeout, retry) in one table and hand out a ready
+//!   [`Pipeline`] for it ([`Fusebox::pipeline`]) and its policies
+//!   (`Fusebox::rate_limiter`, `Fusebox::limit`, `Fusebox::throttle`:
+//!   features `ratelimit`, `limit`, `throttle`).
 //!
 //! # The file
 //!
@@ -49,18 +50,23 @@
 //! breaker = { consecutive_failures = 5 }
 //! bulkhead = { max_concurrent = 10 }
 //! rate_limit = { per_second = 100, burst = 20, mode = "shadow" }  # feature `ratelimit`
+//! limit = { algorithm = "vegas", min = 2, max = 200 }            # feature `limit`
+//! throttle = { k = 2.0, window = "30s" }                          # feature `throttle`
 //! retry = { max_attempts = 3, budget_ratio = 0.2 }
 //! ```
 //!
 //! `rate_limit` takes the keys of `fusebox::ratelimit::RateLimitConfig`
-//! (`per_second` or `period`, `burst`, `mode`) and has no defaults; errors
-//! name the key under the dependency (`dependencies.partner.rate_limit.burst`).
+//! (`per_second` or `period`, `burst`, `mode`) and has no defaults; `limit`
+//! those of `fusebox::limit::LimitConfig` and `throttle` those of
+//! `fusebox::throttle::ThrottleConfig`, each key unset taking that type's
+//! documented default. Errors name the key under the dependency
+//! (`dependencies.partner.rate_limit.burst`, `dependencies.partner.limit.max`).
 //!
 //! Observers ([`Observer`]) see every breaker the registry builds, which is how
 //! metrics (`fusebox::metrics`, feature `prometheus`), tracing
 //! (`fusebox::trace`, feature `tracing`) and alerts ([`crate::alert`])
 //! attach to all of them at once; every other policy (bulkheads, rate
-//! limiters) reaches them through [`Observer::policy_added`], which is how
+//! limiters, adaptive limits, throttles) reaches them through [`Observer::policy_added`], which is how
 //! the metrics export it without code of their own for it.
 //!
 //! # Examples
@@ -438,6 +444,10 @@ impl FuseboxBuilder {
                 bulkheads: Table::default(),
                 #[cfg(feature = "ratelimit")]
                 rate_limiters: Table::default(),
+                #[cfg(feature = "limit")]
+                limits: Table::default(),
+                #[cfg(feature = "throttle")]
+                throttles: Table::default(),
                 retries: RwLock::new(BTreeMap::new()),
             }),
         };
@@ -476,6 +486,10 @@ struct Inner {
     bulkheads: Table<Bulkhead>,
     #[cfg(feature = "ratelimit")]
     rate_limiters: Table<crate::ratelimit::RateLimiter>,
+    #[cfg(feature = "limit")]
+    limits: Table<crate::limit::AdaptiveLimit>,
+    #[cfg(feature = "throttle")]
+    throttles: Table<crate::throttle::Throttle>,
     /// One retry (and so one retry budget) per dependency, shared by its
     /// pipelines; rebuilt when a reload changes it.
     retries: RwLock<BTreeMap<String, (RetryConfig, Retry)>>,
@@ -488,6 +502,10 @@ impl Inner {
             &self.bulkheads,
             #[cfg(feature = "ratelimit")]
             &self.rate_limiters,
+            #[cfg(feature = "limit")]
+            &self.limits,
+            #[cfg(feature = "throttle")]
+            &self.throttles,
         ]
     }
 
@@ -849,8 +867,89 @@ impl Fusebox {
         table.get_or_build(&self.inner.ctx(), name, config)
     }
 
+    /// The adaptive concurrency limit of dependency `name` (feature
+    /// `limit`): the one built from its `limit` table, or `None` if the
+    /// dependency sets none. Every call returns a handle to the same limit,
+    /// which [`Fusebox::reload`] reconfigures in place
+    /// ([`AdaptiveLimit::reconfigure`](crate::limit::AdaptiveLimit::reconfigure));
+    /// it reads the registry's clock.
+    ///
+    /// ```toml
+    /// [dependencies.search]
+    /// limit = { algorithm = "vegas", min = 2, max = 200, initial = 20 }
+    /// ```
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::limit::LimitConfig;
+    /// use fusebox::registry::{DependencyConfig, Fusebox, FuseboxConfig};
+    ///
+    /// let mut config = FuseboxConfig::default();
+    /// config.dependencies.insert("search".into(), DependencyConfig {
+    ///     limit: Some(LimitConfig::default().initial(1)),
+    ///     ..Default::default()
+    /// });
+    /// let fusebox = Fusebox::from_config(config)?;
+    /// let search = fusebox.limit("search").expect("configured");
+    /// let _slot = search.try_acquire().unwrap();
+    /// assert!(fusebox.limit("search").unwrap().try_acquire().is_err()); // the same limit
+    /// assert!(fusebox.limit("other").is_none());
+    /// # Ok::<(), fusebox::registry::InvalidConfig>(())
+    /// ```
+    #[cfg(feature = "limit")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "limit")))]
+    pub fn limit(&self, name: &str) -> Option<crate::limit::AdaptiveLimit> {
+        let table = &self.inner.limits;
+        if let Some(l) = table.get(name) {
+            return Some(l);
+        }
+        let config = read(&self.inner.config).limit_config(name);
+        table.get_or_build(&self.inner.ctx(), name, config)
+    }
+
+    /// The adaptive throttle of dependency `name` (feature `throttle`): the
+    /// one built from its `throttle` table, or `None` if the dependency
+    /// sets none. Every call returns a handle to the same throttle, which
+    /// [`Fusebox::reload`] reconfigures in place
+    /// ([`Throttle::reconfigure`](crate::throttle::Throttle::reconfigure));
+    /// it reads the registry's clock.
+    ///
+    /// ```toml
+    /// [dependencies.partner]
+    /// throttle = { k = 2.0, window = "30s" }
+    /// ```
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::registry::{DependencyConfig, Fusebox, FuseboxConfig};
+    /// use fusebox::throttle::ThrottleConfig;
+    ///
+    /// let mut config = FuseboxConfig::default();
+    /// config.dependencies.insert("partner".into(), DependencyConfig {
+    ///     throttle: Some(ThrottleConfig::default()),
+    ///     ..Default::default()
+    /// });
+    /// let fusebox = Fusebox::from_config(config)?;
+    /// fusebox.throttle("partner").expect("configured").try_acquire().unwrap().overload();
+    /// assert_eq!(fusebox.throttle("partner").unwrap().snapshot().requests, 1); // the same throttle
+    /// assert!(fusebox.throttle("other").is_none());
+    /// # Ok::<(), fusebox::registry::InvalidConfig>(())
+    /// ```
+    #[cfg(feature = "throttle")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "throttle")))]
+    pub fn throttle(&self, name: &str) -> Option<crate::throttle::Throttle> {
+        let table = &self.inner.throttles;
+        if let Some(t) = table.get(name) {
+            return Some(t);
+        }
+        let config = read(&self.inner.config).throttle_config(name);
+        table.get_or_build(&self.inner.ctx(), name, config)
+    }
+
     /// Every policy of the registry but its breakers (bulkheads, rate
-    /// limiters), each with its kind, mode and figures, sorted by kind,
+    /// limiters, adaptive limits, throttles), each with its kind, mode and figures, sorted by kind,
     /// then name: what a dashboard or a report can show of any policy
     /// without knowing its type.
     ///
@@ -876,15 +975,15 @@ impl Fusebox {
     }
 
     /// A ready [`Pipeline`] for the dependency `name`: its breaker and (if
-    /// configured) bulkhead from this registry, and the timeout and retry of
-    /// its `[dependencies.NAME]` table. For a name without such a table, a
-    /// pipeline with just its breaker (and its bulkhead, if one is
-    /// configured under `[bulkheads]`, and its rate limit, if its table has
-    /// a `rate_limit`: feature `ratelimit`), in the pipeline's documented
-    /// order.
+    /// configured) bulkhead, rate limiter (feature `ratelimit`), adaptive
+    /// limit (feature `limit`) and throttle (feature `throttle`) from this
+    /// registry, and the timeout and retry of its `[dependencies.NAME]`
+    /// table, in the pipeline's documented order. For a name without such a
+    /// table, a pipeline with just its breaker (and its bulkhead, if one is
+    /// configured under `[bulkheads]`).
     ///
-    /// The breaker, bulkhead and rate limiter follow later reconfigurations
-    /// in place; the
+    /// The breaker, bulkhead, rate limiter, limit and throttle follow later
+    /// reconfigurations in place; the
     /// timeout and retry are those in force when the pipeline is made (ask
     /// again after a [`reload`](Fusebox::reload)). Every pipeline of one
     /// dependency shares one retry budget.
@@ -924,6 +1023,14 @@ impl Fusebox {
         #[cfg(feature = "ratelimit")]
         if let Some(limiter) = self.rate_limiter(name) {
             p = p.rate_limiter(limiter);
+        }
+        #[cfg(feature = "limit")]
+        if let Some(limit) = self.limit(name) {
+            p = p.limit(limit);
+        }
+        #[cfg(feature = "throttle")]
+        if let Some(throttle) = self.throttle(name) {
+            p = p.throttle(throttle);
         }
         if let Some(dep) = dependency {
             if let Some(t) = dep.timeout {

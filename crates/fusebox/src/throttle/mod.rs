@@ -72,6 +72,7 @@ pub use self::error::Throttled;
 use crate::clock::{Clock, MonotonicClock};
 use crate::policy::{Mode, ModeCell};
 use crate::ConfigError;
+use arc_swap::ArcSwap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -93,14 +94,40 @@ pub struct Throttle {
 }
 
 struct Inner {
-    config: ThrottleConfig,
+    /// The settings in force and the window they count in; swapped whole
+    /// by [`Throttle::reconfigure`].
+    shape: ArcSwap<Shape>,
     clock: Arc<dyn Clock>,
-    bucket_nanos: u64,
-    buckets: Box<[Bucket]>,
     rng: AtomicU64,
     refused: AtomicU64,
     shadowed: AtomicU64,
     mode: ModeCell,
+}
+
+/// The settings in force (the mode is `Inner::mode`'s) and the window's
+/// buckets, which a reconfigure that keeps the window's span and bucket
+/// count shares with the shape before it.
+struct Shape {
+    config: ThrottleConfig,
+    bucket_nanos: u64,
+    buckets: Arc<[Bucket]>,
+}
+
+impl Shape {
+    fn new(config: ThrottleConfig) -> Shape {
+        let window = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
+        Shape {
+            config,
+            bucket_nanos: (window / u64::from(config.buckets)).max(1),
+            buckets: (0..config.buckets)
+                .map(|_| Bucket {
+                    period: AtomicU64::new(0),
+                    requests: AtomicU64::new(0),
+                    accepts: AtomicU64::new(0),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One bucket of the window: which bucket period it holds (its index + 1;
@@ -114,7 +141,7 @@ struct Bucket {
 impl fmt::Debug for Throttle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Throttle")
-            .field("config", &self.inner.config)
+            .field("config", &self.config())
             .finish_non_exhaustive()
     }
 }
@@ -178,7 +205,7 @@ impl Throttle {
         }
     }
 
-    /// The settings it runs with.
+    /// The settings in force, with the current mode.
     ///
     /// # Examples
     ///
@@ -187,8 +214,48 @@ impl Throttle {
     /// assert_eq!(t.config().k_value(), 3.0);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
-    pub fn config(&self) -> &ThrottleConfig {
-        &self.inner.config
+    pub fn config(&self) -> ThrottleConfig {
+        ThrottleConfig {
+            mode: self.mode(),
+            ..self.inner.shape.load().config
+        }
+    }
+
+    /// Puts new settings in force, for every clone. `k`, `padding` and
+    /// `max_rejection` apply from the next request on, over the counts the
+    /// window holds; a new `window` or bucket count starts an empty window
+    /// (nothing is refused until it fills again: the safe direction).
+    /// Permits given before keep their verdicts' meaning.
+    ///
+    /// # Errors
+    ///
+    /// As [`ThrottleConfig::validate`]; the throttle is then left as it was.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::throttle::{Throttle, ThrottleConfig};
+    /// let t = Throttle::builder().clock(fusebox::ManualClock::new()).seed(1).build()?;
+    /// for _ in 0..100 {
+    ///     t.try_acquire().map(|p| p.overload()).ok(); // nothing accepted
+    /// }
+    /// assert_eq!(t.rejection_probability(), 0.8); // the cap
+    /// t.reconfigure(ThrottleConfig::default().max_rejection(0.5))?;
+    /// assert_eq!(t.rejection_probability(), 0.5); // same counts, new cap
+    /// assert_eq!(t.reconfigure(ThrottleConfig::default().k(0.0)).unwrap_err().field(), "k");
+    /// # Ok::<(), fusebox::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, config: ThrottleConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        let inner = &*self.inner;
+        let old = inner.shape.load();
+        let mut shape = Shape::new(config);
+        if shape.bucket_nanos == old.bucket_nanos && shape.buckets.len() == old.buckets.len() {
+            shape.buckets = old.buckets.clone();
+        }
+        inner.shape.store(Arc::new(shape));
+        inner.mode.set(config.mode);
+        Ok(())
     }
 
     /// The mode in force.
@@ -256,12 +323,13 @@ impl Throttle {
             return Ok(None);
         }
         let now = inner.clock.now_nanos();
-        let (requests, accepts) = inner.totals(now);
-        let p = inner.probability(requests, accepts);
-        inner.bucket(now).requests.fetch_add(1, Ordering::Relaxed);
+        let shape = inner.shape.load();
+        let (requests, accepts) = shape.totals(now);
+        let p = shape.probability(requests, accepts);
+        shape.bucket(now).requests.fetch_add(1, Ordering::Relaxed);
         // The period `bucket` counted it in (derived, not read back: the
         // bucket may be reused for a later one meanwhile).
-        let period = now / inner.bucket_nanos + 1;
+        let period = now / shape.bucket_nanos + 1;
         if p > 0.0 && inner.draw() < p {
             // Relaxed (all counts): statistics, nothing is published through them.
             if mode == Mode::Shadow {
@@ -279,9 +347,9 @@ impl Throttle {
     /// not been made. Nothing once its bucket has left the window (a bucket
     /// reused for a later period is not touched).
     pub(crate) fn uncount(&self, period: u64) {
-        let inner = &*self.inner;
-        let n = inner.buckets.len() as u64;
-        let b = &inner.buckets[(period % n) as usize];
+        let shape = self.inner.shape.load();
+        let n = shape.buckets.len() as u64;
+        let b = &shape.buckets[(period % n) as usize];
         // Acquire: pairs with the bucket's reuse (see `bucket`).
         if b.period.load(Ordering::Acquire) == period {
             // Relaxed: statistics; never below zero.
@@ -295,6 +363,8 @@ impl Throttle {
     pub(crate) fn accepted(&self) {
         let inner = &*self.inner;
         inner
+            .shape
+            .load()
             .bucket(inner.clock.now_nanos())
             .accepts
             .fetch_add(1, Ordering::Relaxed);
@@ -337,8 +407,9 @@ impl Throttle {
     /// ```
     pub fn rejection_probability(&self) -> f64 {
         let inner = &*self.inner;
-        let (requests, accepts) = inner.totals(inner.clock.now_nanos());
-        inner.probability(requests, accepts)
+        let shape = inner.shape.load();
+        let (requests, accepts) = shape.totals(inner.clock.now_nanos());
+        shape.probability(requests, accepts)
     }
 
     /// Its counts now.
@@ -354,18 +425,19 @@ impl Throttle {
     /// ```
     pub fn snapshot(&self) -> ThrottleSnapshot {
         let inner = &*self.inner;
-        let (requests, accepts) = inner.totals(inner.clock.now_nanos());
+        let shape = inner.shape.load();
+        let (requests, accepts) = shape.totals(inner.clock.now_nanos());
         ThrottleSnapshot {
             requests,
             accepts,
-            rejection_probability: inner.probability(requests, accepts),
+            rejection_probability: shape.probability(requests, accepts),
             refused: inner.refused.load(Ordering::Relaxed),
             shadowed: inner.shadowed.load(Ordering::Relaxed),
         }
     }
 }
 
-impl Inner {
+impl Shape {
     /// The bucket of the time `now`, emptied first if it held an older
     /// period. Two threads starting a bucket at once may lose a count of
     /// the one that added before the other emptied it: a statistic.
@@ -409,7 +481,9 @@ impl Inner {
         }
         (excess / (requests as f64 + f64::from(c.padding))).min(c.max_rejection)
     }
+}
 
+impl Inner {
     /// A uniform draw in `[0, 1)`: splitmix64 over a shared counter.
     fn draw(&self) -> f64 {
         let z = crate::policy::mix(
@@ -585,7 +659,6 @@ impl Builder {
     pub fn build(self) -> Result<Throttle, ConfigError> {
         let config = self.config;
         config.validate()?;
-        let window = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
         let seed = self.seed.unwrap_or_else(|| {
             use std::hash::{BuildHasher, Hasher};
             std::collections::hash_map::RandomState::new()
@@ -594,20 +667,12 @@ impl Builder {
         });
         Ok(Throttle {
             inner: Arc::new(Inner {
+                shape: ArcSwap::from_pointee(Shape::new(config)),
                 clock: self.clock.unwrap_or_else(|| Arc::new(MonotonicClock)),
-                bucket_nanos: (window / u64::from(config.buckets)).max(1),
-                buckets: (0..config.buckets)
-                    .map(|_| Bucket {
-                        period: AtomicU64::new(0),
-                        requests: AtomicU64::new(0),
-                        accepts: AtomicU64::new(0),
-                    })
-                    .collect(),
                 rng: AtomicU64::new(seed),
                 refused: AtomicU64::new(0),
                 shadowed: AtomicU64::new(0),
                 mode: ModeCell::new(config.mode),
-                config,
             }),
         })
     }

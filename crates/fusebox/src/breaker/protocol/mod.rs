@@ -867,7 +867,7 @@ impl Core {
         let w = self.load();
         let t = if to == State::Closed {
             // Relaxed: a statistic; reset starts every count afresh.
-            for cell in self.rejected.all() {
+            for cell in self.rejected.written() {
                 cell.store(0, Ordering::Relaxed);
             }
             self.shadowed.store(0, Ordering::Relaxed);

@@ -1,0 +1,138 @@
+//! Heap bytes a breaker keeps, measured with a counting allocator in this
+//! test's own process: an idle breaker of each kind, and a registry of
+//! 10,000 breakers with and without Prometheus metrics. Run with
+//! `--nocapture` to see the figures.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+/// The system allocator, keeping the bytes live per thread (so the tests,
+/// which run in threads of their own, do not count each other's).
+struct Counting;
+
+thread_local! {
+    static LIVE: Cell<isize> = const { Cell::new(0) };
+}
+
+fn add(bytes: isize) {
+    // `try_with`: during thread teardown the slot may be gone.
+    let _ = LIVE.try_with(|l| l.set(l.get() + bytes));
+}
+
+// SAFETY: forwards to `System` unchanged, adding a counter.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        add(layout.size() as isize);
+        // SAFETY: the caller's guarantees, forwarded.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        add(-(layout.size() as isize));
+        // SAFETY: the caller's guarantees, forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        add(new_size as isize - layout.size() as isize);
+        // SAFETY: the caller's guarantees, forwarded.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Bytes `make` leaves live (what it returns is kept until measured).
+fn kept<T>(make: impl FnOnce() -> T) -> (T, isize) {
+    let before = LIVE.with(Cell::get);
+    let t = make();
+    (t, LIVE.with(Cell::get) - before)
+}
+
+use fusebox::CircuitBreaker;
+use std::time::Duration;
+
+#[test]
+fn heap_per_breaker() {
+    // Warm up what is allocated once per thread or process.
+    let warm = CircuitBreaker::builder().build().unwrap();
+    let _ = warm.call(|| Ok::<_, ()>(()));
+    drop(warm);
+
+    let n = 1000;
+    let per = |make: &dyn Fn() -> CircuitBreaker| {
+        let (v, bytes) = kept(|| (0..n).map(|_| make()).collect::<Vec<_>>());
+        let b = (bytes - (n * size_of::<CircuitBreaker>()) as isize) / n as isize;
+        drop(v);
+        b
+    };
+    let consecutive = per(&|| CircuitBreaker::builder().build().unwrap());
+    let count100 = per(&|| {
+        CircuitBreaker::builder()
+            .failure_rate(0.5)
+            .count_window(100)
+            .build()
+            .unwrap()
+    });
+    let time = per(&|| {
+        CircuitBreaker::builder()
+            .failure_rate(0.5)
+            .time_window(Duration::from_secs(10))
+            .build()
+            .unwrap()
+    });
+    println!("heap per idle breaker: consecutive {consecutive} B, count_window(100) {count100} B, time_window(10s) {time} B");
+    // 624 / 772 / 2128 B in a default build (16 more with every feature):
+    // bounds with a little room, so that growth is noticed.
+    assert!(consecutive <= 700, "consecutive: {consecutive} B");
+    assert!(count100 <= 700 + 2 * 100, "count_window(100): {count100} B");
+    assert!(time <= 2300, "time_window(10s): {time} B");
+    // A breaker's refusal counters take their cells when it first refuses.
+    let (b, _) = kept(|| {
+        CircuitBreaker::builder()
+            .consecutive_failures(1)
+            .build()
+            .unwrap()
+    });
+    let _ = b.call(|| Err::<(), _>("down"));
+    let ((), cells) = kept(|| assert!(b.call(|| Ok::<_, ()>(())).is_err()));
+    assert!(cells >= 512, "the refusal counter's cells: {cells} B");
+}
+
+/// 10,000 named breakers in a registry, with and without Prometheus
+/// metrics, in bytes per breaker.
+#[test]
+fn heap_of_a_registry_of_10000_breakers() {
+    use fusebox::registry::Fusebox;
+    let names: Vec<String> = (0..10_000).map(|i| format!("dependency-{i:05}")).collect();
+    let (fusebox, bare) = kept(|| {
+        let f = Fusebox::new();
+        for n in &names {
+            f.breaker(n);
+        }
+        f
+    });
+    drop(fusebox);
+    println!(
+        "registry of 10,000 breakers: {:.1} MiB",
+        bare as f64 / 1048576.0
+    );
+    assert!(bare < 8 << 20, "{bare} B");
+    #[cfg(feature = "prometheus")]
+    {
+        let ((fusebox, registry), with_metrics) = kept(|| {
+            let mut registry = prometheus_client::registry::Registry::default();
+            let metrics = fusebox::metrics::Metrics::new(&mut registry);
+            let f = Fusebox::builder().observer(metrics).build().unwrap();
+            for n in &names {
+                f.breaker(n);
+            }
+            (f, registry)
+        });
+        drop((fusebox, registry));
+        println!(
+            "registry of 10,000 breakers with Prometheus metrics: {:.1} MiB",
+            with_metrics as f64 / 1048576.0
+        );
+        assert!(with_metrics < 28 << 20, "{with_metrics} B");
+    }
+}
