@@ -342,6 +342,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     throttle: None,
                     hosts: None,
                     hedge: None,
+                    timeout: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -355,6 +356,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     throttle: None,
                     hosts: None,
                     hedge: None,
+                    timeout: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
@@ -365,6 +367,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     throttle: None,
                     hosts: None,
                     hedge: None,
+                    timeout: None,
                 },
             ];
             Scenario {
@@ -390,6 +393,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     timeout,
                     retries: 0,
                 },
+                request: Default::default(),
                 strategies,
                 fleet: None,
                 hosts: 1,

@@ -964,3 +964,84 @@ fn a_down_fault_is_instant_and_hits_every_replica() {
     assert_eq!(e.line, Some(line_of(&text, "replicas = [1]")));
     assert!(e.message.contains("every replica"), "{e}");
 }
+
+/// `[downstream] server`'s link keys, `[request]` and a strategy's own
+/// `timeout`: what loads, and each bad value named by its key and line.
+#[test]
+fn link_request_and_timeout_keys_load_and_bad_ones_are_named() {
+    let server = |keys: &str| {
+        base().replace(
+            "latency = \"5ms\"",
+            &format!(
+                "latency = \"5ms\"\nserver = {{ workers = 100, p90 = \"10ms\", p99 = \"10ms\"{keys} }}"
+            ),
+        )
+    };
+    let sc = Scenario::parse(
+        "x.toml",
+        &server(", latency_per_inflight = 0.5, knee = 10, knee_exp = 1.1"),
+    )
+    .unwrap();
+    let s = sc.downstream.server.unwrap();
+    assert_eq!(s.latency_per_inflight, Some(0.5));
+    assert_eq!(s.knee.map(|k| (k.start, k.exp)), Some((10, 1.1)));
+    for (keys, key) in [
+        (
+            ", latency_per_inflight = -1",
+            "downstream.server.latency_per_inflight",
+        ),
+        (
+            ", latency_per_inflight = \"x\"",
+            "downstream.server.latency_per_inflight",
+        ),
+        (", knee = 10", "downstream.server.knee_exp"),
+        (", knee_exp = 1.1", "downstream.server.knee"),
+        (", knee = 0, knee_exp = 1.1", "downstream.server.knee"),
+        (", knee = 10, knee_exp = 0.5", "downstream.server.knee_exp"),
+    ] {
+        let text = server(keys);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{keys}: {e}");
+        assert_eq!(e.line, Some(line_of(&text, "server")), "{keys}: {e}");
+    }
+
+    let request = |keys: &str| {
+        base().replace(
+            "[downstream]",
+            &format!("[request]\n{keys}\n\n[downstream]"),
+        )
+    };
+    let sc = Scenario::parse("x.toml", &request("critical = \"30ms\"\ndeadline = \"1s\"")).unwrap();
+    assert_eq!(sc.request.critical, Duration::from_millis(30));
+    assert_eq!(sc.request.deadline, Some(Duration::from_secs(1)));
+    assert_eq!(Scenario::embedded()[0].request.critical, Duration::ZERO);
+    for (keys, key, at) in [
+        ("deadline = \"0s\"", "request.deadline", "deadline"),
+        ("deadline = \"4s\"", "request.deadline", "deadline"),
+        ("critical = \"4s\"", "request.critical", "critical"),
+        // A value of the wrong type or an unknown key: named as written.
+        ("critical = 3", "critical", "critical"),
+        ("late = \"1s\"", "late", "late"),
+    ] {
+        let text = request(keys);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{keys}: {e}");
+        assert_eq!(e.line, Some(line_of(&text, at)), "{keys}: {e}");
+    }
+
+    let timeout = |v: &str| {
+        base().replace(
+            "kind = \"none\"",
+            &format!("kind = \"none\"\ntimeout = {v}"),
+        )
+    };
+    let sc = Scenario::parse("x.toml", &timeout("\"250ms\"")).unwrap();
+    assert_eq!(sc.strategies[0].timeout, Some(Duration::from_millis(250)));
+    assert_eq!(sc.strategies[1].timeout, None);
+    for v in ["\"0s\"", "250", "\"soon\""] {
+        let text = timeout(v);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some("strategy.timeout"), "{v}: {e}");
+        assert_eq!(e.line, Some(line_of(&text, "timeout")), "{v}: {e}");
+    }
+}

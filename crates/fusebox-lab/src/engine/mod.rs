@@ -52,7 +52,7 @@ impl Outcome {
     pub fn of(r: CallResult) -> Outcome {
         match r {
             CallResult::Success => Outcome::Ok,
-            CallResult::Error => Outcome::Error,
+            CallResult::Error | CallResult::Overloaded => Outcome::Error,
             CallResult::Timeout => Outcome::Timeout,
         }
     }
@@ -292,6 +292,21 @@ pub fn run(
 ) -> Result<RunResult, String> {
     check(scenario, mode)?;
     let name = format!("{}/{}", scenario.name, spec.name);
+    // A strategy's own client timeout stands for the scenario's.
+    let own;
+    let scenario = match spec.timeout {
+        Some(t) if scenario.client.timeout != Some(t) => {
+            own = Scenario {
+                client: crate::scenario::Client {
+                    timeout: Some(t),
+                    ..scenario.client
+                },
+                ..scenario.clone()
+            };
+            &own
+        }
+        _ => scenario,
+    };
     match mode {
         Mode::Virtual => Ok(virtual_time::run(scenario, spec, &name)),
         Mode::Real => real::run(scenario, spec, shared, &name),

@@ -241,6 +241,13 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
         let mut now = sh.clock.now();
         // Only this worker touches the request until it ends: work on a copy.
         let mut r = lock(&sh.requests)[request];
+        // The critical call first (`[request] critical`), unguarded.
+        let critical = sh.scenario.request.critical;
+        if !critical.is_zero() {
+            r.start = Some(now);
+            sleep_until(sh.origin + now + critical);
+            now = sh.clock.now();
+        }
         while let Some((ticket, _)) = start_attempt(
             sh.scenario,
             rep.guard.as_ref(),

@@ -9,8 +9,11 @@
 //! the delay read from the library's [`fusebox::hedge::Hedge`] when the
 //! call starts, and the winner's latency recorded in it).
 //! - at equal times: completions (in the order their calls started), then
-//!   arrivals, then starts (retries first, then hedges, then idle workers
-//!   in index order).
+//!   arrivals, then starts (retries first, then the guarded calls of
+//!   requests whose critical call ends, then hedges, then idle workers in
+//!   index order).
+//! - with `[request] critical`, a worker that takes a request is on its
+//!   critical call that long before its guarded call starts.
 //!
 //! Before every admission and verdict the run's [`fusebox::ManualClock`] is set
 //! to the event time, so fusebox sees exactly the simulated time.
@@ -65,6 +68,13 @@ enum Worker {
     Retry {
         request: usize,
         round: u32,
+    },
+    /// On the critical call of a request it took at `since` (`[request]
+    /// critical`); its guarded call starts at `until`, in the start phase.
+    Critical {
+        request: usize,
+        since: Duration,
+        until: Duration,
     },
 }
 
@@ -131,6 +141,7 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                     let ends = b.attempts.iter().map(|a| a.end);
                     ends.chain(b.hedge.map(|h| h.at)).min()
                 }
+                Worker::Critical { until, .. } => Some(*until),
                 _ => None,
             })
             .min();
@@ -232,14 +243,21 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                 hedge,
             } = rep;
             // `call`: a new call of a request (and its number), or `None`
-            // for a hedge of the call worker `w` is on.
-            let mut start = |w: usize, call: Option<(usize, u32)>, workers: &mut Vec<Worker>| {
+            // for a hedge of the call worker `w` is on; `taken`: when the
+            // worker took the request.
+            let mut start = |w: usize,
+                             call: Option<(usize, u32)>,
+                             taken: Duration,
+                             workers: &mut Vec<Worker>| {
                 let request = match (call, &workers[w]) {
                     (Some((request, _)), _) => request,
                     (None, Worker::Busy(b)) => b.request,
                     (None, _) => return,
                 };
                 let req = &mut requests[request];
+                if req.start.is_none() {
+                    req.start = Some(taken);
+                }
                 let started = match call {
                     Some(_) => start_attempt(scenario, guard.as_ref(), req, request, t, r),
                     None => start_hedge(scenario, guard.as_ref(), req, request, t, r),
@@ -306,27 +324,54 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             };
             for w in 0..workers.len() {
                 if let Worker::Retry { request, round } = workers[w] {
-                    start(w, Some((request, round + 1)), workers);
+                    start(w, Some((request, round + 1)), t, workers);
+                }
+            }
+            // Critical calls ending: their guarded calls start.
+            for w in 0..workers.len() {
+                if let Worker::Critical {
+                    request,
+                    since,
+                    until,
+                } = workers[w]
+                {
+                    if until == t {
+                        start(w, Some((request, 1)), since, workers);
+                    }
                 }
             }
             for w in 0..workers.len() {
                 if matches!(&workers[w], Worker::Busy(b) if b.hedge.is_some_and(|h| h.at == t)) {
-                    start(w, None, workers);
+                    start(w, None, t, workers);
                 }
             }
+            // An idle worker takes the next queued request: its critical
+            // call first, if it has one, else the guarded call now.
+            let critical = scenario.request.critical;
+            let mut take = |w: usize, request: usize, workers: &mut Vec<Worker>| {
+                if critical.is_zero() {
+                    start(w, Some((request, 1)), t, workers);
+                } else {
+                    workers[w] = Worker::Critical {
+                        request,
+                        since: t,
+                        until: t + critical,
+                    };
+                }
+            };
             for w in 0..workers.len() {
                 if queue.is_empty() {
                     break;
                 }
                 if matches!(workers[w], Worker::Idle) {
                     let request = queue.pop_front().expect("checked non-empty");
-                    start(w, Some((request, 1)), workers);
+                    take(w, request, workers);
                     // A fast-failed start leaves the worker idle: it takes the next request.
                     while matches!(workers[w], Worker::Idle) {
                         let Some(request) = queue.pop_front() else {
                             break;
                         };
-                        start(w, Some((request, 1)), workers);
+                        take(w, request, workers);
                     }
                 }
             }

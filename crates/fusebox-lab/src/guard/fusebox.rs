@@ -296,8 +296,8 @@ impl LimitTrace {
 struct FuseboxTicket {
     permit: fusebox::Permit,
     _slot: Option<BulkheadPermit>,
-    /// The adaptive limit's permit: an answer is a sample, a timeout a
-    /// drop, an error no sample.
+    /// The adaptive limit's permit: an answer is a sample, a timeout or a
+    /// refusal as overloaded a drop, an error no sample.
     limit: Option<(LimitPermit, LimitTrace)>,
     /// The throttle's permit: an answer is an accept, an error or a
     /// timeout an overload.
@@ -314,13 +314,15 @@ impl Ticket for FuseboxTicket {
         if let Some(permit) = self.throttle {
             match result {
                 CallResult::Success => permit.accept(),
-                CallResult::Timeout | CallResult::Error => permit.overload(),
+                CallResult::Timeout | CallResult::Error | CallResult::Overloaded => {
+                    permit.overload()
+                }
             }
         }
         if let Some((permit, trace)) = self.limit {
             match result {
                 CallResult::Success => permit.success(),
-                CallResult::Timeout => permit.dropped(),
+                CallResult::Timeout | CallResult::Overloaded => permit.dropped(),
                 CallResult::Error => permit.ignore(),
             }
             trace.note(now);

@@ -111,7 +111,8 @@ pub struct Downstream {
     pub transport: Transport,
     /// `server`: the dependency as `workers` workers behind one FIFO
     /// queue, each call's service time drawn from a log-normal with the
-    /// given p90 and p99 (virtual mode only; faults do not apply).
+    /// given p90 and p99, optionally growing with the calls in service
+    /// (virtual mode only; faults do not apply).
     pub server: Option<Server>,
 }
 
@@ -131,6 +132,28 @@ pub struct Server {
     /// server does no work for it). Unset: every call queues.
     #[serde(default)]
     pub reject_after: Option<Duration>,
+    /// `latency_per_inflight`: every other call in service when a call's
+    /// service starts adds this share of its service time (a link that
+    /// slows down with concurrency: at 1.0 a call takes `n` times as long
+    /// with `n` calls in service). Unset: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_per_inflight: Option<f64>,
+    /// `knee` and `knee_exp`: past `knee` calls in service, each more one
+    /// multiplies the service time by `knee_exp` (a knee: `knee_exp` to the
+    /// power of the calls in service above `knee`). Unset: no knee.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<Knee>,
+}
+
+/// `knee = 10, knee_exp = 1.1` of a [`Server`]: where its latency starts
+/// to grow exponentially with the calls in service.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Knee {
+    /// `knee`: calls in service up to which the knee adds nothing.
+    pub start: u32,
+    /// `knee_exp`: the factor each call in service above `start` adds
+    /// (at least 1).
+    pub exp: f64,
 }
 
 impl Server {
@@ -149,6 +172,40 @@ impl Server {
         // Box-Muller: a standard normal from two uniforms.
         let normal = (-2.0 * u(0).ln()).sqrt() * (std::f64::consts::TAU * u(1)).cos();
         Duration::from_secs_f64((mu + sigma * normal).exp().min(3600.0))
+    }
+
+    /// How much longer than its service time alone a call takes when it
+    /// starts with `inflight` calls in service, itself included: `1 +
+    /// (inflight - 1) x latency_per_inflight + knee_exp^max(0, inflight -
+    /// knee) - 1`; 1 when neither key is set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Knee, Server};
+    /// use std::time::Duration;
+    ///
+    /// let ms = Duration::from_millis;
+    /// let link = Server { workers: 1000, p90: ms(100), p99: ms(100), reject_after: None,
+    ///                     latency_per_inflight: Some(1.0), knee: None };
+    /// assert_eq!((link.slowdown(1), link.slowdown(4)), (1.0, 4.0));
+    /// let knee = Server { latency_per_inflight: None,
+    ///                     knee: Some(Knee { start: 10, exp: 2.0 }), ..link };
+    /// assert_eq!((knee.slowdown(10), knee.slowdown(12)), (1.0, 4.0));
+    /// ```
+    pub fn slowdown(&self, inflight: usize) -> f64 {
+        let others = inflight.saturating_sub(1) as f64;
+        let linear = others * self.latency_per_inflight.unwrap_or(0.0);
+        let knee = self.knee.map_or(0.0, |k| {
+            let above = inflight.saturating_sub(k.start as usize);
+            k.exp.powi(i32::try_from(above).unwrap_or(i32::MAX)) - 1.0
+        });
+        1.0 + linear + knee
+    }
+
+    /// Whether the service time grows with the calls in service.
+    fn grows(&self) -> bool {
+        self.latency_per_inflight.is_some() || self.knee.is_some()
     }
 }
 
@@ -187,11 +244,20 @@ impl ServerQueue {
             if free.saturating_sub(now) > limit {
                 return CallPlan {
                     duration: Duration::from_millis(1),
-                    result: CallResult::Error,
+                    result: CallResult::Overloaded,
                 };
             }
         }
-        let end = free.max(now) + service;
+        let begin = free.max(now);
+        // Calls start service in the order they arrive: those still in
+        // service at `begin` are the workers busy past it.
+        let service = if self.server.grows() {
+            let inflight = 1 + self.free_at.iter().filter(|&&f| f > begin).count();
+            service.mul_f64(self.server.slowdown(inflight))
+        } else {
+            service
+        };
+        let end = begin + service;
         self.free_at[i] = end;
         let duration = end - now;
         match timeout {
@@ -248,6 +314,9 @@ pub enum CallResult {
     Error,
     /// The client gave up at its timeout.
     Timeout,
+    /// The dependency refused the call as overloaded, at once (a 503): a
+    /// failed call, as an error is, but a drop to an adaptive limit.
+    Overloaded,
 }
 
 impl CallResult {
@@ -426,6 +495,8 @@ mod tests {
             p90: ms(50),
             p99: ms(150),
             reject_after: None,
+            latency_per_inflight: None,
+            knee: None,
         };
         let mut times: Vec<Duration> = (0..20_000).map(|n| server.service(n)).collect();
         times.sort_unstable();
@@ -441,6 +512,39 @@ mod tests {
             queue.plan(ms(0), Some(Duration::ZERO)).result,
             CallResult::Timeout
         );
+    }
+
+    #[test]
+    fn a_link_slows_with_the_calls_in_service_and_a_full_server_refuses() {
+        let link = Server {
+            workers: 100,
+            p90: ms(100),
+            p99: ms(100),
+            reject_after: None,
+            latency_per_inflight: Some(1.0),
+            knee: None,
+        };
+        let mut queue = ServerQueue::new(link);
+        // Alone, then with one and two others in service.
+        assert_eq!(queue.plan(ms(0), None).duration, ms(100));
+        assert_eq!(queue.plan(ms(50), None).duration, ms(200));
+        assert_eq!(queue.plan(ms(60), None).duration, ms(300));
+        // The first has ended by then: two in service with it.
+        assert_eq!(queue.plan(ms(150), None).duration, ms(300));
+        let full = Server {
+            workers: 1,
+            reject_after: Some(Duration::ZERO),
+            latency_per_inflight: None,
+            ..link
+        };
+        let mut queue = ServerQueue::new(full);
+        assert_eq!(queue.plan(ms(0), None).result, CallResult::Success);
+        let refused = queue.plan(ms(10), None);
+        assert_eq!(
+            (refused.duration, refused.result),
+            (ms(1), CallResult::Overloaded)
+        );
+        assert!(!refused.result.is_ok());
     }
 
     #[test]

@@ -32,6 +32,7 @@ struct RawScenario {
     window: Option<Spanned<Dur>>,
     downstream: RawDownstream,
     client: Option<RawClient>,
+    request: Option<RawRequest>,
     strategy: Vec<Spanned<RawStrategy>>,
     fleet: Option<Spanned<RawFleet>>,
     seed: Option<Spanned<i64>>,
@@ -97,6 +98,9 @@ struct RawServer {
     p90: Spanned<Dur>,
     p99: Spanned<Dur>,
     reject_after: Option<Spanned<Dur>>,
+    latency_per_inflight: Option<Spanned<toml::Value>>,
+    knee: Option<Spanned<toml::Value>>,
+    knee_exp: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -115,6 +119,13 @@ struct RawFault {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawRequest {
+    critical: Option<Spanned<Dur>>,
+    deadline: Option<Spanned<Dur>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawClient {
     timeout: Option<Spanned<Dur>>,
     retries: Option<Spanned<i64>>,
@@ -128,6 +139,7 @@ impl RawScenario {
                 .map(|f| f.get_ref())
         };
         let client = self.client.as_ref();
+        let request = self.request.as_ref();
         let fleet = self.fleet.as_ref().map(|f| (f.span(), f.get_ref()));
         let tail = |i: Option<usize>| i.and_then(|i| self.downstream.tail.get(i));
         let span = match p.key {
@@ -164,6 +176,8 @@ impl RawScenario {
                 None => client.and_then(|c| c.timeout.as_ref()).map(|t| t.span()),
             },
             "client.retries" => client.and_then(|c| c.retries.as_ref()).map(|r| r.span()),
+            "request.critical" => request.and_then(|r| r.critical.as_ref()).map(|v| v.span()),
+            "request.deadline" => request.and_then(|r| r.deadline.as_ref()).map(|v| v.span()),
             "downstream.latency" => Some(self.downstream.latency.span()),
             "downstream.faults.from" => fault(p.index).map(|f| f.from.span()),
             "downstream.faults.until" => fault(p.index).map(|f| f.until.span()),
@@ -310,11 +324,14 @@ impl RawScenario {
                     ));
                 }
                 let reject_after = r.reject_after.as_ref().map(|d| d.get_ref().0);
+                let (latency_per_inflight, knee) = server_growth(ctx, r)?;
                 Some(super::Server {
                     workers,
                     p90,
                     p99,
                     reject_after,
+                    latency_per_inflight,
+                    knee,
                 })
             }
         };
@@ -399,6 +416,16 @@ impl RawScenario {
                 server,
             },
             client,
+            request: match &self.request {
+                None => super::RequestSpec::default(),
+                Some(r) => super::RequestSpec {
+                    critical: r
+                        .critical
+                        .as_ref()
+                        .map_or(Duration::ZERO, |d| d.get_ref().0),
+                    deadline: r.deadline.as_ref().map(|d| d.get_ref().0),
+                },
+            },
             strategies: Vec::new(),
             fleet: match &self.fleet {
                 None => None,
@@ -512,6 +539,89 @@ fn tail(ctx: &Ctx<'_>, entry: &Spanned<RawTail>) -> Result<Tail, ScenarioError> 
         .and_then(super::duration::parse_value)
         .map_err(|e| ctx.err(latency.span(), "downstream.tail.latency", e))?;
     Ok(Tail { share, latency })
+}
+
+/// A number key of `server` (an integer is taken as a float too).
+fn number(v: &Spanned<toml::Value>) -> Option<f64> {
+    match v.get_ref() {
+        toml::Value::Float(x) => Some(*x),
+        toml::Value::Integer(n) => Some(*n as f64),
+        _ => None,
+    }
+}
+
+/// Reads `latency_per_inflight`, `knee` and `knee_exp` of `server`.
+fn server_growth(
+    ctx: &Ctx<'_>,
+    r: &RawServer,
+) -> Result<(Option<f64>, Option<super::Knee>), ScenarioError> {
+    /// Largest `latency_per_inflight` and `knee_exp`: beyond, a few calls
+    /// in service take longer than any run.
+    const MAX_FACTOR: f64 = 100.0;
+    let per_inflight = match &r.latency_per_inflight {
+        None => None,
+        Some(v) => match number(v) {
+            Some(x) if x.is_finite() && (0.0..=MAX_FACTOR).contains(&x) => Some(x),
+            _ => {
+                return Err(ctx.err(
+                    v.span(),
+                    "downstream.server.latency_per_inflight",
+                    format!(
+                        "must be a number from 0 to {MAX_FACTOR} (the share of its service time \
+                         each other call in service adds), not {}",
+                        v.get_ref()
+                    ),
+                ))
+            }
+        },
+    };
+    let knee = match (&r.knee, &r.knee_exp) {
+        (None, None) => None,
+        (Some(k), None) => {
+            return Err(ctx.err(
+                k.span(),
+                "downstream.server.knee_exp",
+                "missing: a knee needs knee_exp (the factor each call in service above it adds)",
+            ))
+        }
+        (None, Some(e)) => {
+            return Err(ctx.err(
+                e.span(),
+                "downstream.server.knee",
+                "missing: knee_exp needs knee (the calls in service where it starts)",
+            ))
+        }
+        (Some(k), Some(e)) => {
+            let start = match k.get_ref().as_integer() {
+                Some(n) if (1..=MAX_WORKERS as i64).contains(&n) => n as u32,
+                _ => {
+                    return Err(ctx.err(
+                        k.span(),
+                        "downstream.server.knee",
+                        format!(
+                            "must be a whole number of calls in service from 1 to {MAX_WORKERS}, not {}",
+                            k.get_ref()
+                        ),
+                    ))
+                }
+            };
+            let exp = match number(e) {
+                Some(x) if x.is_finite() && (1.0..=MAX_FACTOR).contains(&x) => x,
+                _ => {
+                    return Err(ctx.err(
+                        e.span(),
+                        "downstream.server.knee_exp",
+                        format!(
+                            "must be a number from 1 to {MAX_FACTOR}, not {}",
+                            e.get_ref()
+                        ),
+                    ))
+                }
+            };
+            Some(super::Knee { start, exp })
+        }
+    };
+    Ok((per_inflight, knee))
 }
 
 /// Reads a fault's `jitter` (a duration); its limits are checked with the

@@ -17,8 +17,8 @@ pub mod strategy;
 pub mod sweep;
 
 pub use downstream::{
-    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Server, ServerQueue, Tail,
-    Transport,
+    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Knee, Server, ServerQueue,
+    Tail, Transport,
 };
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
@@ -156,6 +156,9 @@ pub struct Scenario {
     pub downstream: Downstream,
     /// `[client]`.
     pub client: Client,
+    /// `[request]`: what a request does besides its guarded call, and
+    /// its deadline.
+    pub request: RequestSpec,
     /// `[[strategy]]`, in file order.
     pub strategies: Vec<StrategySpec>,
     /// `[fleet]`: several replicas, each with its own pool and breaker
@@ -288,6 +291,47 @@ pub struct Client {
     pub timeout: Option<Duration>,
     /// Extra attempts after a downstream failure (never after a fast-fail).
     pub retries: u32,
+}
+
+/// `[request]`: a request's own work around its guarded call, and when
+/// it counts as answered in time.
+///
+/// A request is a page that calls a *critical* dependency (unguarded,
+/// always healthy: `critical` long) and then the guarded one; a page whose
+/// guarded call is refused, fails or times out is still answered, without
+/// that part, when the call ends. `deadline` is what the page figures
+/// count as answered in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RequestSpec {
+    /// `critical`: how long the worker spends on a request before its
+    /// guarded call (the critical call; zero without `[request]`).
+    pub critical: Duration,
+    /// `deadline`: a request answered this long after its arrival or
+    /// sooner, with or without its guarded call's answer, is answered in
+    /// time (goodput).
+    pub deadline: Option<Duration>,
+}
+
+impl RequestSpec {
+    /// Whether request `r` of a run was answered in time: a worker took
+    /// it (it was not refused by the queue) and it ended within the
+    /// deadline of its arrival, whatever its guarded call did. Without a
+    /// deadline, every answered request is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::RequestSpec;
+    /// use std::time::Duration;
+    ///
+    /// let page = RequestSpec { critical: Duration::ZERO, deadline: Some(Duration::from_secs(1)) };
+    /// assert!(page.in_time(Some(Duration::from_millis(300)), Duration::from_millis(900)));
+    /// assert!(!page.in_time(Some(Duration::from_millis(300)), Duration::from_millis(1100)));
+    /// assert!(!page.in_time(None, Duration::ZERO)); // refused by the queue
+    /// ```
+    pub fn in_time(&self, start: Option<Duration>, latency: Duration) -> bool {
+        start.is_some() && self.deadline.is_none_or(|d| latency <= d)
+    }
 }
 
 impl Scenario {
@@ -617,6 +661,7 @@ impl Scenario {
             self.window,
             &self.downstream,
             self.client,
+            self.request,
             &self.fleet,
             self.seed,
             &self.fault_jitter,
@@ -629,6 +674,7 @@ impl Scenario {
             other.window,
             &other.downstream,
             other.client,
+            other.request,
             &other.fleet,
             other.seed,
             &other.fault_jitter,
@@ -776,6 +822,28 @@ impl Scenario {
             );
         }
         let run = format_duration(self.duration);
+        if self.request.critical > self.duration {
+            return fail(
+                "request.critical",
+                None,
+                format!(
+                    "{} is longer than the run (duration = {run})",
+                    format_duration(self.request.critical)
+                ),
+            );
+        }
+        if let Some(d) = self.request.deadline {
+            if d.is_zero() || d > self.duration {
+                return fail(
+                    "request.deadline",
+                    None,
+                    format!(
+                        "{} must be > 0 and at most the run (duration = {run})",
+                        format_duration(d)
+                    ),
+                );
+            }
+        }
         if let Some(f) = &self.fleet {
             if !(1..=MAX_REPLICAS).contains(&f.replicas) {
                 return fail(

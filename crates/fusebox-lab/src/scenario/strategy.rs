@@ -47,7 +47,8 @@ pub struct StrategySpec {
     /// [`LimitConfig`](::fusebox::limit::LimitConfig), read by its own
     /// deserialiser and checked by its own validation), on the run's clock.
     /// A call over the limit is refused at once and counts as a fast fail;
-    /// an answer is a sample of its round-trip time, a timeout a drop.
+    /// an answer is a sample of its round-trip time, a timeout or a
+    /// server's refusal as overloaded (`reject_after`) a drop.
     pub limit: Option<::fusebox::limit::LimitConfig>,
     /// `throttle` (`kind = "fusebox"` only), e.g. `throttle = { k = 2.0,
     /// window = "10s" }`: adaptive throttling in front of everything else
@@ -65,6 +66,10 @@ pub struct StrategySpec {
     /// again, the first success answers and the others are cancelled
     /// (virtual mode only).
     pub hedge: Option<HedgeConfig>,
+    /// `timeout` (any kind), e.g. `timeout = "250ms"`: this strategy's
+    /// client gives up on a call after this long, in place of `[client]
+    /// timeout` (a breaker with a timeout beside strategies without one).
+    pub timeout: Option<Duration>,
 }
 
 /// `hedge = { delay = "p95", max_extra = 1, min_samples = 100 }`: the
@@ -316,6 +321,24 @@ fn max_concurrent(
     }
 }
 
+/// The key of a strategy's own client timeout.
+const TIMEOUT: &str = "timeout";
+
+/// `timeout`: a duration above zero, at most a day.
+fn timeout(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<Duration, ScenarioError> {
+    let at = |message: String| ctx.err(v.span(), &format!("strategy.{TIMEOUT}"), message);
+    let d = v
+        .get_ref()
+        .as_str()
+        .ok_or_else(|| format!("must be a duration such as \"250ms\", not {}", v.get_ref()))
+        .and_then(parse_value)
+        .map_err(at)?;
+    if d.is_zero() {
+        return Err(at("must be > 0".into()));
+    }
+    Ok(d)
+}
+
 /// The key of a fusebox strategy's adaptive limit.
 const LIMIT: &str = "limit";
 
@@ -557,6 +580,7 @@ impl RawStrategy {
                     LIMIT,
                     THROTTLE,
                     HEDGE,
+                    TIMEOUT,
                 ]
                 .contains(&k.as_str())
                     && ![hosts::PER_HOST, hosts::BALANCE, hosts::OUTLIERS].contains(&k.as_str())
@@ -588,6 +612,7 @@ impl RawStrategy {
             .get(HEDGE)
             .map(|v| hedge(ctx, kind_str, v))
             .transpose()?;
+        let timeout = self.0.get(TIMEOUT).map(|v| timeout(ctx, v)).transpose()?;
         let article: &[&str] = &["consecutive_failures", "open_for"];
         let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
             "none" => (&[], StrategyKind::None),
@@ -648,6 +673,7 @@ impl RawStrategy {
             throttle,
             hosts: None,
             hedge,
+            timeout,
         })
     }
 
