@@ -24,8 +24,8 @@
 //! A permit dropped without a verdict (a panic, a cancelled future) gives
 //! its slot back and is no sample.
 //!
-//! The limit changes at most once per *window*: when `window` (1 s) has
-//! passed and at least `min_samples` (10) answers arrived, the window's
+//! The limit changes at most once per *window*: when `window` (250 ms) has
+//! passed and at least `min_samples` (5) answers arrived, the window's
 //! average round-trip time, its largest in-flight count and whether it saw
 //! a drop go to the [`Algorithm`] (Vegas by default, Gradient2, AIMD; see
 //! its docs for the equations), and the result, clamped to `[min, max]`,
