@@ -215,7 +215,7 @@ const GROUP_W: f64 = 450.0;
 /// Height of their plot area.
 const GROUP_PLOT: f64 = 110.0;
 /// Height of a replica's state lane above it.
-const LANE: f64 = 7.0;
+const LANE: f64 = 9.0;
 
 /// A fleet's latency charts, one per group of replicas
 /// ([`model::replica_groups`]), two to a row, on one latency scale: each
@@ -239,7 +239,8 @@ fn fleet_scatters(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> St
          above it a lane per replica with its breaker's states, and the faults that hit it (dark)</p><div class=groups>",
     );
     for group in model::replica_groups(sc) {
-        let top = 6.0 + group.len() as f64 * (LANE + 1.0) + 8.0;
+        // Room for a full group's lanes in every chart: their plots align.
+        let top = 6.0 + model::REPLICA_GROUP as f64 * (LANE + 1.0) + 8.0;
         let ax = Axes {
             x_max,
             y_max,
@@ -262,7 +263,7 @@ fn fleet_scatters(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> St
                 out,
                 r##"<text x="{:.1}" y="{:.1}" text-anchor="end" class="s">{}</text><rect x="{LEFT}" y="{y:.1}" width="{:.1}" height="{LANE}" fill="#f3f3f3"/>"##,
                 LEFT - 6.0,
-                y + LANE,
+                y + LANE - 1.0,
                 r + 1,
                 GROUP_W - LEFT - RIGHT
             );
@@ -826,8 +827,14 @@ table.headline .first{border-left:2px solid #999}table.headline th[colspan]{text
         );
         out.push_str(&figures_table(r));
         out.push_str(&legend());
-        for (run, sum) in r.runs.iter().zip(&r.summaries) {
-            let _ = write!(out, "<h3>{} ({})</h3>", esc(&sum.name), sum.kind);
+        for (k, (run, sum)) in r.runs.iter().zip(&r.summaries).enumerate() {
+            let _ = write!(
+                out,
+                r#"<h3 id="{anchor}-strategy-{}">{} ({})</h3>"#,
+                k + 1,
+                esc(&sum.name),
+                sum.kind
+            );
             if run.fleet.is_some() {
                 out.push_str(&fleet_scatters(r, run, sum));
             } else {

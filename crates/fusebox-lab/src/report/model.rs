@@ -1,6 +1,7 @@
 //! The one report model: every figure (its label, its JSON key, how it is
-//! read from a [`Summary`] and from the article), every column, every series
-//! and every colour, defined once here. The terminal table, the JSON and the
+//! read from a [`Summary`] and from the article), which of them make each
+//! scenario's headline ([`HEADLINE`]: what a strategy bought and what it
+//! cost), every column, every series and every colour, defined once here. The terminal table, the JSON and the
 //! HTML page render this model; none of them lists rows of its own.
 
 use super::article::ArticleFigures;
@@ -452,6 +453,14 @@ pub const GLOSSARY: &[(&str, &str)] = &[
     (
         "fast-fail",
         "a request the guard rejected before it reached the downstream",
+    ),
+    (
+        "published",
+        "the article's own figure, beside the lab's run of the same experiment and strategy",
+    ),
+    (
+        "fast-fails while healthy",
+        "in a fleet, requests fast-failed while no fault hit their replica's calls: what a breaker cost while its dependency was healthy",
     ),
     (
         "arrived before fault end, done after",
