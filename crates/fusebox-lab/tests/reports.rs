@@ -3,7 +3,9 @@
 //! beside the article's experiment only, whatever its name.
 
 use fusebox_lab::engine::Mode;
-use fusebox_lab::report::model::{columns, Cell, Source, FIGURES, GLOSSARY, OUTCOMES};
+use fusebox_lab::report::model::{
+    self, columns, Cell, Column, Source, ARTICLE, FIGURES, GLOSSARY, OUTCOMES,
+};
 use fusebox_lab::report::{html, json, table, ScenarioReport};
 use fusebox_lab::scenario::{Scenario, EMBEDDED};
 use serde_json::Value;
@@ -104,11 +106,13 @@ fn the_page_has_the_article_beside_the_lab_a_legend_and_a_glossary() {
     assert_eq!(page.matches("<svg").count(), n + 1);
     assert_eq!(page.matches("<circle").count(), n * 150);
     assert!(page.contains("<title>open 0.730–"), "open band");
-    // The article's columns: as in the terminal, beside `none` and `seed`.
+    // The article's columns, headed `published`: as in the terminal, beside
+    // `none` and `seed`, in the headline, the figures and the windows.
     assert_eq!(
-        page.matches("<th class=article>(article)</th>").count(),
-        2 * 2
+        page.matches("<th class=article>published</th>").count(),
+        3 * 2
     );
+    assert!(!page.contains("(article)"));
     assert_eq!(html_row(&page, "downstream calls")[3], "86");
     for (_, label, colour) in OUTCOMES {
         assert!(page.contains(&format!(r#"<i style="background:{colour}"></i>{label}"#)));
@@ -358,4 +362,361 @@ fn json_marks_the_transitions_a_fleet_made() {
     assert!(opened >= 19, "{opened}");
     let plain = json::scenario(&report(shipped("seed000-50rps")));
     assert!(!plain.to_string().contains("\"remote\""));
+}
+
+/// The terminal headline's lines: from its title to `every figure:`.
+fn table_headline(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines
+        .iter()
+        .position(|l| l.starts_with("  headline: "))
+        .expect("a headline");
+    let to = lines
+        .iter()
+        .position(|l| *l == "  every figure:")
+        .expect("the figures after it");
+    lines[from..to].to_vec()
+}
+
+/// A headline table of the page: its header cells, and its rows as
+/// (label, cells).
+type Headline = (Vec<String>, Vec<(String, Vec<String>)>);
+
+/// The page's headline tables, in order.
+fn html_headlines(page: &str) -> Vec<Headline> {
+    let inner = |cell: &str| {
+        let cell = &cell[cell.find('>').unwrap() + 1..];
+        cell[..cell.find("</t").unwrap()].to_string()
+    };
+    page.split("<table class=headline>")
+        .skip(1)
+        .map(|t| {
+            let t = &t[..t.find("</table>").unwrap()];
+            let mut trs = t.split("<tr").skip(1);
+            let header = trs.next().unwrap();
+            let header: Vec<String> = header.split("<th").skip(1).map(inner).collect();
+            let rows = trs
+                .filter(|r| r.contains("<td class=f>"))
+                .map(|r| {
+                    let r = &r[r.find("<td class=f>").unwrap()..];
+                    let mut cells = r.split("<td").skip(1).map(inner);
+                    (cells.next().unwrap(), cells.collect())
+                })
+                .collect();
+            (header, rows)
+        })
+        .collect()
+}
+
+/// Each scenario's report leads with its headline: in the terminal, right
+/// under what it compares and before every figure; on the page, every
+/// scenario's headline before any scenario's figures. It names each
+/// strategy, shows the model's cells for the headline's figures (the
+/// article's three headline figures among them) and has `published`
+/// columns only beside the article's experiment.
+#[test]
+fn the_headline_comes_first_with_the_figures_values_and_published_only_for_the_article() {
+    let mut reports: Vec<ScenarioReport> = Scenario::embedded().into_iter().map(report).collect();
+    reports.push(report(shipped("hang-timeout")));
+    let page = html::page(&reports);
+    let headlines = html_headlines(&page);
+    assert_eq!(headlines.len(), 3);
+    // The first screen: the three headlines, then the first scenario's figures.
+    let last_headline = page.rfind("<table class=headline>").unwrap();
+    assert!(last_headline < page.find("<table class=figures>").unwrap());
+    assert!(page.find("<h1>").unwrap() < page.find("<table class=headline>").unwrap());
+    for (r, (header, rows)) in reports.iter().zip(&headlines) {
+        let name = &r.scenario.name;
+        let cols = columns(r);
+        let published = cols.iter().any(Column::is_article);
+        assert_eq!(published, name.starts_with("seed000"), "{name}");
+        let chosen = model::headline(&r.scenario);
+        assert_eq!(chosen.len(), 5, "{name}");
+        // The page: a header per column (strategies by name, `published`
+        // for the article's), a row per headline figure with its cells.
+        let headers: Vec<&str> = cols.iter().map(|c| c.header).collect();
+        assert_eq!(&header[1..], headers.as_slice(), "{name}");
+        for s in &r.summaries {
+            assert!(header.contains(&s.name), "{name}: {}", s.name);
+        }
+        assert_eq!(header.iter().any(|h| h == ARTICLE), published, "{name}");
+        assert_eq!(rows.len(), chosen.len());
+        for (row, (label, cells)) in chosen.iter().zip(rows) {
+            assert_eq!(label, row.label());
+            let want: Vec<String> = cols.iter().map(|c| row.cell(c).text()).collect();
+            assert_eq!(cells, &want, "{name}: {label}");
+        }
+        // The terminal: the headline right under the legend, before every
+        // figure; a row per headline figure, its side first, then its cells.
+        let text = table::render_scenario(r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[2].starts_with("  legend:"), "{text}");
+        assert!(lines[3].starts_with("  headline: "), "{text}");
+        let block = table_headline(&text);
+        assert_eq!(block.len(), 2 + chosen.len(), "{text}");
+        assert_eq!(
+            block[1].split_whitespace().collect::<Vec<_>>(),
+            headers
+                .iter()
+                .flat_map(|h| h.split(' '))
+                .collect::<Vec<_>>(),
+            "{name}"
+        );
+        assert_eq!(block.join("\n").contains(ARTICLE), published, "{name}");
+        for (row, line) in chosen.iter().zip(&block[2..]) {
+            let rest = line
+                .trim_start()
+                .strip_prefix(row.side.label())
+                .unwrap_or_else(|| panic!("{name}: {line}"))
+                .trim_start()
+                .strip_prefix(row.label())
+                .unwrap_or_else(|| panic!("{name}: {line}"));
+            let want: Vec<String> = cols
+                .iter()
+                .map(|c| row.cell(c).text())
+                .filter(|c| !c.is_empty())
+                .collect();
+            assert_eq!(
+                rest.split_whitespace().collect::<Vec<_>>(),
+                want,
+                "{name}: {line}"
+            );
+        }
+    }
+    // The article's headline figures, beside the lab's: downstream calls
+    // 150 -> 86, the fault's median latency 155 ms -> 0.1 ms, recovery lag
+    // 0.54 s; bought above cost.
+    let (header, rows) = &headlines[0];
+    let cell = |label: &str, header_at: usize| {
+        rows.iter().find(|(l, _)| l == label).unwrap().1[header_at - 1].clone()
+    };
+    assert_eq!(
+        header[1..],
+        ["no breaker", "published", "article", "published", "fusebox"]
+    );
+    assert_eq!(cell("downstream calls", 2), "150");
+    assert_eq!(cell("downstream calls", 3), "86");
+    assert_eq!(cell("downstream calls", 4), "86");
+    assert_eq!(cell("latency during fault: median ms", 2), "155.0");
+    assert_eq!(cell("latency during fault: median ms", 4), "0.1");
+    assert_eq!(cell("recovery lag s", 3), "0.540");
+    assert_eq!(cell("recovery lag s", 4), "0.54");
+    assert_eq!(cell("requests lost after recovery", 3), "27");
+    // Not published by the article: blank, not zero.
+    assert_eq!(cell("requests lost after recovery", 4), "");
+    let sides: Vec<&str> = model::HEADLINE.iter().map(|r| r.side.label()).collect();
+    assert_eq!(sides, ["bought", "bought", "bought", "cost", "cost"]);
+    let side_cells = page.split("<table class=headline>").nth(1).unwrap();
+    assert!(
+        side_cells
+            .find("<th class=side rowspan=3>bought</th>")
+            .unwrap()
+            < side_cells
+                .find("<th class=side rowspan=2>cost</th>")
+                .unwrap()
+    );
+    // A scenario without a fault has the headline of an overload.
+    let [(_, text50), _] = EMBEDDED else { panic!() };
+    let fault = &text50
+        [text50.find("[[downstream.faults]]").unwrap()..text50.find("[[strategy]]").unwrap()];
+    let calm = Scenario::parse("calm.toml", &text50.replace(fault, "")).unwrap();
+    let labels: Vec<&str> = model::headline(&calm).iter().map(|r| r.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "successes",
+            "downstream errors",
+            "fast-fails",
+            "rejected (queue full)"
+        ]
+    );
+}
+
+/// A fleet's headline gives its replicas' totals, not the fleet's figures
+/// as one service: the recovery of every replica (the last one's), not the
+/// first success anywhere; and its transitions row says whose log it is.
+#[test]
+fn a_fleet_headline_gives_the_replicas_totals() {
+    let r = report(shipped("fleet20-local"));
+    let fusebox = &r.summaries[2];
+    let total = &fusebox.fleet.as_ref().unwrap().total;
+    // The fleet as one service recovers with its first replica, 0.600 s;
+    // every replica only at 0.790 s.
+    assert_eq!(fusebox.recovery_lag.map(|d| d.as_millis()), Some(600));
+    assert_eq!(total.recovery_lag.map(|d| d.as_millis()), Some(790));
+    let text = table::render_scenario(&r);
+    let block = table_headline(&text);
+    let row = |label: &str| {
+        block
+            .iter()
+            .find(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("{label}: {block:?}"))
+            .split_whitespace()
+            .rev()
+            .take(3)
+            .collect::<Vec<_>>()
+    };
+    // The columns reversed: fusebox, article, no breaker.
+    assert_eq!(
+        row("recovery lag s, every replica (the last)"),
+        ["0.790", "0.790", "0.190"]
+    );
+    assert_eq!(row("recovery probes, all replicas"), ["20", "20", "0"]);
+    assert_eq!(row("failing calls, all replicas"), ["100", "100", "100"]);
+    assert_eq!(
+        row("fast-fails while healthy, all replicas"),
+        ["60", "60", "0"]
+    );
+    assert!(!block.join("\n").contains(ARTICLE));
+    assert!(text.contains("  transitions, fusebox, replica 1:"));
+    let page = html::page(std::slice::from_ref(&r));
+    assert!(page.contains("<tr><td>transitions, replica 1</td>"));
+    assert!(page.contains(model::FLEET_NOTE));
+    let (_, rows) = &html_headlines(&page)[0];
+    assert_eq!(rows[3].0, "recovery lag s, every replica (the last)");
+    assert_eq!(rows[3].1, ["0.190", "0.790", "0.790"]);
+}
+
+/// Fleets of one setup but for their `[fleet]` settings are shown side by
+/// side, strategy by strategy, with their replicas' totals: in the
+/// terminal after the scenarios, on the page as their one headline before
+/// any figures; a fleet with another setup has a headline of its own.
+#[test]
+fn local_and_shared_fleets_are_side_by_side() {
+    let reports: Vec<ScenarioReport> = ["fleet20-local", "fleet20-shared", "fleet20-path-quorum1"]
+        .into_iter()
+        .map(|n| report(shipped(n)))
+        .collect();
+    let groups = model::side_by_side(&reports);
+    assert_eq!(groups.len(), 1);
+    let shorts: Vec<&str> = groups[0]
+        .scenarios
+        .iter()
+        .map(|(_, s)| s.as_str())
+        .collect();
+    assert_eq!(shorts, ["local", "shared"]);
+    let text = table::render_side_by_side(&reports);
+    assert!(
+        text.starts_with("== side by side: fleet20-local, fleet20-shared"),
+        "{text}"
+    );
+    let line = |label: &str| {
+        text.lines()
+            .find(|l| l.contains(label))
+            .unwrap()
+            .split_whitespace()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+    };
+    // Reversed: fusebox shared, fusebox local, article shared, ...: the
+    // fleet shares fusebox's breakers, not the article's.
+    assert_eq!(
+        line("recovery probes, all replicas"),
+        ["1", "20", "20", "20", "0", "0"]
+    );
+    assert_eq!(
+        line("failing calls, all replicas"),
+        ["96", "100", "100", "100", "100", "100"]
+    );
+    let strategies = text
+        .lines()
+        .nth(3)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(
+        strategies,
+        ["no", "breaker", "article", "fusebox"],
+        "{text}"
+    );
+    let scenarios = text
+        .lines()
+        .nth(4)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(
+        scenarios,
+        ["local", "shared", "local", "shared", "local", "shared"]
+    );
+
+    let page = html::page(&reports);
+    let figures = page.find("<table class=figures>").unwrap();
+    let side = page.find("side by side: ").unwrap();
+    assert!(side < figures);
+    // Two headlines before any figures: the pair's, and quorum 1's own.
+    let headlines = html_headlines(&page);
+    assert_eq!(headlines.len(), 2);
+    assert!(page.rfind("<table class=headline>").unwrap() < figures);
+    let (header, rows) = &headlines[0];
+    assert_eq!(
+        &header[1..4],
+        ["no breaker", "article", "fusebox"],
+        "{header:?}"
+    );
+    let probes = &rows
+        .iter()
+        .find(|(l, _)| l == "recovery probes, all replicas")
+        .unwrap()
+        .1;
+    assert_eq!(probes, &["0", "0", "20", "20", "20", "1"]);
+    // Unlike fleets, the two scenarios of the article are not grouped.
+    let two: Vec<ScenarioReport> = Scenario::embedded().into_iter().map(report).collect();
+    assert!(model::side_by_side(&two).is_empty());
+    assert!(table::render_side_by_side(&two).is_empty());
+}
+
+/// A fleet's latency charts are drawn by group of replicas (those a fault
+/// hits first, at most five to a chart), each request once, each replica's
+/// breaker states in a lane of its group's chart; the transition cells do
+/// not wrap.
+#[test]
+fn fleet_latency_charts_by_replica_group() {
+    let r = report(shipped("fleet20-path-quorum1"));
+    let groups = model::replica_groups(&r.scenario);
+    assert_eq!(groups[0], [2]);
+    assert_eq!(groups.len(), 5);
+    assert_eq!(groups.iter().map(Vec::len).sum::<usize>(), 20);
+    assert!(groups.iter().all(|g| g.len() <= model::REPLICA_GROUP));
+    assert_eq!(
+        model::replica_group_label(&r.scenario, &groups[0]),
+        "replica 3 (fault 0.500–2.500 s)"
+    );
+    assert_eq!(
+        model::replica_group_label(&r.scenario, &groups[1]),
+        "replicas 1–2, 4–6 (no fault)"
+    );
+    let page = html::page(std::slice::from_ref(&r));
+    for (sum, run) in r.summaries.iter().zip(&r.runs) {
+        let charts: Vec<&str> = page
+            .split(&format!(
+                "aria-label=\"latency of each request against its arrival time, {}, replica",
+                sum.name
+            ))
+            .skip(1)
+            .map(|c| &c[..c.find("</svg>").unwrap()])
+            .collect();
+        assert_eq!(charts.len(), groups.len(), "{}", sum.name);
+        let points: usize = charts.iter().map(|c| c.matches("<circle").count()).sum();
+        assert_eq!(points, run.requests.len(), "{}", sum.name);
+        // The sick replica's chart: its 10 failing calls at 150 ms, red.
+        let red = OUTCOMES.iter().find(|o| o.1 == "error").unwrap().2;
+        assert_eq!(
+            charts[0].matches(&format!("fill=\"{red}\"")).count(),
+            sum.fleet.as_ref().unwrap().replicas[2].failing_calls
+        );
+        // Replica 3's breaker states, in its lane: none without a breaker.
+        assert_eq!(
+            charts[0].contains("<title>replica 3: open "),
+            sum.kind != "none",
+            "{}",
+            sum.name
+        );
+    }
+    // The transitions: one a line, in cells that do not wrap.
+    assert!(page.contains("td.tr{white-space:nowrap}"));
+    let cells = page.matches("<td class=\"tr\">").count()
+        + page.matches("<td class=\"article tr\">").count();
+    assert_eq!(cells, columns(&r).len());
 }

@@ -147,6 +147,11 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     for r in &reports {
         println!("{}", report::table::render_scenario(r));
     }
+    // Fleets that differ only in their `[fleet]` settings, side by side.
+    let side_by_side = report::table::render_side_by_side(&reports);
+    if !side_by_side.is_empty() {
+        println!("{side_by_side}");
+    }
     if let Some(path) = &args.json {
         std::fs::write(path, report::json::text(&reports))
             .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))?;

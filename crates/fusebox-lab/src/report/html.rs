@@ -1,10 +1,15 @@
 //! `--html`: one self-contained page (inline CSS and hand-written SVG, no
-//! scripts, nothing fetched) with, per scenario: the figures side by side
-//! (the article's beside the strategies it measured), the transitions; per
-//! strategy, each request's latency against its arrival time, coloured by
-//! outcome, over bands showing the breaker's state; the per-window outcome
-//! bars and table; a legend and a glossary. Rows, labels and colours all come
-//! from the [`super::model`].
+//! scripts, nothing fetched). Its first screen is the verdict: each
+//! scenario's headline (what each strategy bought and what it cost, the
+//! article's published figures beside the strategies it measured), fleets
+//! that differ only in `[fleet]` side by side with their replicas' totals.
+//! Then, per scenario: the figures side by side, the transitions (one a
+//! line, never wrapped); per strategy, each request's latency against its
+//! arrival time, coloured by outcome, over bands showing the breaker's state
+//! (for a fleet, one chart per group of replicas, each replica's states in a
+//! lane above it); the per-window outcome bars and table; a fleet's
+//! per-replica timelines and tables; a legend and a glossary. Rows, labels
+//! and colours all come from the [`super::model`].
 
 use super::model::{self, colour, columns, Column, GLOSSARY, OUTCOMES};
 use super::{secs, ScenarioReport, Summary};
@@ -46,14 +51,28 @@ fn nice(max: f64) -> (f64, f64) {
 struct Axes {
     x_max: f64,
     y_max: f64,
+    /// The chart's width and height, and the top of its plot area.
+    w: f64,
+    h: f64,
+    top: f64,
 }
 
 impl Axes {
+    /// A chart of the page's full width.
+    fn full(x_max: f64, y_max: f64) -> Axes {
+        Axes {
+            x_max,
+            y_max,
+            w: W,
+            h: H,
+            top: TOP,
+        }
+    }
     fn x(&self, v: f64) -> f64 {
-        LEFT + v / self.x_max * (W - LEFT - RIGHT)
+        LEFT + v / self.x_max * (self.w - LEFT - RIGHT)
     }
     fn y(&self, v: f64) -> f64 {
-        H - BOTTOM - v / self.y_max * (H - TOP - BOTTOM)
+        self.h - BOTTOM - v / self.y_max * (self.h - self.top - BOTTOM)
     }
 }
 
@@ -64,7 +83,7 @@ fn axes_svg(out: &mut String, ax: &Axes, x_step: f64, y_step: f64, x_label: &str
         let _ = write!(
             out,
             r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" class="t">{}</text>"##,
-            W - RIGHT,
+            ax.w - RIGHT,
             LEFT - 6.0,
             y + 4.0,
             trim(v)
@@ -77,25 +96,26 @@ fn axes_svg(out: &mut String, ax: &Axes, x_step: f64, y_step: f64, x_label: &str
         let _ = write!(
             out,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#999"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" class="t">{}</text>"##,
-            H - BOTTOM,
-            H - BOTTOM + 4.0,
-            H - BOTTOM + 16.0,
+            ax.h - BOTTOM,
+            ax.h - BOTTOM + 4.0,
+            ax.h - BOTTOM + 16.0,
             trim(v)
         );
         v += x_step;
     }
     let _ = write!(
         out,
-        r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle" class="l">{}</text><text x="14" y="{:.1}" text-anchor="middle" class="l" transform="rotate(-90 14 {:.1})">{}</text>"##,
-        H - BOTTOM,
-        W - RIGHT,
-        H - BOTTOM,
-        H - BOTTOM,
-        (LEFT + W - RIGHT) / 2.0,
-        H - 4.0,
+        r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/><line x1="{LEFT}" y1="{:.1}" x2="{LEFT}" y2="{:.1}" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle" class="l">{}</text><text x="14" y="{:.1}" text-anchor="middle" class="l" transform="rotate(-90 14 {:.1})">{}</text>"##,
+        ax.h - BOTTOM,
+        ax.w - RIGHT,
+        ax.h - BOTTOM,
+        ax.top,
+        ax.h - BOTTOM,
+        (LEFT + ax.w - RIGHT) / 2.0,
+        ax.h - 4.0,
         esc(x_label),
-        (TOP + H - BOTTOM) / 2.0,
-        (TOP + H - BOTTOM) / 2.0,
+        (ax.top + ax.h - BOTTOM) / 2.0,
+        (ax.top + ax.h - BOTTOM) / 2.0,
         esc(y_label)
     );
 }
@@ -133,7 +153,7 @@ fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
         .map(|r| r.latency().as_secs_f64() * 1e3)
         .fold(0.0, f64::max);
     let (y_max, y_step) = nice(lat_max * 1.05);
-    let ax = Axes { x_max, y_max };
+    let ax = Axes::full(x_max, y_max);
     let mut out = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="latency of each request against its arrival time, {}">"#,
         esc(&sum.name)
@@ -190,6 +210,118 @@ fn scatter(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
     out
 }
 
+/// Width of a fleet's latency charts: two to a row.
+const GROUP_W: f64 = 450.0;
+/// Height of their plot area.
+const GROUP_PLOT: f64 = 110.0;
+/// Height of a replica's state lane above it.
+const LANE: f64 = 9.0;
+
+/// A fleet's latency charts, one per group of replicas
+/// ([`model::replica_groups`]), two to a row, on one latency scale: each
+/// request of the group's replicas against its arrival time, coloured by
+/// outcome, under a lane per replica with its breaker's states and the
+/// faults that hit it.
+fn fleet_scatters(report: &ScenarioReport, run: &RunResult, sum: &Summary) -> String {
+    let Some(fleet) = &run.fleet else {
+        return String::new();
+    };
+    let sc = &report.scenario;
+    let (x_max, x_step) = time_axis(report, run);
+    let lat_max = run
+        .requests
+        .iter()
+        .map(|r| r.latency().as_secs_f64() * 1e3)
+        .fold(0.0, f64::max);
+    let (y_max, y_step) = nice(lat_max * 1.05);
+    let mut out = String::from(
+        "<p class=note>one chart per group of replicas: each request's latency against its arrival time; \
+         above it a lane per replica with its breaker's states, and the faults that hit it (dark)</p><div class=groups>",
+    );
+    for group in model::replica_groups(sc) {
+        // Room for a full group's lanes in every chart: their plots align.
+        let top = 6.0 + model::REPLICA_GROUP as f64 * (LANE + 1.0) + 8.0;
+        let ax = Axes {
+            x_max,
+            y_max,
+            w: GROUP_W,
+            h: top + GROUP_PLOT + BOTTOM,
+            top,
+        };
+        let label = model::replica_group_label(sc, &group);
+        let _ = write!(
+            out,
+            r#"<figure><figcaption>{}</figcaption><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {GROUP_W} {h}" width="{GROUP_W}" height="{h}" role="img" aria-label="latency of each request against its arrival time, {}, {}">"#,
+            esc(&label),
+            esc(&sum.name),
+            esc(&label),
+            h = ax.h
+        );
+        for (k, &r) in group.iter().enumerate() {
+            let y = 6.0 + k as f64 * (LANE + 1.0);
+            let _ = write!(
+                out,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="end" class="s">{}</text><rect x="{LEFT}" y="{y:.1}" width="{:.1}" height="{LANE}" fill="#f3f3f3"/>"##,
+                LEFT - 6.0,
+                y + LANE - 1.0,
+                r + 1,
+                GROUP_W - LEFT - RIGHT
+            );
+            let log = fleet.transitions.get(r).map_or(&[][..], Vec::as_slice);
+            for (a, b, st) in model::state_bands(log, Duration::from_secs_f64(x_max)) {
+                if let Some(fill) = model::state_fill(st) {
+                    let (x0, x1) = (ax.x(a.as_secs_f64()), ax.x(b.as_secs_f64()));
+                    let _ = write!(
+                        out,
+                        r#"<rect x="{x0:.1}" y="{y:.1}" width="{:.1}" height="{LANE}" fill="{fill}"><title>replica {}: {st} {}–{} s</title></rect>"#,
+                        (x1 - x0).max(1.0),
+                        r + 1,
+                        secs(a),
+                        secs(b)
+                    );
+                }
+            }
+            for f in sc.downstream.faults.iter().filter(|f| f.hits(r)) {
+                let (x0, x1) = (ax.x(f.from.as_secs_f64()), ax.x(f.until.as_secs_f64()));
+                let _ = write!(
+                    out,
+                    r#"<rect x="{x0:.1}" y="{y:.1}" width="{:.1}" height="2" fill="{}"/>"#,
+                    x1 - x0,
+                    model::FAULT
+                );
+            }
+        }
+        axes_svg(
+            &mut out,
+            &ax,
+            x_step,
+            y_step,
+            "arrival time (s)",
+            "latency (ms)",
+        );
+        let mine: Vec<&crate::engine::RequestRecord> = run
+            .requests
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| group.contains(&sc.replica_of(*i)))
+            .map(|(_, q)| q)
+            .collect();
+        let stride = mine.len().div_ceil(MAX_POINTS).max(1);
+        for q in mine.iter().step_by(stride) {
+            let _ = write!(
+                out,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.2" fill="{}"/>"#,
+                ax.x(q.arrival.as_secs_f64()),
+                ax.y(q.latency().as_secs_f64() * 1e3),
+                colour(q.outcome)
+            );
+        }
+        out.push_str("</svg></figure>");
+    }
+    out.push_str("</div>");
+    out
+}
+
 /// Per-window outcome bars, one stacked bar per strategy in each window.
 fn window_bars(report: &ScenarioReport) -> String {
     let sums = &report.summaries;
@@ -204,10 +336,7 @@ fn window_bars(report: &ScenarioReport) -> String {
         .max()
         .unwrap_or(1) as f64;
     let (y_max, y_step) = nice(ymax);
-    let ax = Axes {
-        x_max: nwin.max(1) as f64,
-        y_max,
-    };
+    let ax = Axes::full(nwin.max(1) as f64, y_max);
     let mut out = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" aria-label="outcomes per window">"#
     );
@@ -340,18 +469,110 @@ fn figures_table(report: &ScenarioReport) -> String {
             cols.iter().map(|c| esc(&c.cell(f).text())),
         );
     }
-    row(
-        &mut out,
-        "transitions",
-        &cols,
-        cols.iter().map(|c| {
-            c.transitions()
-                .iter()
-                .map(|t| format!("{} {}→{}", secs(t.at), t.from, t.to))
-                .collect::<Vec<_>>()
-                .join("<br>")
-        }),
-    );
+    // A fleet's strategy log is its first replica's; each cell one
+    // transition a line, never wrapped.
+    let label = if report.scenario.fleet.is_some() {
+        "transitions, replica 1"
+    } else {
+        "transitions"
+    };
+    let _ = write!(out, "<tr><td>{label}</td>");
+    for c in &cols {
+        let class = if c.is_article() { "article tr" } else { "tr" };
+        let log: Vec<String> = c
+            .transitions()
+            .iter()
+            .map(|t| format!("{} {}→{}", secs(t.at), t.from, t.to))
+            .collect();
+        let _ = write!(out, r#"<td class="{class}">{}</td>"#, log.join("<br>"));
+    }
+    out.push_str("</tr></table>");
+    if report.scenario.fleet.is_some() {
+        let _ = write!(out, "<p class=note>{}</p>", esc(model::FLEET_NOTE));
+    }
+    out
+}
+
+/// A headline's rows: the side (bought, cost) once per group of rows, the
+/// label, then `cells(row)`, each with its class.
+fn headline_rows<'r>(
+    out: &mut String,
+    rows: &'r [model::HeadlineRow],
+    mut cells: impl FnMut(&'r model::HeadlineRow) -> Vec<(String, &'static str)>,
+) {
+    for (i, r) in rows.iter().enumerate() {
+        let side = r.side.label();
+        let _ = write!(out, "<tr class={side}>");
+        if i == 0 || rows[i - 1].side != r.side {
+            let span = rows[i..].iter().take_while(|x| x.side == r.side).count();
+            let _ = write!(out, "<th class=side rowspan={span}>{side}</th>");
+        }
+        let _ = write!(out, "<td class=f>{}</td>", esc(r.label()));
+        for (text, class) in cells(r) {
+            let _ = write!(out, r#"<td class="{class}">{}</td>"#, esc(&text));
+        }
+        out.push_str("</tr>");
+    }
+}
+
+/// A scenario's headline ([`model::headline`]): a column per strategy and
+/// published column, as in its figures.
+fn headline_table(report: &ScenarioReport) -> String {
+    let cols = columns(report);
+    let mut out = String::from("<table class=headline><tr><th colspan=2></th>");
+    for c in &cols {
+        let class = if c.is_article() { " class=article" } else { "" };
+        let _ = write!(out, "<th{class}>{}</th>", esc(c.header));
+    }
+    out.push_str("</tr>");
+    headline_rows(&mut out, model::headline(&report.scenario), |r| {
+        cols.iter()
+            .map(|c| {
+                (
+                    r.cell(c).text(),
+                    if c.is_article() { "article" } else { "" },
+                )
+            })
+            .collect()
+    });
+    out.push_str("</table>");
+    out
+}
+
+/// Fleets side by side ([`model::side_by_side`]): the fleet headline's
+/// rows, a column per strategy and scenario under the strategy's name.
+fn side_by_side_table(group: &model::SideBySide, anchors: &[String]) -> String {
+    let mut out = String::from("<table class=headline><tr><th colspan=2 rowspan=2></th>");
+    let mut k = 0;
+    while k < group.columns.len() {
+        let name = group.columns[k].0;
+        let span = group.columns[k..]
+            .iter()
+            .take_while(|c| c.0 == name)
+            .count();
+        let _ = write!(out, "<th class=first colspan={span}>{}</th>", esc(name));
+        k += span;
+    }
+    out.push_str("</tr><tr>");
+    let first = |k: usize| k == 0 || group.columns[k - 1].0 != group.columns[k].0;
+    for (k, c) in group.columns.iter().enumerate() {
+        let class = if first(k) { " class=first" } else { "" };
+        let _ = write!(
+            out,
+            r##"<th{class}><a href="#{}">{}</a></th>"##,
+            anchors[c.1],
+            esc(&group.scenarios[c.1].1)
+        );
+    }
+    out.push_str("</tr>");
+    headline_rows(&mut out, model::FLEET_HEADLINE, |r| {
+        group
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (r.ours(c.2).text(), if first(k) { "first" } else { "" }))
+            .collect()
+    });
     out.push_str("</table>");
     out
 }
@@ -486,36 +707,139 @@ fn windows_table(report: &ScenarioReport) -> String {
     out
 }
 
+/// What a scenario is, in one sentence.
+fn describe(r: &ScenarioReport) -> String {
+    let sc = &r.scenario;
+    format!(
+        "{} mode; {} requests at {}/s, {} workers, queue {}; healthy latency {}; {}.",
+        r.mode.as_str(),
+        sc.request_count(),
+        sc.rate,
+        sc.workers,
+        if sc.queue == 0 {
+            "unbounded".to_string()
+        } else {
+            sc.queue.to_string()
+        },
+        format_duration(sc.downstream.latency),
+        sc.fault_span().map_or("no fault".into(), |(a, b)| format!(
+            "fault {}–{} s",
+            secs(a),
+            secs(b)
+        ))
+    )
+}
+
+/// The page's first screen: each scenario's headline, in the run's order;
+/// fleets of one setup but for `[fleet]` side by side, where the first of
+/// them is.
+fn verdicts(reports: &[ScenarioReport], anchors: &[String]) -> String {
+    let groups = model::side_by_side(reports);
+    let index = |r: &ScenarioReport| reports.iter().position(|x| std::ptr::eq(x, r)).unwrap_or(0);
+    let published = reports
+        .iter()
+        .any(|r| columns(r).iter().any(Column::is_article));
+    let mut out = format!(
+        "<p class=lead>{}. Every figure, chart and transition is in each scenario's section below.</p>",
+        esc(&model::headline_title(published).replacen("headline: w", "W", 1))
+    );
+    for (i, r) in reports.iter().enumerate() {
+        let group = groups
+            .iter()
+            .find(|g| g.scenarios.iter().any(|(x, _)| std::ptr::eq(*x, r)));
+        match group {
+            // Shown with the first of its group.
+            Some(g) if !std::ptr::eq(g.scenarios[0].0, r) => {}
+            Some(g) => {
+                let ours: Vec<usize> = g.scenarios.iter().map(|(x, _)| index(x)).collect();
+                let local: Vec<String> = ours.iter().map(|&k| anchors[k].clone()).collect();
+                let names: Vec<String> = g
+                    .scenarios
+                    .iter()
+                    .zip(&local)
+                    .map(|((x, _), a)| format!(r##"<a href="#{a}">{}</a>"##, esc(&x.scenario.name)))
+                    .collect();
+                let _ = write!(
+                    out,
+                    "<section class=verdict><h2>side by side: {}</h2><p class=note>{} Each cell: the total of the replicas' figures.",
+                    names.join(", "),
+                    esc(&describe(r))
+                );
+                for (x, short) in &g.scenarios {
+                    if let Some(line) = model::fleet_line(&x.scenario) {
+                        let _ = write!(
+                            out,
+                            "<br>{}: {}",
+                            esc(short),
+                            esc(line.trim_start_matches("fleet: "))
+                        );
+                    }
+                }
+                out.push_str("</p>");
+                out.push_str(&side_by_side_table(g, &local));
+                out.push_str("</section>");
+            }
+            None => {
+                let _ = write!(
+                    out,
+                    r##"<section class=verdict><h2><a href="#{}">{}</a></h2><p class=note>{}</p>"##,
+                    anchors[i],
+                    esc(&r.scenario.name),
+                    esc(&describe(r))
+                );
+                out.push_str(&headline_table(r));
+                out.push_str("</section>");
+            }
+        }
+    }
+    out
+}
+
 /// The whole page.
 pub fn page(reports: &[ScenarioReport]) -> String {
     let mut out = String::from(
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>fusebox lab report</title><style>
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:980px}
-h1{font-size:22px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}h3{font-size:15px;margin:18px 0 4px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}h3{font-size:15px;margin:18px 0 4px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}td:first-child{text-align:left}
 .t{font-size:10px;fill:#444}.l{font-size:11px;fill:#222}.s{font-size:9px;fill:#333}.note{color:#666;font-size:12px}
 .legend span{margin-right:14px;font-size:12px}th.article,td.article{color:#666;font-style:italic}.glossary dt{font-weight:600;margin-top:6px}.glossary dd{margin-left:16px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+td.tr{white-space:nowrap}.lead{margin:0 0 8px;color:#444}
+.verdict h2{font-size:16px;margin:14px 0 0;border:0}.verdict h2 a{color:inherit}.verdict .note{margin:0}
+table.headline{font-size:14px;margin:4px 0 6px}table.headline td{font-variant-numeric:tabular-nums;font-weight:600}table.headline td.f{text-align:left;font-weight:400}table.headline td.article{font-weight:400}
+table.headline th.side{text-align:left;font-weight:600;font-size:12px;text-transform:uppercase;letter-spacing:.04em}
+tr.bought th.side{background:#e6f4ea;color:#1d6b35}tr.cost th.side{background:#fdecea;color:#9b1c1c}
+table.headline .first{border-left:2px solid #999}table.headline th[colspan]{text-align:center}table.headline a{color:inherit}
+.groups{display:flex;flex-wrap:wrap;gap:4px 16px}.groups figure{margin:0}.groups figcaption{font-size:12px;color:#444}
 </style></head><body><h1>fusebox lab report</h1>"#,
     );
-    for r in reports {
+    let anchors: Vec<String> = (1..=reports.len())
+        .map(|i| format!("scenario-{i}"))
+        .collect();
+    out.push_str(&verdicts(reports, &anchors));
+    for (r, anchor) in reports.iter().zip(&anchors) {
         let sc = &r.scenario;
         let _ = write!(
             out,
-            "<h2>{}</h2><p>{} mode; {} requests at {}/s, {} workers, queue {}; healthy latency {}; {}.</p>",
+            r#"<h2 id="{anchor}">{}</h2><p>{}</p>"#,
             esc(&sc.name),
-            r.mode.as_str(),
-            sc.request_count(),
-            sc.rate,
-            sc.workers,
-            if sc.queue == 0 { "unbounded".to_string() } else { sc.queue.to_string() },
-            format_duration(sc.downstream.latency),
-            sc.fault_span().map_or("no fault".into(), |(a, b)| format!("fault {}–{} s", secs(a), secs(b)))
+            esc(&describe(r))
         );
         out.push_str(&figures_table(r));
         out.push_str(&legend());
-        for (run, sum) in r.runs.iter().zip(&r.summaries) {
-            let _ = write!(out, "<h3>{} ({})</h3>", esc(&sum.name), sum.kind);
-            out.push_str(&scatter(r, run, sum));
+        for (k, (run, sum)) in r.runs.iter().zip(&r.summaries).enumerate() {
+            let _ = write!(
+                out,
+                r#"<h3 id="{anchor}-strategy-{}">{} ({})</h3>"#,
+                k + 1,
+                esc(&sum.name),
+                sum.kind
+            );
+            if run.fleet.is_some() {
+                out.push_str(&fleet_scatters(r, run, sum));
+            } else {
+                out.push_str(&scatter(r, run, sum));
+            }
         }
         let _ = write!(
             out,

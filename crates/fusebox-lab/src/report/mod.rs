@@ -437,7 +437,7 @@ impl ScenarioReport {
     /// let sc = Scenario::embedded().remove(0);
     /// let report = ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})?;
     /// assert_eq!(report.summaries[1].downstream_calls, 86);
-    /// assert!(table::render_scenario(&report).contains("(article)"));
+    /// assert!(table::render_scenario(&report).contains(" published "));
     /// assert!(json::text(&[report]).contains("\"downstream_calls\": 86"));
     /// # Ok::<(), String>(())
     /// ```

@@ -1,6 +1,7 @@
 //! The one report model: every figure (its label, its JSON key, how it is
-//! read from a [`Summary`] and from the article), every column, every series
-//! and every colour, defined once here. The terminal table, the JSON and the
+//! read from a [`Summary`] and from the article), which of them make each
+//! scenario's headline ([`HEADLINE`]: what a strategy bought and what it
+//! cost), every column, every series and every colour, defined once here. The terminal table, the JSON and the
 //! HTML page render this model; none of them lists rows of its own.
 
 use super::article::ArticleFigures;
@@ -454,6 +455,14 @@ pub const GLOSSARY: &[(&str, &str)] = &[
         "a request the guard rejected before it reached the downstream",
     ),
     (
+        "published",
+        "the article's own figure, beside the lab's run of the same experiment and strategy",
+    ),
+    (
+        "fast-fails while healthy",
+        "in a fleet, requests fast-failed while no fault hit their replica's calls: what a breaker cost while its dependency was healthy",
+    ),
+    (
         "arrived before fault end, done after",
         "the backlog: requests that arrived before the fault's end and finished after it",
     ),
@@ -519,8 +528,8 @@ impl Column<'_> {
     }
 }
 
-/// Header of the article's column.
-pub const ARTICLE: &str = "(article)";
+/// Header of the article's column: its published figures.
+pub const ARTICLE: &str = "published";
 
 /// The columns of a scenario's report: each strategy, followed by the
 /// article's figures for it where the article published them.
@@ -646,6 +655,8 @@ pub struct FleetFigure {
     pub label: &'static str,
     /// Its key in the JSON's `fleet` objects.
     pub json: &'static str,
+    /// What its `total` row is, said in full (a headline's row label).
+    pub total: &'static str,
     /// Its value.
     pub value: fn(&ReplicaFigures) -> Cell,
 }
@@ -655,31 +666,37 @@ pub const FLEET_FIGURES: &[FleetFigure] = &[
     FleetFigure {
         label: "calls in fault",
         json: "calls_during_fault",
+        total: "downstream calls during the fault, all replicas",
         value: |r| Cell::Count(r.calls_during_fault),
     },
     FleetFigure {
         label: "failing calls",
         json: "failing_calls",
+        total: "failing calls, all replicas",
         value: |r| Cell::Count(r.failing_calls),
     },
     FleetFigure {
         label: "recovery probes",
         json: "recovery_probes",
+        total: "recovery probes, all replicas",
         value: |r| Cell::Count(r.recovery_probes),
     },
     FleetFigure {
         label: "recovery lag s",
         json: "recovery_lag_s",
+        total: "recovery lag s, every replica (the last)",
         value: |r| opt(r.recovery_lag, Cell::Secs),
     },
     FleetFigure {
         label: "ff while healthy",
         json: "healthy_fast_fails",
+        total: "fast-fails while healthy, all replicas",
         value: |r| Cell::Count(r.healthy_fast_fails),
     },
     FleetFigure {
         label: "fleet transitions",
         json: "remote_transitions",
+        total: "transitions made by the fleet, all replicas",
         value: |r| Cell::Count(r.remote_transitions),
     },
 ];
@@ -725,11 +742,424 @@ pub fn fleet_rows(sum: &Summary) -> Option<Vec<(String, &ReplicaFigures)>> {
 pub fn fleet_line(sc: &crate::scenario::Scenario) -> Option<String> {
     let f = sc.fleet.as_ref()?;
     Some(format!(
-        "fleet: {} replicas (round-robin, {} workers each), sharing = {}, quorum {}, propagation {}",
+        "fleet: {} replicas (round-robin, {} workers each), sharing = {}, quorum {}, sync every {}, propagation {}",
         f.replicas,
         sc.workers,
         f.sharing.as_str(),
         f.quorum,
+        crate::scenario::format_duration(f.sync_every),
         crate::scenario::format_duration(f.propagation)
     ))
+}
+
+/// What a fleet's report says under its figures: which of them are the
+/// fleet's as one service, and where each replica's are.
+pub const FLEET_NOTE: &str = "a fleet: the figures above count the fleet as one service \
+     (recovery lag s: the first success on any replica; transitions: replica 1's); \
+     each replica's figures are below, their totals in the headline";
+
+/// Which side of a strategy's ledger a headline row is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// What the strategy bought: the calls it kept from the sick
+    /// dependency, how fast requests failed while it was sick.
+    Bought,
+    /// What it cost: how long it kept a recovered dependency away, and the
+    /// requests that paid for that.
+    Cost,
+}
+
+impl Side {
+    /// As the headline names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Side::Bought => "bought",
+            Side::Cost => "cost",
+        }
+    }
+}
+
+/// Where a headline row's values come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Pick {
+    /// A figure of the report ([`FIGURES`], [`TAIL_FIGURES`]).
+    Figure(&'static Figure),
+    /// A fleet figure's total over the replicas ([`FLEET_FIGURES`]).
+    FleetTotal(&'static FleetFigure),
+}
+
+/// One row of a scenario's headline: a figure the report already has, on
+/// its side of the ledger.
+#[derive(Debug)]
+pub struct HeadlineRow {
+    /// Bought or cost.
+    pub side: Side,
+    /// The figure.
+    pub pick: Pick,
+}
+
+impl HeadlineRow {
+    /// The row's label: the figure's own (a fleet total's, said in full).
+    pub fn label(&self) -> &'static str {
+        match self.pick {
+            Pick::Figure(f) => f.label,
+            Pick::FleetTotal(f) => f.total,
+        }
+    }
+
+    /// A strategy's value.
+    pub fn ours(&self, s: &Summary) -> Cell {
+        match self.pick {
+            Pick::Figure(f) => (f.ours)(s),
+            Pick::FleetTotal(f) => s
+                .fleet
+                .as_ref()
+                .map_or(Cell::Missing, |x| (f.value)(&x.total)),
+        }
+    }
+
+    /// This row's value in `column` (the article published no fleet figure).
+    pub fn cell(&self, column: &Column) -> Cell {
+        match (self.pick, column.source) {
+            (Pick::Figure(f), _) => column.cell(f),
+            (Pick::FleetTotal(_), Source::Ours(s)) => self.ours(s),
+            (Pick::FleetTotal(_), Source::Article(_)) => Cell::Blank,
+        }
+    }
+}
+
+/// The headline of a scenario with a fault: what each strategy bought
+/// (the downstream calls, the article's first headline figure, and those
+/// that met the fault; the latency of requests arriving during it, its
+/// second) and what it cost (the recovery lag, its third; the requests
+/// lost after the dependency recovered).
+pub const HEADLINE: &[HeadlineRow] = &[
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::Figure(&FIGURES[0]),
+    },
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::Figure(&FIGURES[14]),
+    },
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::Figure(&FIGURES[7]),
+    },
+    HeadlineRow {
+        side: Side::Cost,
+        pick: Pick::Figure(&FIGURES[17]),
+    },
+    HeadlineRow {
+        side: Side::Cost,
+        pick: Pick::Figure(&FIGURES[15]),
+    },
+];
+
+/// The headline of a fleet: the replicas' totals (failing calls and
+/// recovery probes; the recovery of every replica, that is the last one's;
+/// the requests fast-failed while their dependency was healthy), with the
+/// latency of requests arriving during the fault over the fleet.
+pub const FLEET_HEADLINE: &[HeadlineRow] = &[
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::FleetTotal(&FLEET_FIGURES[1]),
+    },
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::FleetTotal(&FLEET_FIGURES[2]),
+    },
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::Figure(&FIGURES[7]),
+    },
+    HeadlineRow {
+        side: Side::Cost,
+        pick: Pick::FleetTotal(&FLEET_FIGURES[3]),
+    },
+    HeadlineRow {
+        side: Side::Cost,
+        pick: Pick::FleetTotal(&FLEET_FIGURES[4]),
+    },
+];
+
+/// The headline of a scenario about tail latency: the tail cut, and the
+/// extra calls that cut it.
+pub const TAIL_HEADLINE: &[HeadlineRow] = &[
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::Figure(&TAIL_FIGURES[2]),
+    },
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::Figure(&TAIL_FIGURES[1]),
+    },
+    HeadlineRow {
+        side: Side::Cost,
+        pick: Pick::Figure(&TAIL_FIGURES[3]),
+    },
+];
+
+/// The headline of a scenario without a fault (an overload): the requests
+/// served and failed, and those the guard or a full queue turned away.
+pub const LOAD_HEADLINE: &[HeadlineRow] = &[
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::Figure(&FIGURES[2]),
+    },
+    HeadlineRow {
+        side: Side::Bought,
+        pick: Pick::Figure(&FIGURES[3]),
+    },
+    HeadlineRow {
+        side: Side::Cost,
+        pick: Pick::Figure(&FIGURES[5]),
+    },
+    HeadlineRow {
+        side: Side::Cost,
+        pick: Pick::Figure(&FIGURES[6]),
+    },
+];
+
+/// The headline rows of `sc`'s report: [`FLEET_HEADLINE`] for a fleet,
+/// [`TAIL_HEADLINE`] for a scenario about tail latency, [`HEADLINE`] with
+/// a fault, [`LOAD_HEADLINE`] without.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::report::model::{headline, Side};
+/// use fusebox_lab::scenario::Scenario;
+///
+/// let rows = headline(&Scenario::embedded()[0]);
+/// let labels: Vec<_> = rows.iter().map(|r| (r.side, r.label())).collect();
+/// assert_eq!(labels[0], (Side::Bought, "downstream calls"));
+/// assert_eq!(labels[2], (Side::Bought, "latency during fault: median ms"));
+/// assert_eq!(labels[3], (Side::Cost, "recovery lag s"));
+/// ```
+pub fn headline(sc: &crate::scenario::Scenario) -> &'static [HeadlineRow] {
+    if sc.fleet.is_some() {
+        FLEET_HEADLINE
+    } else if sc.has_tail() {
+        TAIL_HEADLINE
+    } else if sc.fault_span().is_some() {
+        HEADLINE
+    } else {
+        LOAD_HEADLINE
+    }
+}
+
+/// The title line of a headline.
+pub fn headline_title(published: bool) -> &'static str {
+    if published {
+        "headline: what each strategy bought and what it cost; published: the article's own figures, beside the strategy it measured"
+    } else {
+        "headline: what each strategy bought and what it cost"
+    }
+}
+
+/// Fleet scenarios of one run shown side by side: the same service and
+/// dependency (arrivals, pool, downstream, faults, client) but for their
+/// `[fleet]` settings and strategies, such as `fleet20-local` and
+/// `fleet20-shared`.
+#[derive(Debug)]
+pub struct SideBySide<'a> {
+    /// Each scenario's report, with the part of its name that tells it
+    /// from the others (`local`, `shared`).
+    pub scenarios: Vec<(&'a ScenarioReport, String)>,
+    /// The columns, strategy by strategy: its name, the scenario (an index
+    /// of `scenarios`) and its figures.
+    pub columns: Vec<(&'a str, usize, &'a Summary)>,
+}
+
+fn same_but_fleet(a: &crate::scenario::Scenario, b: &crate::scenario::Scenario) -> bool {
+    a.fleet.is_some()
+        && b.fleet.is_some()
+        && crate::scenario::Scenario {
+            fleet: b.fleet.clone(),
+            ..a.clone()
+        }
+        .same_setup(b)
+}
+
+/// Names less the `-`-separated words they all start with (each whole
+/// name if that leaves one empty).
+fn short_names(names: &[&str]) -> Vec<String> {
+    let words: Vec<Vec<&str>> = names.iter().map(|n| n.split('-').collect()).collect();
+    let mut common = 0;
+    while words
+        .iter()
+        .all(|w| w.len() > common + 1 && w[common] == words[0][common])
+    {
+        common += 1;
+    }
+    words
+        .iter()
+        .zip(names)
+        .map(|(w, n)| {
+            if common == 0 {
+                n.to_string()
+            } else {
+                w[common..].join("-")
+            }
+        })
+        .collect()
+}
+
+/// The groups of fleet scenarios of a run to show side by side: two or
+/// more of the same setup but for `[fleet]` (see [`SideBySide`]), in the
+/// run's order.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::engine::Mode;
+/// use fusebox_lab::report::{model, ScenarioReport};
+/// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+///
+/// let fleet = |sharing: &str| {
+///     let text = EMBEDDED[0].1.replace(
+///         "[downstream]",
+///         &format!("[fleet]\nreplicas = 2\nsharing = \"{sharing}\"\n\n[downstream]"),
+///     );
+///     let sc = Scenario::parse("x.toml", &text).unwrap();
+///     let sc = Scenario { name: format!("pair-{sharing}"), ..sc };
+///     ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {}).unwrap()
+/// };
+/// let reports = [fleet("none"), fleet("fleet")];
+/// let groups = model::side_by_side(&reports);
+/// assert_eq!(groups.len(), 1);
+/// let names: Vec<&str> = groups[0].scenarios.iter().map(|(_, n)| n.as_str()).collect();
+/// assert_eq!(names, ["none", "fleet"]);
+/// // Strategy by strategy: each one's two runs side by side.
+/// let cols: Vec<(&str, usize)> = groups[0].columns.iter().map(|c| (c.0, c.1)).collect();
+/// assert_eq!(&cols[..2], [("no breaker", 0), ("no breaker", 1)]);
+/// ```
+pub fn side_by_side(reports: &[ScenarioReport]) -> Vec<SideBySide<'_>> {
+    let mut groups: Vec<Vec<&ScenarioReport>> = Vec::new();
+    for r in reports.iter().filter(|r| r.scenario.fleet.is_some()) {
+        match groups
+            .iter_mut()
+            .find(|g| same_but_fleet(&g[0].scenario, &r.scenario))
+        {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| g.len() > 1)
+        .map(|g| {
+            let names: Vec<&str> = g.iter().map(|r| r.scenario.name.as_str()).collect();
+            let mut strategies: Vec<&str> = Vec::new();
+            for r in &g {
+                for s in &r.summaries {
+                    if !strategies.contains(&s.name.as_str()) {
+                        strategies.push(&s.name);
+                    }
+                }
+            }
+            let columns = strategies
+                .iter()
+                .flat_map(|name| {
+                    g.iter().enumerate().filter_map(move |(k, r)| {
+                        r.summaries
+                            .iter()
+                            .find(|s| s.name == *name)
+                            .map(|s| (*name, k, s))
+                    })
+                })
+                .collect();
+            SideBySide {
+                scenarios: g.iter().copied().zip(short_names(&names)).collect(),
+                columns,
+            }
+        })
+        .collect()
+}
+
+/// Most replicas in one latency chart of a fleet.
+pub const REPLICA_GROUP: usize = 5;
+
+/// A fleet's replicas (from 0) in groups for its latency charts: replicas
+/// hit by the same faults together, in order, at most [`REPLICA_GROUP`]
+/// to a chart; those hit by a fault first.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::report::model::replica_groups;
+/// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+///
+/// let text = EMBEDDED[0].1.replace(
+///     "[downstream]",
+///     "[fleet]\nreplicas = 8\nsharing = \"none\"\n\n[downstream]",
+/// ).replace("outcome = \"error\"", "outcome = \"error\"\nreplicas = [3]");
+/// let sc = Scenario::parse("x.toml", &text).unwrap();
+/// assert_eq!(replica_groups(&sc), [vec![2], vec![0, 1, 3, 4, 5], vec![6, 7]]);
+/// ```
+pub fn replica_groups(sc: &crate::scenario::Scenario) -> Vec<Vec<usize>> {
+    let hits = |r: usize| -> Vec<bool> { sc.downstream.faults.iter().map(|f| f.hits(r)).collect() };
+    let mut classes: Vec<(Vec<bool>, Vec<usize>)> = Vec::new();
+    for r in 0..sc.replicas() {
+        let h = hits(r);
+        match classes.iter_mut().find(|(k, _)| *k == h) {
+            Some((_, members)) => members.push(r),
+            None => classes.push((h, vec![r])),
+        }
+    }
+    // The replicas some fault hits before those it spares.
+    classes.sort_by_key(|(hit, _)| !hit.iter().any(|h| *h));
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for (_, members) in classes {
+        out.extend(members.chunks(REPLICA_GROUP).map(<[usize]>::to_vec));
+    }
+    out
+}
+
+/// A group of replicas (from 0) as the page names it: `replica 3`,
+/// `replicas 1–5`, `replicas 1–2, 4–6`; with the faults that hit it when
+/// not every replica meets the same ones.
+pub fn replica_group_label(sc: &crate::scenario::Scenario, group: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &r in group {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == r => *end = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    let list: Vec<String> = runs
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                format!("{}", a + 1)
+            } else {
+                format!("{}–{}", a + 1, b + 1)
+            }
+        })
+        .collect();
+    let mut label = format!(
+        "{} {}",
+        if group.len() == 1 {
+            "replica"
+        } else {
+            "replicas"
+        },
+        list.join(", ")
+    );
+    let faults = &sc.downstream.faults;
+    let same_everywhere = (0..sc.replicas()).all(|r| faults.iter().all(|f| f.hits(r) == f.hits(0)));
+    if let (false, Some(&first)) = (same_everywhere, group.first()) {
+        let hit: Vec<String> = faults
+            .iter()
+            .filter(|f| f.hits(first))
+            .map(|f| format!("{}–{} s", secs(f.from), secs(f.until)))
+            .collect();
+        if hit.is_empty() {
+            label.push_str(" (no fault)");
+        } else {
+            label.push_str(&format!(" (fault {})", hit.join(", ")));
+        }
+    }
+    label
 }

@@ -1,5 +1,7 @@
 //! Terminal tables: the [`super::model`] as text, strategies side by
-//! side, with the article's figures beside the strategies it measured.
+//! side, with the article's published figures beside the strategies it
+//! measured; each scenario's headline first, and the fleets of a run that
+//! differ only in their `[fleet]` settings side by side at the end.
 
 use super::model::{self, columns, Column};
 use super::{secs, ScenarioReport};
@@ -7,7 +9,7 @@ use crate::scenario::format_duration;
 use std::fmt::Write;
 
 /// The line under each scenario's header that says what its cells mean.
-pub const LEGEND: &str = "legend: (article) = the article's figures; \
+pub const LEGEND: &str = "legend: published = the article's own figures; \
      ff = fast-fail (downstream not called); rej = queue full; \
      times in s since the first arrival";
 
@@ -38,6 +40,110 @@ pub(crate) fn render(out: &mut String, labels: &[String], headers: &[&str], cell
         }
         out.push('\n');
     }
+}
+
+/// A scenario's headline: a row per [`model::headline`] row, its side
+/// (bought, cost) before its label, a column per strategy and published
+/// column.
+fn headline(out: &mut String, report: &ScenarioReport, cols: &[Column]) {
+    let rows = model::headline(&report.scenario);
+    let _ = writeln!(
+        out,
+        "  {}",
+        model::headline_title(cols.iter().any(Column::is_article))
+    );
+    let headers: Vec<&str> = cols.iter().map(|c| c.header).collect();
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{:<6}  {}", r.side.label(), r.label()))
+        .collect();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| cols.iter().map(|c| r.cell(c).text()).collect())
+        .collect();
+    render(out, &labels, &headers, &cells);
+}
+
+/// The fleets of a run side by side ([`model::side_by_side`]): the
+/// headline's rows, a column per strategy and scenario, under a line of
+/// strategy names; empty if there are none.
+pub fn render_side_by_side(reports: &[super::ScenarioReport]) -> String {
+    let mut out = String::new();
+    for group in model::side_by_side(reports) {
+        let names: Vec<&str> = group
+            .scenarios
+            .iter()
+            .map(|(r, _)| r.scenario.name.as_str())
+            .collect();
+        let _ = writeln!(
+            out,
+            "== side by side: {} (the same service and fault, other [fleet] settings)",
+            names.join(", ")
+        );
+        for (r, short) in &group.scenarios {
+            if let Some(line) = model::fleet_line(&r.scenario) {
+                let line = line.trim_start_matches("fleet: ");
+                let _ = writeln!(out, "  {short}: {line}");
+            }
+        }
+        let rows = model::FLEET_HEADLINE;
+        let labels: Vec<String> = rows
+            .iter()
+            .map(|r| format!("{:<6}  {}", r.side.label(), r.label()))
+            .collect();
+        let lw = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        let cells: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| group.columns.iter().map(|c| r.ours(c.2).text()).collect())
+            .collect();
+        let mut widths: Vec<usize> = group
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(k, c)| {
+                cells
+                    .iter()
+                    .map(|row| row[k].chars().count())
+                    .chain([group.scenarios[c.1].1.chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        // Spans of columns of one strategy, each wide enough for its name.
+        let mut spans: Vec<(&str, usize, usize)> = Vec::new();
+        for (k, c) in group.columns.iter().enumerate() {
+            match spans.last_mut() {
+                Some((name, _, end)) if *name == c.0 => *end = k + 1,
+                _ => spans.push((c.0, k, k + 1)),
+            }
+        }
+        for &(name, a, b) in &spans {
+            let width: usize = widths[a..b].iter().sum::<usize>() + 2 * (b - a - 1);
+            let need = name.chars().count();
+            if need > width {
+                widths[b - 1] += need - width;
+            }
+        }
+        let _ = write!(out, "  {:lw$}", "");
+        for &(name, a, b) in &spans {
+            let width: usize = widths[a..b].iter().sum::<usize>() + 2 * (b - a - 1);
+            let _ = write!(out, "  {name:>width$}");
+        }
+        out.push('\n');
+        let _ = write!(out, "  {:lw$}", "");
+        for (c, w) in group.columns.iter().zip(&widths) {
+            let _ = write!(out, "  {:>w$}", group.scenarios[c.1].1);
+        }
+        out.push('\n');
+        for (label, row) in labels.iter().zip(&cells) {
+            let _ = write!(out, "  {label:lw$}");
+            for (c, w) in row.iter().zip(&widths) {
+                let _ = write!(out, "  {c:>w$}");
+            }
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The whole terminal report of one scenario.
@@ -94,12 +200,14 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         "  compared: {} on the same requests{}",
         names.join(", "),
         if cols.iter().any(Column::is_article) {
-            "; (article) beside each strategy the article measured"
+            "; published beside each strategy the article measured"
         } else {
             ""
         }
     );
     let _ = writeln!(out, "  {LEGEND}");
+    headline(&mut out, report, &cols);
+    let _ = writeln!(out, "  every figure:");
 
     // Figures side by side.
     let figures = model::figures(sc.has_tail());
@@ -131,13 +239,25 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         if ours.transitions().is_empty() && theirs.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "  transitions, {}:", ours.header);
+        // A fleet's strategy log is its first replica's.
+        let whose = if sc.fleet.is_some() {
+            ", replica 1"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "  transitions, {}{whose}:", ours.header);
         for i in 0..ours.transitions().len().max(theirs.len()) {
             let a = ours.transitions().get(i).map_or(String::new(), |t| {
                 format!("{:>8} s  {:<9} -> {:<9}", secs(t.at), t.from, t.to)
             });
             let b = theirs.get(i).map_or(String::new(), |t| {
-                format!("article {} s  {} -> {}", secs(t.at), t.from, t.to)
+                format!(
+                    "{} {} s  {} -> {}",
+                    model::ARTICLE,
+                    secs(t.at),
+                    t.from,
+                    t.to
+                )
             });
             let _ = writeln!(out, "    {a:<36}  {b}");
         }
@@ -145,6 +265,7 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
 
     // A fleet: per replica and in total, one table per strategy.
     if let Some(line) = model::fleet_line(sc) {
+        let _ = writeln!(out, "  ({})", model::FLEET_NOTE);
         let _ = writeln!(out, "  {line}");
         let headers: Vec<&str> = model::FLEET_FIGURES.iter().map(|f| f.label).collect();
         for sum in &report.summaries {
@@ -229,11 +350,11 @@ mod tests {
         assert_eq!(
             lines[1],
             "  compared: no breaker, article, fusebox on the same requests; \
-             (article) beside each strategy the article measured"
+             published beside each strategy the article measured"
         );
         assert_eq!(lines[2], format!("  {LEGEND}"));
         assert!(LEGEND.len() <= 140, "{}", LEGEND.len());
         // Every abbreviation the legend explains is used in the report.
-        assert!(text.contains("(article)") && text.contains(" ff "));
+        assert!(text.contains(" published ") && text.contains(" ff "));
     }
 }
