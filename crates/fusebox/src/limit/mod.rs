@@ -257,7 +257,7 @@ impl AdaptiveLimit {
     /// ```
     /// use fusebox::limit::{AdaptiveLimit, Algorithm, LimitConfig};
     /// let l = AdaptiveLimit::new(LimitConfig::default().initial(20))?;
-    /// l.reconfigure(LimitConfig::new(Algorithm::Aimd).max(10))?;
+    /// l.reconfigure(LimitConfig::new(Algorithm::Aimd).max(10).initial(10))?;
     /// assert_eq!((l.limit(), l.config().algorithm), (10, Algorithm::Aimd));
     /// assert_eq!(l.reconfigure(LimitConfig::default().min(0)).unwrap_err().field(), "min");
     /// assert_eq!(l.config().max, 10); // unchanged
