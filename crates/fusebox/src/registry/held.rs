@@ -236,58 +236,57 @@ impl Held for crate::ratelimit::RateLimiter {
     }
 }
 
-#[cfg(feature = "limit")]
-impl Held for crate::limit::AdaptiveLimit {
-    type Config = crate::limit::LimitConfig;
+/// A dependency's policy held by the registry that is built on its clock
+/// and reconfigured in place: its type, its feature, its settings' type,
+/// the `DependencyConfig` field that sets it and the `FuseboxConfig`
+/// method that reads it.
+macro_rules! dependency_policy {
+    ($feature:literal, $policy:ty, $config:ty, $field:ident, $config_of:ident) => {
+        #[cfg(feature = $feature)]
+        impl Held for $policy {
+            type Config = $config;
 
-    fn configured(config: &FuseboxConfig) -> Vec<String> {
-        config
-            .dependency_names(|d| d.limit.is_some())
-            .cloned()
-            .collect()
-    }
+            fn configured(config: &FuseboxConfig) -> Vec<String> {
+                config
+                    .dependency_names(|d| d.$field.is_some())
+                    .cloned()
+                    .collect()
+            }
 
-    fn config_of(config: &FuseboxConfig, name: &str) -> Option<(Self::Config, Tags)> {
-        config.limit_config(name)
-    }
+            fn config_of(config: &FuseboxConfig, name: &str) -> Option<(Self::Config, Tags)> {
+                config.$config_of(name)
+            }
 
-    fn build(_name: &str, config: &Self::Config, clock: Option<&SharedClock>) -> Option<Self> {
-        let mut b = Self::builder().config(*config);
-        if let Some(clock) = clock {
-            b = b.clock(clock.clone());
+            fn build(
+                _name: &str,
+                config: &Self::Config,
+                clock: Option<&SharedClock>,
+            ) -> Option<Self> {
+                let mut b = Self::builder().config(*config);
+                if let Some(clock) = clock {
+                    b = b.clock(clock.clone());
+                }
+                b.build().ok()
+            }
+
+            fn apply(&self, config: &Self::Config) -> bool {
+                self.config() != *config && self.reconfigure(*config).is_ok()
+            }
         }
-        b.build().ok()
-    }
-
-    fn apply(&self, config: &Self::Config) -> bool {
-        self.config() != *config && self.reconfigure(*config).is_ok()
-    }
+    };
 }
 
-#[cfg(feature = "throttle")]
-impl Held for crate::throttle::Throttle {
-    type Config = crate::throttle::ThrottleConfig;
-
-    fn configured(config: &FuseboxConfig) -> Vec<String> {
-        config
-            .dependency_names(|d| d.throttle.is_some())
-            .cloned()
-            .collect()
-    }
-
-    fn config_of(config: &FuseboxConfig, name: &str) -> Option<(Self::Config, Tags)> {
-        config.throttle_config(name)
-    }
-
-    fn build(_name: &str, config: &Self::Config, clock: Option<&SharedClock>) -> Option<Self> {
-        let mut b = Self::builder().config(*config);
-        if let Some(clock) = clock {
-            b = b.clock(clock.clone());
-        }
-        b.build().ok()
-    }
-
-    fn apply(&self, config: &Self::Config) -> bool {
-        self.config() != *config && self.reconfigure(*config).is_ok()
-    }
-}
+dependency_policy!(
+    "limit",
+    crate::limit::AdaptiveLimit,
+    crate::limit::LimitConfig,
+    limit,
+    limit_config
+);
+dependency_policy!(
+    "throttle",
+    crate::throttle::Throttle,
+    crate::throttle::ThrottleConfig,
+    throttle,
+    throttle_config
+);

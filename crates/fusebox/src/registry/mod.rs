@@ -859,11 +859,17 @@ impl Fusebox {
     #[cfg(feature = "ratelimit")]
     #[cfg_attr(docsrs, doc(cfg(feature = "ratelimit")))]
     pub fn rate_limiter(&self, name: &str) -> Option<crate::ratelimit::RateLimiter> {
-        let table = &self.inner.rate_limiters;
-        if let Some(l) = table.get(name) {
-            return Some(l);
+        self.held(&self.inner.rate_limiters, name)
+    }
+
+    /// The policy `name` of `table`: the one built, or one built now from
+    /// the config in force (none if it gives `name` none).
+    #[cfg(any(feature = "ratelimit", feature = "limit", feature = "throttle"))]
+    fn held<P: held::Held>(&self, table: &Table<P>, name: &str) -> Option<P> {
+        if let Some(p) = table.get(name) {
+            return Some(p);
         }
-        let config = read(&self.inner.config).rate_limit_config(name);
+        let config = P::config_of(&read(&self.inner.config), name);
         table.get_or_build(&self.inner.ctx(), name, config)
     }
 
@@ -900,12 +906,7 @@ impl Fusebox {
     #[cfg(feature = "limit")]
     #[cfg_attr(docsrs, doc(cfg(feature = "limit")))]
     pub fn limit(&self, name: &str) -> Option<crate::limit::AdaptiveLimit> {
-        let table = &self.inner.limits;
-        if let Some(l) = table.get(name) {
-            return Some(l);
-        }
-        let config = read(&self.inner.config).limit_config(name);
-        table.get_or_build(&self.inner.ctx(), name, config)
+        self.held(&self.inner.limits, name)
     }
 
     /// The adaptive throttle of dependency `name` (feature `throttle`): the
@@ -940,12 +941,7 @@ impl Fusebox {
     #[cfg(feature = "throttle")]
     #[cfg_attr(docsrs, doc(cfg(feature = "throttle")))]
     pub fn throttle(&self, name: &str) -> Option<crate::throttle::Throttle> {
-        let table = &self.inner.throttles;
-        if let Some(t) = table.get(name) {
-            return Some(t);
-        }
-        let config = read(&self.inner.config).throttle_config(name);
-        table.get_or_build(&self.inner.ctx(), name, config)
+        self.held(&self.inner.throttles, name)
     }
 
     /// Every policy of the registry but its breakers (bulkheads, rate
