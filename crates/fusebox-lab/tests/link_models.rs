@@ -85,11 +85,7 @@ fn scenario(name: &str, rate: f64, server: &str) -> Scenario {
 
 /// The limit in force at `t`.
 fn limit_at(run: &RunResult, t: Duration) -> u32 {
-    run.limits
-        .iter()
-        .take_while(|(when, _)| *when <= t)
-        .last()
-        .map_or(run.limits[0].1, |&(_, l)| l)
+    run.limit_at(t).expect("a limit trace")
 }
 
 /// The limit's time average and the successful calls a second, from

@@ -53,11 +53,7 @@ struct Figures {
 
 /// The limit in force at `t`.
 fn limit_at(run: &RunResult, t: Duration) -> u32 {
-    run.limits
-        .iter()
-        .take_while(|(when, _)| *when <= t)
-        .last()
-        .map_or(run.limits[0].1, |&(_, l)| l)
+    run.limit_at(t).expect("a limit trace")
 }
 
 fn figures(sc: &Scenario, run: &RunResult) -> Figures {

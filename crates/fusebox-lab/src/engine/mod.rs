@@ -149,6 +149,21 @@ pub struct RunResult {
     pub hosts: Option<crate::guard::HostRun>,
 }
 
+impl RunResult {
+    /// The adaptive limit in force at `t` (its first value before the
+    /// first change; `None` for a strategy without an adaptive limit).
+    pub fn limit_at(&self, t: Duration) -> Option<u32> {
+        let first = self.limits.first()?.1;
+        Some(
+            self.limits
+                .iter()
+                .take_while(|(when, _)| *when <= t)
+                .last()
+                .map_or(first, |&(_, l)| l),
+        )
+    }
+}
+
 /// What each replica of a fleet run went through; replica `r` (from 0)
 /// served requests `r, r + replicas, ...`.
 #[derive(Debug, Clone, PartialEq)]
