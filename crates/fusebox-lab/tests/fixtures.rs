@@ -62,6 +62,10 @@ fn every_shipped_scenario_gives_the_same_json_as_before() {
         if stem == "slow-reviews" {
             continue;
         }
+        // 50400 requests (a 9 MB report): asserted by tests/metastable.rs.
+        if stem == "metastable" {
+            continue;
+        }
         if stem == "peers-seed000-50rps" {
             assert!(fusebox_lab::guard::peers::check(&sc, Mode::Virtual).is_err());
             continue;

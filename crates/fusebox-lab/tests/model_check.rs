@@ -343,6 +343,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     hosts: None,
                     hedge: None,
                     timeout: None,
+                    retry_budget: None,
                 },
                 StrategySpec {
                     name: "seed".into(),
@@ -357,6 +358,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     hosts: None,
                     hedge: None,
                     timeout: None,
+                    retry_budget: None,
                 },
                 StrategySpec {
                     name: "fusebox".into(),
@@ -368,6 +370,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                     hosts: None,
                     hedge: None,
                     timeout: None,
+                    retry_budget: None,
                 },
             ];
             Scenario {

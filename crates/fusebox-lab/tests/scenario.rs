@@ -969,13 +969,19 @@ fn a_down_fault_is_instant_and_hits_every_replica() {
 /// `timeout`: what loads, and each bad value named by its key and line.
 #[test]
 fn link_request_and_timeout_keys_load_and_bad_ones_are_named() {
+    // A server takes capacity faults only: the base's error fault becomes one.
     let server = |keys: &str| {
-        base().replace(
-            "latency = \"5ms\"",
-            &format!(
-                "latency = \"5ms\"\nserver = {{ workers = 100, p90 = \"10ms\", p99 = \"10ms\"{keys} }}"
-            ),
-        )
+        base()
+            .replace(
+                "latency = \"5ms\"",
+                &format!(
+                    "latency = \"5ms\"\nserver = {{ workers = 100, p90 = \"10ms\", p99 = \"10ms\"{keys} }}"
+                ),
+            )
+            .replace(
+                "latency = \"150ms\"        # a faulty call fails after this\noutcome = \"error\"",
+                "outcome = \"capacity\"\nworkers = 50",
+            )
     };
     let sc = Scenario::parse(
         "x.toml",
@@ -1043,5 +1049,213 @@ fn link_request_and_timeout_keys_load_and_bad_ones_are_named() {
         let e = error_of(&text);
         assert_eq!(e.key.as_deref(), Some("strategy.timeout"), "{v}: {e}");
         assert_eq!(e.line, Some(line_of(&text, "timeout")), "{v}: {e}");
+    }
+}
+
+/// `retry_budget` takes the settings of the library's `RetryBudget`,
+/// checked by its builder, with the same error shape as `throttle`.
+#[test]
+fn retry_budget_keys_are_the_librarys_and_checked_by_it() {
+    let sc = Scenario::parse(
+        "x.toml",
+        &with("retry_budget = { ratio = 0.1, min_per_second = 1, window = \"5s\" }"),
+    )
+    .unwrap();
+    let b = sc.strategies[2].retry_budget.unwrap();
+    assert_eq!(
+        (b.ratio, b.min_per_second, b.window),
+        (Some(0.1), Some(1), Some(Duration::from_secs(5)))
+    );
+    assert_eq!(sc.strategies[1].retry_budget, None);
+    let cases = [
+        (
+            "retry_budget = { ratio = -0.5 }",
+            "strategy.retry_budget.ratio",
+            ">= 0",
+        ),
+        (
+            "retry_budget = { ratio = \"10%\" }",
+            "strategy.retry_budget.ratio",
+            "such as 0.1",
+        ),
+        (
+            "retry_budget = { min_per_second = -1 }",
+            "strategy.retry_budget.min_per_second",
+            "whole number",
+        ),
+        (
+            "retry_budget = { window = \"1ms\" }",
+            "strategy.retry_budget.window",
+            "at least 10ms",
+        ),
+        (
+            "retry_budget = { window = 10 }",
+            "strategy.retry_budget.window",
+            "duration",
+        ),
+        (
+            "retry_budget = { ratoi = 0.1 }",
+            "strategy.retry_budget.ratoi",
+            "unknown key",
+        ),
+        (
+            "retry_budget = 0.1",
+            "strategy.retry_budget",
+            "must be a table",
+        ),
+    ];
+    assert_key_errors(&cases);
+    let text = base().replacen(
+        "kind = \"none\"",
+        "kind = \"none\"\nretry_budget = { ratio = 0.1 }",
+        1,
+    );
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.retry_budget"), "{e}");
+    assert!(
+        e.message
+            .contains("a retry budget goes with kind = \"fusebox\""),
+        "{e}"
+    );
+}
+
+/// A retry budget of nothing makes no retry, one of 10 % of the requests
+/// (and no floor) about a tenth of them, where `[client] retries` alone
+/// retries every failure.
+#[test]
+fn a_retry_budget_limits_the_clients_retries() {
+    let text = |budget: &str| {
+        base()
+            .replace(
+                "[[strategy]]\nname = \"no breaker\"",
+                "[client]\nretries = 3\n\n[[strategy]]\nname = \"no breaker\"",
+            )
+            .replace(
+                "consecutive_failures = 5\nopen_for = \"500ms\"\nhalf_open_probes = 1",
+                &format!("mode = \"off\"\n{budget}"),
+            )
+    };
+    let retries = |budget: &str, strategy: &str| {
+        let sc = Scenario::parse("x.toml", &text(budget)).unwrap();
+        let spec = sc.strategies.iter().find(|s| s.name == strategy).unwrap();
+        let run =
+            fusebox_lab::engine::run(&sc, spec, fusebox_lab::engine::Mode::Virtual, None).unwrap();
+        let made = run.requests.iter().filter(|r| r.attempts > 0).count();
+        run.calls.len() - made
+    };
+    // Without a budget (and with the breaker off) the fusebox strategy
+    // retries as the one without a breaker does.
+    let all = retries("", "fusebox");
+    assert_eq!(all, retries("", "no breaker"));
+    assert!(all > 30, "{all}");
+    let none = retries(
+        "retry_budget = { ratio = 0.0, min_per_second = 0 }",
+        "fusebox",
+    );
+    assert_eq!(none, 0);
+    // 150 requests deposit 15 retries in all.
+    let tenth = retries(
+        "retry_budget = { ratio = 0.1, min_per_second = 0 }",
+        "fusebox",
+    );
+    assert!((1..=15).contains(&tenth), "{tenth} of {all}");
+    assert!(tenth < all, "{tenth} of {all}");
+}
+
+/// `outcome = "capacity"` takes workers away from a `[downstream] server`
+/// for a while: what loads, and each misuse named by its key and line.
+#[test]
+fn a_capacity_fault_takes_workers_from_the_server() {
+    let server = "latency = \"5ms\"\nserver = { workers = 4, p90 = \"10ms\", p99 = \"20ms\" }";
+    let capacity =
+        "latency = \"150ms\"        # a faulty call fails after this\noutcome = \"error\"";
+    let text = |server_keys: &str, fault: &str| {
+        base()
+            .replacen("latency = \"5ms\"", server_keys, 1)
+            .replacen(capacity, fault, 1)
+    };
+    let sc = Scenario::parse(
+        "x.toml",
+        &text(server, "outcome = \"capacity\"\nworkers = 2"),
+    )
+    .unwrap();
+    let f = &sc.downstream.faults[0];
+    assert_eq!(
+        f.outcome,
+        fusebox_lab::scenario::FaultOutcome::Capacity { workers: 2 }
+    );
+    assert_eq!(
+        sc.fault_span(),
+        Some((Duration::from_millis(500), Duration::from_millis(1500)))
+    );
+    // Real mode refuses the server, and says so of its capacity faults.
+    let e = fusebox_lab::engine::check(&sc, fusebox_lab::engine::Mode::Real).unwrap_err();
+    assert!(
+        e.contains("outcome = \"capacity\"") && e.contains("virtual mode only"),
+        "{e}"
+    );
+    for (server_keys, fault, key, at, says) in [
+        (
+            "latency = \"5ms\"",
+            "outcome = \"capacity\"\nworkers = 2",
+            "downstream.faults.outcome",
+            "outcome",
+            "needs [downstream] server",
+        ),
+        (
+            server,
+            "outcome = \"capacity\"\nworkers = 5",
+            "downstream.faults.workers",
+            "workers = 5",
+            "more than the server has",
+        ),
+        (
+            server,
+            "outcome = \"capacity\"\nworkers = -1",
+            "downstream.faults.workers",
+            "workers = -1",
+            "out of range",
+        ),
+        (
+            server,
+            "outcome = \"capacity\"",
+            "downstream.faults.workers",
+            "[[downstream.faults]]",
+            "missing",
+        ),
+        (
+            server,
+            "outcome = \"capacity\"\nworkers = 2\nlatency = \"1s\"",
+            "downstream.faults.latency",
+            "latency = \"1s\"",
+            "leave latency out",
+        ),
+        (
+            server,
+            "outcome = \"error\"\nlatency = \"150ms\"\nworkers = 2",
+            "downstream.faults.workers",
+            "workers = 2",
+            "is for outcome = \"capacity\"",
+        ),
+        (
+            "latency = \"5ms\"",
+            "outcome = \"error\"",
+            "downstream.faults.latency",
+            "[[downstream.faults]]",
+            "needs latency",
+        ),
+        (
+            server,
+            "outcome = \"error\"\nlatency = \"150ms\"",
+            "downstream.faults.outcome",
+            "outcome",
+            "only outcome = \"capacity\" applies",
+        ),
+    ] {
+        let text = text(server_keys, fault);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some(key), "{fault}: {e}");
+        assert!(e.message.contains(says), "{fault}: {e}");
+        assert_eq!(e.line, Some(line_of(&text, at)), "{fault}: {e}");
     }
 }

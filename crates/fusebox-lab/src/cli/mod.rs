@@ -251,6 +251,8 @@ mod tests {
             .unwrap();
         let help = param.get_help().unwrap().to_string();
         let examples = help.split_once("e.g.").unwrap().1;
+        // To the end of their sentence (the help goes on about a grid).
+        let examples = examples.split_once(". ").map_or(examples, |(e, _)| e);
         let scenario = &Scenario::embedded()[0];
         let mut checked = 0;
         for example in examples.split(", ") {

@@ -247,8 +247,20 @@ pub fn check(scenario: &Scenario, mode: Mode) -> Result<(), String> {
         }
     }
     if mode == Mode::Real && scenario.downstream.server.is_some() {
+        // Its capacity faults with it.
+        let capacity = scenario
+            .downstream
+            .faults
+            .iter()
+            .any(|f| matches!(f.outcome, crate::scenario::FaultOutcome::Capacity { .. }));
+        let what = if capacity {
+            "and its faults with outcome = \"capacity\" run"
+        } else {
+            "runs"
+        };
         return Err(format!(
-            "scenario {:?}: [downstream] server (a simulated server with workers) runs in virtual mode only",
+            "scenario {:?}: [downstream] server (a simulated server with workers) {what} in \
+             virtual mode only (--clock virtual)",
             scenario.name
         ));
     }

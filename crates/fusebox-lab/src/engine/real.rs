@@ -280,7 +280,7 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
                 hedge: false,
                 cancelled: false,
             });
-            if !end_attempt(sh.scenario, ticket, &mut r, end, result) {
+            if !end_attempt(sh.scenario, rep.guard.as_ref(), ticket, &mut r, end, result) {
                 break;
             }
             now = end;

@@ -9,7 +9,8 @@
 //! - a downstream call's result and duration are decided by its start time
 //!   (and its healthy latency by a draw for the request and the attempt,
 //!   [`Scenario::plan`]); after a failed call the same worker retries at
-//!   once while retries remain ([`end_attempt`]);
+//!   once while retries remain and the guard allows it (a retry budget:
+//!   each request deposits, each retry withdraws; [`end_attempt`]);
 //! - a hedged call (virtual mode) sends another attempt when the hedge
 //!   delay passes while one still runs ([`start_hedge`]); the guard is
 //!   consulted for it as for any attempt, a refused hedge is not sent. The
@@ -45,6 +46,10 @@ pub(super) fn start_attempt(
 ) -> Option<(Box<dyn Ticket>, CallPlan)> {
     if r.start.is_none() {
         r.start = Some(now);
+    }
+    // Its first attempt (a retry follows a call made).
+    if r.attempts == 0 {
+        guard.begin_request(now);
     }
     // Several hosts: the guard's balancer chooses the host, whose faults apply.
     let (admission, host) = guard.admit_on(now);
@@ -104,9 +109,11 @@ pub(super) enum Next {
 /// An attempt of request `r` ended at `end` with `result`, while `running`
 /// others of it still run (hedges): the guard hears the verdict, the
 /// request takes the result. `round`: the request's calls so far, each
-/// with its hedges (its attempts when nothing hedges), which retries count.
+/// with its hedges (its attempts when nothing hedges), which retries count;
+/// a retry they allow is made if the guard allows it too.
 pub(super) fn end_call(
     scenario: &Scenario,
+    guard: &dyn Guard,
     ticket: Box<dyn Ticket>,
     r: &mut RequestRecord,
     (end, result): (Duration, CallResult),
@@ -120,7 +127,7 @@ pub(super) fn end_call(
         Next::Done
     } else if running {
         Next::Wait
-    } else if round <= scenario.client.retries {
+    } else if round <= scenario.client.retries && guard.allow_retry(end) {
         Next::Retry
     } else {
         Next::Done
@@ -131,11 +138,12 @@ pub(super) fn end_call(
 /// [`end_call`]; `true` if it is to be retried now.
 pub(super) fn end_attempt(
     scenario: &Scenario,
+    guard: &dyn Guard,
     ticket: Box<dyn Ticket>,
     r: &mut RequestRecord,
     end: Duration,
     result: CallResult,
 ) -> bool {
     let round = r.attempts;
-    end_call(scenario, ticket, r, (end, result), false, round) == Next::Retry
+    end_call(scenario, guard, ticket, r, (end, result), false, round) == Next::Retry
 }

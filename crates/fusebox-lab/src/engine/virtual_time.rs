@@ -129,7 +129,10 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
     let mut next_arrival = 0usize;
     let mut seq = 0u64;
     // One server behind every replica, when the dependency is modelled as one.
-    let mut server = scenario.downstream.server.map(ServerQueue::new);
+    let mut server = scenario
+        .downstream
+        .server
+        .map(|s| ServerQueue::with_faults(s, &scenario.downstream.faults));
 
     loop {
         // Calls ending and hedges going out.
@@ -189,7 +192,16 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
             let a = b.attempts.remove(k);
             let (request, round, running) = (b.request, b.round, !b.attempts.is_empty());
             let req = &mut requests[request];
-            match end_call(scenario, a.ticket, req, (t, a.result), running, round) {
+            let guard = rep.guard.as_ref();
+            match end_call(
+                scenario,
+                guard,
+                a.ticket,
+                req,
+                (t, a.result),
+                running,
+                round,
+            ) {
                 Next::Wait => {}
                 Next::Retry => rep.workers[w] = Worker::Retry { request, round },
                 Next::Done => {

@@ -1,6 +1,7 @@
 //! `kind = "fusebox"`: a [`fusebox::CircuitBreaker`] built by a fusebox
 //! registry ([`Fusebox`]) from the scenario's [`BreakerConfig`], with the
-//! strategy's bulkhead and rate limiter if it has them.
+//! strategy's bulkhead and rate limiter if it has them (and its adaptive
+//! limit, throttle and retry budget, built on the run's clock).
 //!
 //! This is the one place where a scenario's fusebox strategy becomes a
 //! breaker: [`Breakers::guard`] installs the config under the run's name
@@ -19,6 +20,7 @@ use fusebox::ratelimit::RateLimiter;
 use fusebox::registry::{
     BulkheadConfig, DependencyConfig, Fusebox, FuseboxBuilder, FuseboxConfig, Observer, Tags,
 };
+use fusebox::retry::RetryBudget;
 use fusebox::throttle::{Throttle, ThrottlePermit};
 use fusebox::{Builder, Bulkhead, BulkheadPermit};
 use std::collections::HashMap;
@@ -250,12 +252,19 @@ impl Breakers {
                 .build()
                 .expect("throttle configuration checked when loaded")
         });
+        // The library's retry budget, on the run's clock too.
+        let retry_budget = spec.retry_budget.map(|config| {
+            config
+                .build(clock.clone())
+                .expect("retry budget configuration checked when loaded")
+        });
         FuseboxGuard {
             breaker,
             bulkhead,
             rate_limiter,
             limit,
             throttle,
+            retry_budget,
             log,
         }
     }
@@ -270,6 +279,7 @@ pub struct FuseboxGuard {
     rate_limiter: Option<RateLimiter>,
     limit: Option<LimitTrace>,
     throttle: Option<Throttle>,
+    retry_budget: Option<RetryBudget>,
     log: Log,
 }
 
@@ -375,6 +385,19 @@ impl Guard for FuseboxGuard {
             })),
             Err(_) => Admission::FastFail,
         }
+    }
+
+    fn begin_request(&self, _now: Duration) {
+        // As the library's `Retry` does once per call it runs.
+        if let Some(b) = &self.retry_budget {
+            b.deposit();
+        }
+    }
+
+    fn allow_retry(&self, _now: Duration) -> bool {
+        self.retry_budget
+            .as_ref()
+            .is_none_or(RetryBudget::try_withdraw)
     }
 
     fn limit_trace(&self) -> Vec<(Duration, u32)> {

@@ -94,6 +94,12 @@ impl Guard for Shared {
     fn admit(&self, now: Duration) -> Admission {
         self.admit_on(now).0
     }
+    fn begin_request(&self, now: Duration) {
+        self.inner.begin_request(now);
+    }
+    fn allow_retry(&self, now: Duration) -> bool {
+        self.inner.allow_retry(now)
+    }
     fn admit_on(&self, now: Duration) -> (Admission, Option<usize>) {
         let host = self.next.fetch_add(1, Ordering::Relaxed) % self.hosts;
         let admission = match self.inner.admit(now) {

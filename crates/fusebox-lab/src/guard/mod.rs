@@ -144,6 +144,15 @@ pub trait Guard: Send + Sync {
     fn limit_trace(&self) -> Vec<(Duration, u32)> {
         Vec::new()
     }
+    /// A request is about to make its first attempt at `now` (a retry
+    /// budget's deposit; nothing for a guard without one).
+    fn begin_request(&self, _now: Duration) {}
+    /// A failed request would retry at `now` (`[client] retries` allow
+    /// it): whether it may (a retry budget's withdrawal; always for a
+    /// guard without one).
+    fn allow_retry(&self, _now: Duration) -> bool {
+        true
+    }
 }
 
 /// A call the guard let through; consumed by its verdict.

@@ -29,6 +29,36 @@ pub enum FaultOutcome {
     /// the fault's `latency` at `until`; the client's timeout cuts the calls
     /// that grow past it. The same in every mode.
     Slow,
+    /// `outcome = "capacity"` with `workers = 4`: the `[downstream] server`
+    /// runs with that many of its workers from `from` to `until` (virtual
+    /// mode, with a server only). A call in service when the fault starts
+    /// finishes; the workers beyond `workers` take no call until the fault
+    /// ends, and calls queue for the others.
+    Capacity {
+        /// The server's workers during the fault.
+        workers: usize,
+    },
+}
+
+impl FaultOutcome {
+    /// The `outcome` string of scenario files.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::FaultOutcome;
+    /// assert_eq!(FaultOutcome::Capacity { workers: 4 }.as_str(), "capacity");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultOutcome::Error => "error",
+            FaultOutcome::Hang => "hang",
+            FaultOutcome::Down => "down",
+            FaultOutcome::Reset => "reset",
+            FaultOutcome::Slow => "slow",
+            FaultOutcome::Capacity { .. } => "capacity",
+        }
+    }
 }
 
 /// One `[[downstream.faults]]` entry: calls starting in `[from, until)` fail.
@@ -112,7 +142,7 @@ pub struct Downstream {
     /// `server`: the dependency as `workers` workers behind one FIFO
     /// queue, each call's service time drawn from a log-normal with the
     /// given p90 and p99, optionally growing with the calls in service
-    /// (virtual mode only; faults do not apply).
+    /// (virtual mode only; of the faults only `capacity` applies).
     pub server: Option<Server>,
 }
 
@@ -215,6 +245,8 @@ pub struct ServerQueue {
     server: Server,
     free_at: Vec<Duration>,
     calls: u64,
+    /// The `capacity` faults: from, until, and the workers left.
+    capacity: Vec<(Duration, Duration, usize)>,
 }
 
 impl ServerQueue {
@@ -224,7 +256,52 @@ impl ServerQueue {
             server,
             free_at: vec![Duration::ZERO; server.workers.max(1)],
             calls: 0,
+            capacity: Vec::new(),
         }
+    }
+
+    /// An idle server whose capacity follows the `capacity` faults of
+    /// `faults` (the others do not apply to a server).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Fault, FaultOutcome, Server, ServerQueue};
+    /// use std::time::Duration;
+    ///
+    /// let ms = Duration::from_millis;
+    /// let server = Server { workers: 2, p90: ms(100), p99: ms(100), reject_after: None,
+    ///                       latency_per_inflight: None, knee: None };
+    /// // One worker of the two from 0 to 1 s.
+    /// let half = Fault { from: ms(0), until: ms(1000), latency: ms(0),
+    ///                    outcome: FaultOutcome::Capacity { workers: 1 }, replicas: None };
+    /// let mut queue = ServerQueue::with_faults(server, &[half]);
+    /// assert_eq!(queue.plan(ms(0), None).duration, ms(100));
+    /// assert_eq!(queue.plan(ms(0), None).duration, ms(200)); // waits for the one worker
+    /// ```
+    pub fn with_faults(server: Server, faults: &[Fault]) -> Self {
+        let mut queue = ServerQueue::new(server);
+        queue.capacity = faults
+            .iter()
+            .filter_map(|f| match f.outcome {
+                FaultOutcome::Capacity { workers } => Some((f.from, f.until, workers)),
+                _ => None,
+            })
+            .collect();
+        queue
+    }
+
+    /// When worker `i`, free from `t`, can start a call: `t`, or the end
+    /// of the capacity faults that leave it out at `t`.
+    fn available(&self, i: usize, mut t: Duration) -> Duration {
+        while let Some(&(_, until, _)) = self
+            .capacity
+            .iter()
+            .find(|&&(from, until, workers)| i >= workers && from <= t && t < until)
+        {
+            t = until;
+        }
+        t
     }
 
     /// A call that reaches the server at `now` (calls arrive in time
@@ -233,22 +310,24 @@ impl ServerQueue {
     pub fn plan(&mut self, now: Duration, timeout: Option<Duration>) -> CallPlan {
         let service = self.server.service(self.calls);
         self.calls += 1;
-        let (i, free) = self
+        // The worker that starts it first (of those at once, the one free
+        // the longest; of those, the first).
+        let (i, begin) = self
             .free_at
             .iter()
-            .copied()
             .enumerate()
-            .min_by_key(|&(_, f)| f)
+            .map(|(i, &f)| (i, self.available(i, f.max(now)), f))
+            .min_by_key(|&(_, begin, f)| (begin, f))
+            .map(|(i, begin, _)| (i, begin))
             .expect("at least one worker");
         if let Some(limit) = self.server.reject_after {
-            if free.saturating_sub(now) > limit {
+            if begin - now > limit {
                 return CallPlan {
                     duration: Duration::from_millis(1),
                     result: CallResult::Overloaded,
                 };
             }
         }
-        let begin = free.max(now);
         // Calls start service in the order they arrive: those still in
         // service at `begin` are the workers busy past it.
         let service = if self.server.grows() {
@@ -403,6 +482,9 @@ impl Downstream {
                 FaultOutcome::Hang => (None, CallResult::Timeout),
                 FaultOutcome::Down => (Some(Duration::ZERO), CallResult::Error),
                 FaultOutcome::Slow => (Some(f.grown(self.latency, start)), CallResult::Success),
+                // A server's capacity: the server's queue applies it
+                // ([`ServerQueue`]); the latency model has no workers.
+                FaultOutcome::Capacity { .. } => (Some(healthy), CallResult::Success),
             },
         }
     }
@@ -545,6 +627,58 @@ mod tests {
             (ms(1), CallResult::Overloaded)
         );
         assert!(!refused.result.is_ok());
+    }
+
+    #[test]
+    fn a_capacity_fault_leaves_the_server_fewer_workers_for_a_while() {
+        let server = Server {
+            workers: 2,
+            p90: ms(100),
+            p99: ms(100),
+            reject_after: None,
+            latency_per_inflight: None,
+            knee: None,
+        };
+        let fault = |workers| Fault {
+            from: ms(50),
+            until: ms(1000),
+            latency: Duration::ZERO,
+            outcome: FaultOutcome::Capacity { workers },
+            replicas: None,
+        };
+        let mut queue = ServerQueue::with_faults(server, &[fault(1)]);
+        // Both workers take a call before the fault; the second finishes
+        // its call in the fault, then waits for its end.
+        assert_eq!(queue.plan(ms(0), None).duration, ms(100));
+        assert_eq!(queue.plan(ms(0), None).duration, ms(100));
+        // In the fault: one worker, calls one after the other.
+        assert_eq!(queue.plan(ms(100), None).duration, ms(100));
+        assert_eq!(queue.plan(ms(100), None).duration, ms(200));
+        // A call that would wait past the fault's end gets the second
+        // worker back at the end.
+        let mut late = ServerQueue::with_faults(server, &[fault(1)]);
+        for _ in 0..10 {
+            late.plan(ms(60), None);
+        }
+        // Worker 0 is busy to 1.06 s; worker 1 is back at 1 s.
+        assert_eq!(late.plan(ms(60), None).duration, ms(1040));
+        // No worker at all: every call waits for the end; a server that
+        // refuses long waits refuses them.
+        let mut none = ServerQueue::with_faults(server, &[fault(0)]);
+        assert_eq!(none.plan(ms(100), None).duration, ms(1000));
+        let refusing = Server {
+            reject_after: Some(ms(500)),
+            ..server
+        };
+        let mut none = ServerQueue::with_faults(refusing, &[fault(0)]);
+        assert_eq!(none.plan(ms(100), None).result, CallResult::Overloaded);
+        assert_eq!(none.plan(ms(600), None).result, CallResult::Success);
+        // Without capacity faults, as a server without faults.
+        let mut plain = ServerQueue::with_faults(server, &ds().faults);
+        let mut other = ServerQueue::new(server);
+        for t in 0..20 {
+            assert_eq!(plain.plan(ms(10 * t), None), other.plan(ms(10 * t), None));
+        }
     }
 
     #[test]

@@ -108,8 +108,11 @@ struct RawServer {
 struct RawFault {
     from: Spanned<Dur>,
     until: Spanned<Dur>,
-    latency: Spanned<Dur>,
+    /// Every outcome but `capacity` needs it.
+    latency: Option<Spanned<Dur>>,
     outcome: Spanned<String>,
+    /// `capacity` only: the server's workers during the fault.
+    workers: Option<Spanned<i64>>,
     replicas: Option<Spanned<Vec<i64>>>,
     hosts: Option<Spanned<Vec<i64>>>,
     /// Read by [`jitter`], so that a value of the wrong type is named by
@@ -181,7 +184,13 @@ impl RawScenario {
             "downstream.latency" => Some(self.downstream.latency.span()),
             "downstream.faults.from" => fault(p.index).map(|f| f.from.span()),
             "downstream.faults.until" => fault(p.index).map(|f| f.until.span()),
-            "downstream.faults.latency" => fault(p.index).map(|f| f.latency.span()),
+            "downstream.faults.latency" => fault(p.index)
+                .and_then(|f| f.latency.as_ref())
+                .map(|l| l.span()),
+            "downstream.faults.outcome" => fault(p.index).map(|f| f.outcome.span()),
+            "downstream.faults.workers" => fault(p.index)
+                .and_then(|f| f.workers.as_ref())
+                .map(|w| w.span()),
             "downstream.faults.jitter" => fault(p.index)
                 .and_then(|f| f.jitter.as_ref())
                 .map(|j| j.span()),
@@ -228,16 +237,18 @@ impl RawScenario {
                 "down" => FaultOutcome::Down,
                 "reset" => FaultOutcome::Reset,
                 "slow" => FaultOutcome::Slow,
+                "capacity" => FaultOutcome::Capacity { workers: 0 },
                 other => {
                     return Err(ctx.err(
                         r.outcome.span(),
                         "downstream.faults.outcome",
                         format!(
-                            "{other:?} is not one of \"error\", \"hang\", \"down\", \"reset\", \"slow\""
+                            "{other:?} is not one of \"error\", \"hang\", \"down\", \"reset\", \"slow\", \"capacity\""
                         ),
                     ))
                 }
             };
+            let (outcome, latency) = fault_keys(ctx, f, outcome)?;
             // A fault's hosts are its lanes as a fleet's replicas are (a
             // scenario has one or the other, see `check`).
             let lanes = match (&r.replicas, &r.hosts) {
@@ -275,7 +286,7 @@ impl RawScenario {
             faults.push(Fault {
                 from: r.from.get_ref().0,
                 until: r.until.get_ref().0,
-                latency: r.latency.get_ref().0,
+                latency,
                 outcome,
                 replicas,
             });
@@ -475,12 +486,14 @@ impl RawScenario {
             let others = spec.max_concurrent.is_some()
                 || spec.rate_limit.is_some()
                 || spec.limit.is_some()
-                || spec.throttle.is_some();
+                || spec.throttle.is_some()
+                || spec.retry_budget.is_some();
             if others && spec.hosts.as_ref().is_some_and(|h| h.per_host) {
                 return Err(ctx.err(
                     s.span(),
                     "strategy.per_host",
-                    "a breaker per host goes without max_concurrent, rate_limit, limit and throttle (yet)",
+                    "a breaker per host goes without max_concurrent, rate_limit, limit, throttle \
+                     and retry_budget (yet)",
                 ));
             }
             if scenario.strategies.iter().any(|o| o.name == spec.name) {
@@ -622,6 +635,56 @@ fn server_growth(
         }
     };
     Ok((per_inflight, knee))
+}
+
+/// A fault's `latency` and `workers`, checked against its `outcome`: a
+/// `capacity` fault takes `workers` (its bound by the server's workers is
+/// checked in [`Scenario::check`]) and no `latency`, every other outcome a
+/// `latency` and no `workers`.
+fn fault_keys(
+    ctx: &Ctx<'_>,
+    f: &Spanned<RawFault>,
+    outcome: FaultOutcome,
+) -> Result<(FaultOutcome, Duration), ScenarioError> {
+    let r = f.get_ref();
+    let written = r.outcome.get_ref();
+    match (outcome, &r.latency, &r.workers) {
+        (FaultOutcome::Capacity { .. }, Some(l), _) => Err(ctx.err(
+            l.span(),
+            "downstream.faults.latency",
+            "a fault with outcome = \"capacity\" takes the server's service times: leave \
+             latency out (workers = N says how many of the server's workers are left)",
+        )),
+        (FaultOutcome::Capacity { .. }, None, None) => Err(ctx.err(
+            f.span(),
+            "downstream.faults.workers",
+            "missing: a fault with outcome = \"capacity\" needs workers (how many of the \
+             server's workers are left during the fault)",
+        )),
+        (FaultOutcome::Capacity { .. }, None, Some(w)) => {
+            let workers = int_in(ctx, w, "downstream.faults.workers", 0, MAX_WORKERS as i64)?;
+            Ok((
+                FaultOutcome::Capacity {
+                    workers: workers as usize,
+                },
+                Duration::ZERO,
+            ))
+        }
+        (_, _, Some(w)) => Err(ctx.err(
+            w.span(),
+            "downstream.faults.workers",
+            format!(
+                "is for outcome = \"capacity\" (the server's workers during the fault), not \
+                 outcome = {written:?}"
+            ),
+        )),
+        (_, None, None) => Err(ctx.err(
+            f.span(),
+            "downstream.faults.latency",
+            format!("missing: a fault with outcome = {written:?} needs latency"),
+        )),
+        (_, Some(l), None) => Ok((outcome, l.get_ref().0)),
+    }
 }
 
 /// Reads a fault's `jitter` (a duration); its limits are checked with the

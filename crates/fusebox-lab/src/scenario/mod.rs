@@ -24,7 +24,9 @@ pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
 pub use hosts::{Balance, HostPolicy, OutlierSpec, MAX_HOSTS};
 pub use param::ParamValue;
-pub use strategy::{HedgeConfig, Peer, PeerConfig, SeedConfig, StrategyKind, StrategySpec};
+pub use strategy::{
+    HedgeConfig, Peer, PeerConfig, RetryBudgetConfig, SeedConfig, StrategyKind, StrategySpec,
+};
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -994,6 +996,50 @@ impl Scenario {
             }
         }
         for (i, f) in self.downstream.faults.iter().enumerate() {
+            match (f.outcome, &self.downstream.server) {
+                (FaultOutcome::Capacity { .. }, None) => {
+                    return fail(
+                        "downstream.faults.outcome",
+                        Some(i),
+                        "a fault with outcome = \"capacity\" takes workers away from the \
+                         dependency's server: needs [downstream] server = { workers = .., \
+                         p90 = .., p99 = .. }"
+                            .into(),
+                    )
+                }
+                (FaultOutcome::Capacity { workers }, Some(s)) if workers > s.workers => {
+                    return fail(
+                        "downstream.faults.workers",
+                        Some(i),
+                        format!(
+                            "{workers} is more than the server has (downstream.server.workers = \
+                             {}): a capacity fault leaves 0 to {} of them",
+                            s.workers, s.workers
+                        ),
+                    )
+                }
+                (FaultOutcome::Capacity { .. }, Some(_)) if f.replicas.is_some() => {
+                    return fail(
+                        "downstream.faults.replicas",
+                        Some(i),
+                        "one server is behind every replica: a capacity fault hits them all, \
+                         leave replicas out"
+                            .into(),
+                    )
+                }
+                (FaultOutcome::Capacity { .. }, Some(_)) | (_, None) => {}
+                (other, Some(_)) => {
+                    return fail(
+                        "downstream.faults.outcome",
+                        Some(i),
+                        format!(
+                            "a [downstream] server draws its own service times: of the faults \
+                             only outcome = \"capacity\" applies to it, not {:?}",
+                            other.as_str()
+                        ),
+                    )
+                }
+            }
             if f.outcome == FaultOutcome::Hang && self.client.timeout.is_none() {
                 return fail(
                     "client.timeout",

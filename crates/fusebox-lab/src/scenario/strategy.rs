@@ -5,8 +5,10 @@
 //! [`::fusebox::BreakerConfig`] (read and validated by the library, see
 //! [`super::fusebox`]), plus `max_concurrent` (a bulkhead) and `rate_limit`
 //! (a rate limiter, the keys of [`::fusebox::ratelimit::RateLimitConfig`]),
-//! `limit`, `throttle` and `hedge` ([`HedgeConfig`]: the settings of
-//! [`::fusebox::hedge::Hedge`]'s builder, checked by it);
+//! `limit`, `throttle`, `hedge` ([`HedgeConfig`]: the settings of
+//! [`::fusebox::hedge::Hedge`]'s builder, checked by it) and
+//! `retry_budget` ([`RetryBudgetConfig`]: those of
+//! [`::fusebox::retry::RetryBudget`]'s builder, checked by it);
 //! `seed` and the peers the two the article's breaker has,
 //! `consecutive_failures` and `open_for`.
 
@@ -70,6 +72,66 @@ pub struct StrategySpec {
     /// client gives up on a call after this long, in place of `[client]
     /// timeout` (a breaker with a timeout beside strategies without one).
     pub timeout: Option<Duration>,
+    /// `retry_budget` (`kind = "fusebox"` only), e.g. `retry_budget = {
+    /// ratio = 0.1, min_per_second = 1 }`: the `[client] retries` of this
+    /// strategy are made only while the library's
+    /// [`RetryBudget`](::fusebox::retry::RetryBudget) allows: each request
+    /// deposits `ratio` of a retry, each retry takes one; a retry refused
+    /// leaves the request with its failure.
+    pub retry_budget: Option<RetryBudgetConfig>,
+}
+
+/// `retry_budget = { ratio = 0.1, min_per_second = 1, window = "10s" }`:
+/// the settings of a [`::fusebox::retry::RetryBudget`]; a key left out
+/// takes the library's default (0.2, 10, 10 s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryBudgetConfig {
+    /// `ratio`: retries allowed per request, on average.
+    pub ratio: Option<f64>,
+    /// `min_per_second`: retries a second always allowed.
+    pub min_per_second: Option<u32>,
+    /// `window`: how long deposits and retries count.
+    pub window: Option<Duration>,
+}
+
+impl RetryBudgetConfig {
+    /// The library's budget with these settings, on `clock`.
+    ///
+    /// # Errors
+    ///
+    /// What the library's builder refuses (checked when the scenario was
+    /// read, so a run does not see it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::RetryBudgetConfig;
+    ///
+    /// let c = RetryBudgetConfig { ratio: Some(0.1), min_per_second: Some(0), window: None };
+    /// let budget = c.build(fusebox::ManualClock::new())?;
+    /// for _ in 0..10 {
+    ///     budget.deposit(); // ten requests pay for one retry
+    /// }
+    /// assert!(budget.try_withdraw());
+    /// assert!(!budget.try_withdraw());
+    /// # Ok::<(), fusebox::retry::RetryConfigError>(())
+    /// ```
+    pub fn build(
+        &self,
+        clock: impl ::fusebox::Clock,
+    ) -> Result<::fusebox::retry::RetryBudget, ::fusebox::retry::RetryConfigError> {
+        let mut b = ::fusebox::retry::RetryBudget::builder().clock(clock);
+        if let Some(r) = self.ratio {
+            b = b.ratio(r);
+        }
+        if let Some(n) = self.min_per_second {
+            b = b.min_per_second(n);
+        }
+        if let Some(w) = self.window {
+            b = b.window(w);
+        }
+        b.build()
+    }
 }
 
 /// `hedge = { delay = "p95", max_extra = 1, min_samples = 100 }`: the
@@ -460,6 +522,83 @@ fn hedge(
     Ok(config)
 }
 
+/// The key of a fusebox strategy's retry budget.
+const RETRY_BUDGET: &str = "retry_budget";
+
+/// Largest `min_per_second` of a retry budget.
+const MAX_RETRIES_PER_SECOND: i64 = 1_000_000;
+
+/// `retry_budget`: a table of a retry budget's settings, on a fusebox
+/// strategy. An error names the key inside it (`strategy.retry_budget.ratio`).
+fn retry_budget(
+    ctx: &Ctx<'_>,
+    kind: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<RetryBudgetConfig, ScenarioError> {
+    let policy = PolicyTable {
+        key: RETRY_BUDGET,
+        what: "a retry budget",
+        example: "{ ratio = 0.1, min_per_second = 1 }",
+    };
+    let table = policy.table(ctx, kind, v)?;
+    let err = |inner: &str, message: String| policy.err(ctx, v, inner, message);
+    let mut config = RetryBudgetConfig {
+        ratio: None,
+        min_per_second: None,
+        window: None,
+    };
+    for (key, value) in table {
+        match key.as_str() {
+            "ratio" => {
+                config.ratio = Some(match value {
+                    toml::Value::Float(x) => *x,
+                    toml::Value::Integer(n) => *n as f64,
+                    other => {
+                        return Err(err(
+                            key,
+                            format!(
+                                "must be a number of retries per request such as 0.1, not {other}"
+                            ),
+                        ))
+                    }
+                })
+            }
+            "min_per_second" => {
+                config.min_per_second = Some(match value.as_integer() {
+                    Some(n) if (0..=MAX_RETRIES_PER_SECOND).contains(&n) => n as u32,
+                    _ => {
+                        return Err(err(
+                            key,
+                            format!(
+                                "must be a whole number of retries a second from 0 to \
+                                 {MAX_RETRIES_PER_SECOND}, not {value}"
+                            ),
+                        ))
+                    }
+                })
+            }
+            "window" => {
+                let d = value
+                    .as_str()
+                    .ok_or_else(|| format!("must be a duration such as \"10s\", not {value}"))
+                    .and_then(parse_value)
+                    .map_err(|e| err(key, e))?;
+                config.window = Some(d);
+            }
+            _ => {
+                return Err(err(
+                    key,
+                    "unknown key (a retry budget's keys: ratio, min_per_second, window)".into(),
+                ))
+            }
+        }
+    }
+    config
+        .build(::fusebox::ManualClock::new())
+        .map_err(|e| err(e.field(), e.to_string()))?;
+    Ok(config)
+}
+
 /// A hedge's `delay`: `"p95"` (a quantile, above p0 and below p100) or a
 /// duration above zero.
 fn hedge_delay(v: &toml::Value) -> Result<::fusebox::hedge::Delay, String> {
@@ -581,6 +720,7 @@ impl RawStrategy {
                     THROTTLE,
                     HEDGE,
                     TIMEOUT,
+                    RETRY_BUDGET,
                 ]
                 .contains(&k.as_str())
                     && ![hosts::PER_HOST, hosts::BALANCE, hosts::OUTLIERS].contains(&k.as_str())
@@ -613,6 +753,11 @@ impl RawStrategy {
             .map(|v| hedge(ctx, kind_str, v))
             .transpose()?;
         let timeout = self.0.get(TIMEOUT).map(|v| timeout(ctx, v)).transpose()?;
+        let retry_budget = self
+            .0
+            .get(RETRY_BUDGET)
+            .map(|v| retry_budget(ctx, kind_str, v))
+            .transpose()?;
         let article: &[&str] = &["consecutive_failures", "open_for"];
         let (allowed, kind): (&[&str], StrategyKind) = match kind_str {
             "none" => (&[], StrategyKind::None),
@@ -674,6 +819,7 @@ impl RawStrategy {
             hosts: None,
             hedge,
             timeout,
+            retry_budget,
         })
     }
 
