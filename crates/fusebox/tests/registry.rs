@@ -1788,3 +1788,35 @@ mod throttles {
         }
     }
 }
+
+/// A dependency's retry budget ages its deposits on the registry's clock:
+/// a success's deposit pays for a retry until the budget's 10 s window has
+/// passed on that clock, and not after.
+#[test]
+fn a_dependencys_retry_budget_runs_on_the_registrys_clock() {
+    let clock = ManualClock::new();
+    let mut config = FuseboxConfig::default();
+    config.dependencies.insert(
+        "inventory".into(),
+        DependencyConfig {
+            retry: Some(RetryConfig {
+                max_attempts: Some(2),
+                budget_ratio: Some(1.0),
+                budget_min_per_second: Some(0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    let fusebox = Fusebox::builder()
+        .config(config)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let p = fusebox.pipeline("inventory");
+    let budget = p.retry().and_then(|r| r.budget()).expect("a budget");
+    budget.deposit();
+    assert_eq!(budget.balance(), 1);
+    clock.advance(Duration::from_secs(11));
+    assert_eq!(budget.balance(), 0, "the deposit aged out on the registry's clock");
+}

@@ -274,6 +274,15 @@ impl RetryConfig {
     /// assert_eq!(err.key(), "backoff_factor");
     /// ```
     pub fn build(&self) -> Result<Retry, InvalidConfig> {
+        self.build_on(None)
+    }
+
+    /// [`build`](Self::build), with the budget's deposits aged by `clock`
+    /// (a registry's) rather than the monotonic clock.
+    pub(super) fn build_on(
+        &self,
+        clock: Option<&super::SharedClock>,
+    ) -> Result<Retry, InvalidConfig> {
         let err =
             |key: &str, e: crate::retry::RetryConfigError| InvalidConfig::new(key, e.to_string());
         let initial = self.initial_backoff.unwrap_or(Duration::from_millis(100));
@@ -294,6 +303,9 @@ impl RetryConfig {
             let mut budget = RetryBudget::builder().ratio(ratio);
             if let Some(n) = self.budget_min_per_second {
                 budget = budget.min_per_second(n);
+            }
+            if let Some(clock) = clock {
+                budget = budget.clock(clock.clone());
             }
             b = b.budget(budget.build().map_err(|e| {
                 let key = if e.field() == "ratio" {

@@ -1052,8 +1052,8 @@ impl Fusebox {
                 return Some(r.clone());
             }
         }
-        // Validated when the config was accepted.
-        let retry = config.build().ok()?;
+        // Validated when the config was accepted; on the registry's clock.
+        let retry = config.build_on(self.inner.clock.as_ref()).ok()?;
         retries.insert(name.to_owned(), (config.clone(), retry.clone()));
         Some(retry)
     }
