@@ -1755,6 +1755,21 @@ mod throttles {
             1.5,
             "the settings in force stay"
         );
+
+        // A running throttle keeps its bucket count: a reload asking for
+        // another is refused before anything changes.
+        let mut other =
+            with_throttle(ThrottleConfig::default().window(Duration::from_secs(10), 20));
+        other
+            .breakers
+            .insert("other".into(), BreakerEntry::default());
+        let err = fusebox.reload(other).unwrap_err();
+        assert_eq!(err.key(), "dependencies.partner.throttle.buckets");
+        assert!(
+            fusebox.get("other").is_none(),
+            "nothing of that reload built"
+        );
+        assert_eq!(partner.config().k_value(), 1.5);
     }
 
     #[cfg(feature = "config")]
@@ -1818,5 +1833,9 @@ fn a_dependencys_retry_budget_runs_on_the_registrys_clock() {
     budget.deposit();
     assert_eq!(budget.balance(), 1);
     clock.advance(Duration::from_secs(11));
-    assert_eq!(budget.balance(), 0, "the deposit aged out on the registry's clock");
+    assert_eq!(
+        budget.balance(),
+        0,
+        "the deposit aged out on the registry's clock"
+    );
 }

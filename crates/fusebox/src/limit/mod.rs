@@ -239,6 +239,12 @@ impl AdaptiveLimit {
         }
     }
 
+    /// Whether [`reconfigure`](Self::reconfigure) takes `config`: any valid
+    /// one.
+    pub(crate) fn check(&self, config: &LimitConfig) -> Result<(), LimitConfigError> {
+        config.validate()
+    }
+
     /// Puts new settings in force, for every clone, keeping the calls in
     /// flight and the counters. The limit in force is kept, moved into the
     /// new `[min, max]` if it falls outside (`initial` is only where a new
@@ -264,7 +270,7 @@ impl AdaptiveLimit {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn reconfigure(&self, config: LimitConfig) -> Result<(), LimitConfigError> {
-        config.validate()?;
+        self.check(&config)?;
         let inner = &*self.inner;
         let mut open = lock(&inner.window);
         let limit = inner.limit.load(Ordering::Relaxed);

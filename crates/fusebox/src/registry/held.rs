@@ -38,6 +38,14 @@ pub(super) trait Held: Inspect + Clone {
     /// Puts `config` in force in place; whether a setting in force changed.
     fn apply(&self, config: &Self::Config) -> bool;
 
+    /// Whether [`apply`](Held::apply) can put `config` (validated) in force
+    /// on this policy, `name`, as it runs (a reload checks every policy
+    /// before it changes any).
+    fn check(&self, name: &str, config: &Self::Config) -> Result<(), super::InvalidConfig> {
+        let _ = (name, config);
+        Ok(())
+    }
+
     /// Tells the observers of the policy, once it is installed.
     fn announce(&self, name: &str, tags: &Tags, observers: &[Arc<dyn Observer>]) {
         for o in observers {
@@ -111,6 +119,10 @@ pub(super) trait Kind: Send + Sync {
 
     /// Every policy now.
     fn statuses(&self) -> Vec<PolicyStatus>;
+
+    /// Whether every built policy `new` names can take its settings in
+    /// place (see [`Held::check`]).
+    fn check(&self, new: &FuseboxConfig) -> Result<(), super::InvalidConfig>;
 }
 
 impl<P: Held> Kind for Table<P> {
@@ -152,6 +164,15 @@ impl<P: Held> Kind for Table<P> {
             }
         }
         report.removed.extend(removed);
+    }
+
+    fn check(&self, new: &FuseboxConfig) -> Result<(), super::InvalidConfig> {
+        for (name, _, policy) in self.list() {
+            if let Some((config, _)) = P::config_of(new, &name) {
+                policy.check(&name, &config)?;
+            }
+        }
+        Ok(())
     }
 
     fn statuses(&self) -> Vec<PolicyStatus> {
@@ -271,6 +292,13 @@ macro_rules! dependency_policy {
 
             fn apply(&self, config: &Self::Config) -> bool {
                 self.config() != *config && self.reconfigure(*config).is_ok()
+            }
+
+            fn check(&self, name: &str, config: &Self::Config) -> Result<(), super::InvalidConfig> {
+                self.check(config).map_err(|e| {
+                    super::InvalidConfig::from(e)
+                        .under(&format!("dependencies.{name}.{}", stringify!($field)))
+                })
             }
         }
     };

@@ -1230,6 +1230,9 @@ impl Fusebox {
     pub fn reload(&self, config: FuseboxConfig) -> Result<Reloaded, InvalidConfig> {
         config.validate()?;
         config.check_budget(self.inner.budget)?;
+        for table in self.inner.tables() {
+            table.check(&config)?;
+        }
         let old = std::mem::replace(&mut *write(&self.inner.config), config.clone());
         let mut report = Reloaded::default();
         let gone = |names: Vec<&String>, new: Vec<&String>| -> Vec<String> {

@@ -72,10 +72,10 @@ pub use self::error::Throttled;
 use crate::clock::{Clock, MonotonicClock};
 use crate::policy::{Mode, ModeCell};
 use crate::ConfigError;
-use arc_swap::ArcSwap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A throttle: cheap to clone (clones share their counts).
 ///
@@ -94,9 +94,9 @@ pub struct Throttle {
 }
 
 struct Inner {
-    /// The settings in force and the window they count in; swapped whole
-    /// by [`Throttle::reconfigure`].
-    shape: ArcSwap<Shape>,
+    /// The settings in force and the window they count in, changed in
+    /// place by [`Throttle::reconfigure`].
+    shape: Shape,
     clock: Arc<dyn Clock>,
     rng: AtomicU64,
     refused: AtomicU64,
@@ -104,21 +104,30 @@ struct Inner {
     mode: ModeCell,
 }
 
-/// The settings in force (the mode is `Inner::mode`'s) and the window's
-/// buckets, which a reconfigure that keeps the window's span and bucket
-/// count shares with the shape before it.
+/// The settings in force (the mode is `Inner::mode`'s), each in an atomic
+/// of its own so that a reconfigure changes them in place and a request
+/// reads them with plain loads, and the window's buckets, as many as the
+/// throttle was built with.
 struct Shape {
-    config: ThrottleConfig,
-    bucket_nanos: u64,
-    buckets: Arc<[Bucket]>,
+    /// `k`, as `f64` bits.
+    k: AtomicU64,
+    padding: AtomicU64,
+    /// `max_rejection`, as `f64` bits.
+    max_rejection: AtomicU64,
+    /// The window's span, in ns.
+    window: AtomicU64,
+    bucket_nanos: AtomicU64,
+    buckets: Box<[Bucket]>,
 }
 
 impl Shape {
     fn new(config: ThrottleConfig) -> Shape {
-        let window = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
-        Shape {
-            config,
-            bucket_nanos: (window / u64::from(config.buckets)).max(1),
+        let shape = Shape {
+            k: AtomicU64::new(0),
+            padding: AtomicU64::new(0),
+            max_rejection: AtomicU64::new(0),
+            window: AtomicU64::new(0),
+            bucket_nanos: AtomicU64::new(0),
             buckets: (0..config.buckets)
                 .map(|_| Bucket {
                     period: AtomicU64::new(0),
@@ -126,7 +135,51 @@ impl Shape {
                     accepts: AtomicU64::new(0),
                 })
                 .collect(),
+        };
+        shape.set(config);
+        shape
+    }
+
+    /// Puts `config`'s settings in force (its bucket count is the
+    /// shape's); a new span empties the buckets.
+    fn set(&self, config: ThrottleConfig) {
+        // Relaxed (all of them): settings read independently; a request
+        // racing a reconfigure may mix old and new ones, as it may meet
+        // either.
+        let window = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
+        self.k.store(config.k.to_bits(), Ordering::Relaxed);
+        self.padding
+            .store(u64::from(config.padding), Ordering::Relaxed);
+        self.max_rejection
+            .store(config.max_rejection.to_bits(), Ordering::Relaxed);
+        if self.window.swap(window, Ordering::Relaxed) != window {
+            let n = self.buckets.len() as u64;
+            self.bucket_nanos
+                .store((window / n).max(1), Ordering::Relaxed);
+            for b in self.buckets.iter() {
+                // Release: a thread that sees the period gone sees the
+                // counts emptied (see `bucket`).
+                b.requests.store(0, Ordering::Relaxed);
+                b.accepts.store(0, Ordering::Relaxed);
+                b.period.store(0, Ordering::Release);
+            }
         }
+    }
+
+    /// The settings in force (`mode` left as `Enforce`).
+    fn config(&self) -> ThrottleConfig {
+        ThrottleConfig {
+            k: f64::from_bits(self.k.load(Ordering::Relaxed)),
+            window: Duration::from_nanos(self.window.load(Ordering::Relaxed)),
+            buckets: u32::try_from(self.buckets.len()).unwrap_or(u32::MAX),
+            padding: u32::try_from(self.padding.load(Ordering::Relaxed)).unwrap_or(u32::MAX),
+            max_rejection: f64::from_bits(self.max_rejection.load(Ordering::Relaxed)),
+            mode: Mode::Enforce,
+        }
+    }
+
+    fn bucket_nanos(&self) -> u64 {
+        self.bucket_nanos.load(Ordering::Relaxed)
     }
 }
 
@@ -217,19 +270,21 @@ impl Throttle {
     pub fn config(&self) -> ThrottleConfig {
         ThrottleConfig {
             mode: self.mode(),
-            ..self.inner.shape.load().config
+            ..self.inner.shape.config()
         }
     }
 
     /// Puts new settings in force, for every clone. `k`, `padding` and
     /// `max_rejection` apply from the next request on, over the counts the
-    /// window holds; a new `window` or bucket count starts an empty window
-    /// (nothing is refused until it fills again: the safe direction).
-    /// Permits given before keep their verdicts' meaning.
+    /// window holds; a new `window` span starts an empty window (nothing is
+    /// refused until it fills again: the safe direction). The bucket count
+    /// is the one the throttle was built with.
     ///
     /// # Errors
     ///
-    /// As [`ThrottleConfig::validate`]; the throttle is then left as it was.
+    /// As [`ThrottleConfig::validate`], or `buckets` when it differs from
+    /// the count the throttle was built with (build a new throttle for
+    /// another); the throttle is then left as it was.
     ///
     /// # Examples
     ///
@@ -246,15 +301,25 @@ impl Throttle {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn reconfigure(&self, config: ThrottleConfig) -> Result<(), ConfigError> {
-        config.validate()?;
+        self.check(&config)?;
         let inner = &*self.inner;
-        let old = inner.shape.load();
-        let mut shape = Shape::new(config);
-        if shape.bucket_nanos == old.bucket_nanos && shape.buckets.len() == old.buckets.len() {
-            shape.buckets = old.buckets.clone();
-        }
-        inner.shape.store(Arc::new(shape));
+        inner.shape.set(config);
         inner.mode.set(config.mode);
+        Ok(())
+    }
+
+    /// Whether [`reconfigure`](Self::reconfigure) takes `config`.
+    pub(crate) fn check(&self, config: &ThrottleConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        let built = self.inner.shape.buckets.len();
+        if config.buckets as usize != built {
+            return Err(ConfigError::of(
+                "throttle",
+                "buckets",
+                config.buckets,
+                "a running throttle keeps the bucket count it was built with",
+            ));
+        }
         Ok(())
     }
 
@@ -323,13 +388,13 @@ impl Throttle {
             return Ok(None);
         }
         let now = inner.clock.now_nanos();
-        let shape = inner.shape.load();
+        let shape = &inner.shape;
         let (requests, accepts) = shape.totals(now);
         let p = shape.probability(requests, accepts);
         shape.bucket(now).requests.fetch_add(1, Ordering::Relaxed);
         // The period `bucket` counted it in (derived, not read back: the
         // bucket may be reused for a later one meanwhile).
-        let period = now / shape.bucket_nanos + 1;
+        let period = now / shape.bucket_nanos() + 1;
         if p > 0.0 && inner.draw() < p {
             // Relaxed (all counts): statistics, nothing is published through them.
             if mode == Mode::Shadow {
@@ -347,7 +412,7 @@ impl Throttle {
     /// not been made. Nothing once its bucket has left the window (a bucket
     /// reused for a later period is not touched).
     pub(crate) fn uncount(&self, period: u64) {
-        let shape = self.inner.shape.load();
+        let shape = &self.inner.shape;
         let n = shape.buckets.len() as u64;
         let b = &shape.buckets[(period % n) as usize];
         // Acquire: pairs with the bucket's reuse (see `bucket`).
@@ -364,7 +429,6 @@ impl Throttle {
         let inner = &*self.inner;
         inner
             .shape
-            .load()
             .bucket(inner.clock.now_nanos())
             .accepts
             .fetch_add(1, Ordering::Relaxed);
@@ -407,7 +471,7 @@ impl Throttle {
     /// ```
     pub fn rejection_probability(&self) -> f64 {
         let inner = &*self.inner;
-        let shape = inner.shape.load();
+        let shape = &inner.shape;
         let (requests, accepts) = shape.totals(inner.clock.now_nanos());
         shape.probability(requests, accepts)
     }
@@ -425,7 +489,7 @@ impl Throttle {
     /// ```
     pub fn snapshot(&self) -> ThrottleSnapshot {
         let inner = &*self.inner;
-        let shape = inner.shape.load();
+        let shape = &inner.shape;
         let (requests, accepts) = shape.totals(inner.clock.now_nanos());
         ThrottleSnapshot {
             requests,
@@ -442,7 +506,7 @@ impl Shape {
     /// period. Two threads starting a bucket at once may lose a count of
     /// the one that added before the other emptied it: a statistic.
     fn bucket(&self, now: u64) -> &Bucket {
-        let period = now / self.bucket_nanos + 1;
+        let period = now / self.bucket_nanos() + 1;
         let n = self.buckets.len() as u64;
         let b = &self.buckets[(period % n) as usize];
         // Acquire/Release: whoever sees the new period sees the emptied counts.
@@ -460,7 +524,7 @@ impl Shape {
 
     /// Requests and accepts of the buckets within the window ending at `now`.
     fn totals(&self, now: u64) -> (u64, u64) {
-        let period = now / self.bucket_nanos + 1;
+        let period = now / self.bucket_nanos() + 1;
         let n = self.buckets.len() as u64;
         let (mut requests, mut accepts) = (0, 0);
         for b in self.buckets.iter() {
@@ -474,12 +538,15 @@ impl Shape {
     }
 
     fn probability(&self, requests: u64, accepts: u64) -> f64 {
-        let c = &self.config;
-        let excess = requests as f64 - c.k * accepts as f64;
+        // Relaxed: see `set`.
+        let k = f64::from_bits(self.k.load(Ordering::Relaxed));
+        let excess = requests as f64 - k * accepts as f64;
         if excess <= 0.0 {
             return 0.0;
         }
-        (excess / (requests as f64 + f64::from(c.padding))).min(c.max_rejection)
+        let padding = self.padding.load(Ordering::Relaxed) as f64;
+        let max = f64::from_bits(self.max_rejection.load(Ordering::Relaxed));
+        (excess / (requests as f64 + padding)).min(max)
     }
 }
 
@@ -667,7 +734,7 @@ impl Builder {
         });
         Ok(Throttle {
             inner: Arc::new(Inner {
-                shape: ArcSwap::from_pointee(Shape::new(config)),
+                shape: Shape::new(config),
                 clock: self.clock.unwrap_or_else(|| Arc::new(MonotonicClock)),
                 rng: AtomicU64::new(seed),
                 refused: AtomicU64::new(0),
