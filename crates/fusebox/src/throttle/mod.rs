@@ -178,8 +178,11 @@ impl Shape {
         }
     }
 
-    fn bucket_nanos(&self) -> u64 {
-        self.bucket_nanos.load(Ordering::Relaxed)
+    /// The bucket period of the time `now` (its index from the start, +1;
+    /// 0 is "none yet").
+    #[inline]
+    fn period(&self, now: u64) -> u64 {
+        now / self.bucket_nanos.load(Ordering::Relaxed) + 1
     }
 }
 
@@ -389,12 +392,12 @@ impl Throttle {
         }
         let now = inner.clock.now_nanos();
         let shape = &inner.shape;
-        let (requests, accepts) = shape.totals(now);
+        // The period it is counted in (derived, not read back from the
+        // bucket: it may be reused for a later one meanwhile).
+        let period = shape.period(now);
+        let (requests, accepts) = shape.totals(period);
         let p = shape.probability(requests, accepts);
-        shape.bucket(now).requests.fetch_add(1, Ordering::Relaxed);
-        // The period `bucket` counted it in (derived, not read back: the
-        // bucket may be reused for a later one meanwhile).
-        let period = now / shape.bucket_nanos() + 1;
+        shape.bucket(period).requests.fetch_add(1, Ordering::Relaxed);
         if p > 0.0 && inner.draw() < p {
             // Relaxed (all counts): statistics, nothing is published through them.
             if mode == Mode::Shadow {
@@ -429,7 +432,7 @@ impl Throttle {
         let inner = &*self.inner;
         inner
             .shape
-            .bucket(inner.clock.now_nanos())
+            .bucket(inner.shape.period(inner.clock.now_nanos()))
             .accepts
             .fetch_add(1, Ordering::Relaxed);
     }
@@ -472,7 +475,7 @@ impl Throttle {
     pub fn rejection_probability(&self) -> f64 {
         let inner = &*self.inner;
         let shape = &inner.shape;
-        let (requests, accepts) = shape.totals(inner.clock.now_nanos());
+        let (requests, accepts) = shape.totals(shape.period(inner.clock.now_nanos()));
         shape.probability(requests, accepts)
     }
 
@@ -490,7 +493,7 @@ impl Throttle {
     pub fn snapshot(&self) -> ThrottleSnapshot {
         let inner = &*self.inner;
         let shape = &inner.shape;
-        let (requests, accepts) = shape.totals(inner.clock.now_nanos());
+        let (requests, accepts) = shape.totals(shape.period(inner.clock.now_nanos()));
         ThrottleSnapshot {
             requests,
             accepts,
@@ -502,11 +505,9 @@ impl Throttle {
 }
 
 impl Shape {
-    /// The bucket of the time `now`, emptied first if it held an older
-    /// period. Two threads starting a bucket at once may lose a count of
+    /// The bucket of `period`, emptied first if it held an older one. Two threads starting a bucket at once may lose a count of
     /// the one that added before the other emptied it: a statistic.
-    fn bucket(&self, now: u64) -> &Bucket {
-        let period = now / self.bucket_nanos() + 1;
+    fn bucket(&self, period: u64) -> &Bucket {
         let n = self.buckets.len() as u64;
         let b = &self.buckets[(period % n) as usize];
         // Acquire/Release: whoever sees the new period sees the emptied counts.
@@ -522,9 +523,9 @@ impl Shape {
         b
     }
 
-    /// Requests and accepts of the buckets within the window ending at `now`.
-    fn totals(&self, now: u64) -> (u64, u64) {
-        let period = now / self.bucket_nanos() + 1;
+    /// Requests and accepts of the buckets within the window ending with
+    /// `period`.
+    fn totals(&self, period: u64) -> (u64, u64) {
         let n = self.buckets.len() as u64;
         let (mut requests, mut accepts) = (0, 0);
         for b in self.buckets.iter() {
