@@ -93,7 +93,11 @@ fn a_reconfigure_that_moves_the_limit_fences_earlier_answers() {
             .window(Duration::from_secs(1), 1),
     )
     .unwrap();
-    assert_eq!((l.limit(), l.snapshot().generation), (10, 1), "20 into [1, 10]");
+    assert_eq!(
+        (l.limit(), l.snapshot().generation),
+        (10, 1),
+        "20 into [1, 10]"
+    );
     clock.advance(Duration::from_secs(1));
     before.dropped(); // admitted under 20: no cut of the new limit
     assert_eq!((l.snapshot().fenced, l.limit()), (1, 10));
