@@ -9,7 +9,7 @@ use super::protocol::{Core, Kind, Live, Nanos, Now, Settings, Ticket, NO_START};
 use super::types::{CallEvent, Outcome, Rejected, Transition};
 use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
 use crate::policy::Mode;
-use crate::sync::{AtomicU16, AtomicU64, Ordering, Padded, Swap};
+use crate::sync::{AtomicU16, AtomicU64, Ordering, Swap};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -115,15 +115,13 @@ const FULL_TOLD: u16 = 512;
 /// `c % n == 0` exactly when `(c * d⁻¹ mod 2^64)` rotated right by `k` is
 /// at most `u64::MAX / n` (Hacker's Delight, 10-17).
 struct Sampler {
-    /// One in this many (0 or 1: every one).
-    n: u64,
     count: AtomicU64,
     /// The inverse of `n`'s odd part, mod 2^64.
     inverse: u64,
-    /// `n`'s trailing zeros.
-    shift: u32,
-    /// `u64::MAX / n`.
+    /// `u64::MAX / n`: `u64::MAX` when every call is timed (`n` 0 or 1).
     limit: u64,
+    /// `n`'s trailing zeros.
+    shift: u8,
 }
 
 impl Sampler {
@@ -137,12 +135,16 @@ impl Sampler {
             inverse = inverse.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inverse)));
         }
         Sampler {
-            n,
             count: AtomicU64::new(0),
             inverse,
-            shift,
             limit: u64::MAX / m,
+            shift: shift as u8, // at most 63
         }
+    }
+
+    /// Whether it times fewer than every call.
+    fn samples(&self) -> bool {
+        self.limit != u64::MAX
     }
 
     /// Counts one call; whether it is one of the sample.
@@ -150,7 +152,7 @@ impl Sampler {
     fn due(&self) -> bool {
         // Relaxed: a count; the only thing it decides is which calls are timed.
         let c = self.count.fetch_add(1, Ordering::Relaxed);
-        Sampler::multiple(c, self.inverse, self.shift, self.limit)
+        Sampler::multiple(c, self.inverse, u32::from(self.shift), self.limit)
     }
 
     /// Whether `c` is a multiple of the `n` that `inverse`, `shift` and
@@ -171,9 +173,9 @@ pub(crate) struct Inner {
     /// With [`SAMPLED`], which admissions are timed: one in the smallest
     /// [`Timing::one_in`](super::listener::Timing::one_in) of the
     /// listeners (1 if one of them times every call, 0 without listeners).
-    /// On lines of its own: every admission of a sampled breaker writes its
-    /// count, which must not evict the fields every call reads.
-    sampler: Padded<Sampler>,
+    /// Boxed, and only for a breaker whose listeners sample, so that no
+    /// other breaker grows by it.
+    sampler: Option<Box<Sampler>>,
     /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
     /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`], [`TELL_REFUSALS`], [`SAMPLED`]
     /// and [`FULL_TOLD`], derived from the settings in force (and the
@@ -213,7 +215,9 @@ impl Inner {
             .map(|l| u64::from(l.timing().one_in()))
             .min()
             .unwrap_or(0);
-        let sampler = Padded(Sampler::new(sample));
+        let sampler = Some(Sampler::new(sample))
+            .filter(Sampler::samples)
+            .map(Box::new);
         let inner = Inner {
             core,
             clock,
@@ -244,7 +248,7 @@ impl Inner {
     fn path_for(&self, settings: &Settings) -> u16 {
         let needs = settings.rules.needs();
         let heard = !self.listeners.is_empty();
-        let sampled = heard && !needs.times_calls && self.sampler.0.n > 1;
+        let sampled = heard && !needs.times_calls && self.sampler.is_some();
         let time_calls = (needs.times_calls || heard) && !sampled;
         let settled = !needs.counts_successes && !self.core.tallied();
         let quiet = settled && !needs.times_calls && !heard;
@@ -375,7 +379,7 @@ impl Inner {
     /// [`Inner::acquire_slow`], which times it.
     #[inline(always)]
     fn untimed(&self, path: u16) -> bool {
-        path & (TIME_CALLS | OFF) == 0 && !self.sampler.0.due()
+        path & (TIME_CALLS | OFF) == 0 && self.sampler.as_ref().is_some_and(|s| !s.due())
     }
 
     /// Admission when [`Inner::fast_ticket`] could not decide: a closed
@@ -479,7 +483,8 @@ impl Inner {
     fn bypass(&self, path: u16) -> Ticket {
         let mut ticket = Ticket::BYPASS;
         if path & TIME_CALLS != 0
-            || (path & SAMPLED != 0 && (path & OFF == 0 || self.sampler.0.due()))
+            || (path & SAMPLED != 0
+                && (path & OFF == 0 || self.sampler.as_ref().is_some_and(|s| s.due())))
         {
             ticket.start = self.start_time();
         }
@@ -705,14 +710,17 @@ mod tests {
                 .chain((0..3000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
             for c in counts {
                 assert_eq!(
-                    Sampler::multiple(c, s.inverse, s.shift, s.limit),
+                    Sampler::multiple(c, s.inverse, u32::from(s.shift), s.limit),
                     c % n == 0,
                     "n {n}, c {c}"
                 );
             }
         }
-        let every = Sampler::new(0);
-        assert!((0..10).all(|_| every.due()));
+        for every in [Sampler::new(0), Sampler::new(1)] {
+            assert!(!every.samples());
+            assert!((0..10).all(|_| every.due()));
+        }
+        assert!(Sampler::new(2).samples());
         let four = Sampler::new(4);
         let due: Vec<bool> = (0..9).map(|_| four.due()).collect();
         assert_eq!(
