@@ -2,8 +2,8 @@
 //!
 //! This crate is never published (`publish = false`): the peers it measures
 //! (failsafe, recloser, tower-resilience-circuitbreaker, seatbelt, tower's
-//! `ConcurrencyLimit`, tokio's `Semaphore`) are dependencies of the benchmarks
-//! only, never of the library.
+//! `ConcurrencyLimit`, tower-resilience-adaptive, tokio's `Semaphore`) are
+//! dependencies of the benchmarks only, never of the library.
 //!
 //! The same harness drives the criterion benches (`cargo bench -p fusebox-bench`),
 //! the quick comparison (`cargo run --release -p fusebox-bench --bin compare`)

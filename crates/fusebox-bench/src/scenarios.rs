@@ -344,7 +344,7 @@ pub fn all() -> Vec<Scenario> {
     for (name, what, threads) in [
         (
             "instrumented_1t",
-            "closed path, bare breaker vs the same with the Prometheus Metrics listener (counters + duration histogram), 1 thread",
+            "closed path, bare breaker vs the same with the Prometheus Metrics listener (exact counters + duration histogram of one call in 16, its default; `_every`: of every call), 1 thread",
             1,
         ),
         (
@@ -359,6 +359,16 @@ pub fn all() -> Vec<Scenario> {
                 stack("fusebox", "consecutive+metrics", Stack::Metrics(REFERENCE)),
                 entry(Fusebox, "count_window", COUNT_100),
                 stack("fusebox", "count_window+metrics", Stack::Metrics(COUNT_100)),
+                stack(
+                    "fusebox",
+                    "consecutive+metrics_every",
+                    Stack::MetricsEveryCall(REFERENCE),
+                ),
+                stack(
+                    "fusebox",
+                    "count_window+metrics_every",
+                    Stack::MetricsEveryCall(COUNT_100),
+                ),
                 entry(Recloser, "consecutive", REFERENCE),
                 entry(Recloser, "count_window", COUNT_100),
                 baseline(),

@@ -15,9 +15,10 @@
 //! `HalfOpenMode::quick()`; failsafe admits every call in half-open and closes
 //! on the first success), closed again after one successful probe.
 //!
-//! The async peers (tower-resilience, seatbelt, tower's `ConcurrencyLimit`)
-//! are driven the way a user drives them: tower-resilience and
-//! `ConcurrencyLimit` through `ServiceExt::ready` + `call` inside a
+//! The async peers (tower-resilience, seatbelt, tower's `ConcurrencyLimit`,
+//! tower-resilience-adaptive) are driven the way a user drives them:
+//! tower-resilience, `ConcurrencyLimit` and tower-resilience-adaptive
+//! through `ServiceExt::ready` + `call` inside a
 //! current-thread tokio runtime (one per timing thread, as tower-resilience
 //! needs tokio's timer when its lock is contended); seatbelt's `execute`
 //! future is ready at once, so it is polled in place.
@@ -908,16 +909,21 @@ pub enum Limiter {
     FuseboxAdaptive,
     /// fusebox's `throttle::Throttle::try_acquire`, an accept after the call.
     FuseboxThrottle,
+    /// tower-resilience-adaptive 0.14's `AdaptiveLimiterLayer` with its
+    /// `Vegas` algorithm, driven by `ready().await` + `call().await` as
+    /// `ConcurrencyLimit` is (see [`tower_resilience_adaptive`]).
+    TowerResilienceAdaptive,
 }
 
 impl Limiter {
     /// Every limiter, fusebox first.
-    pub const ALL: [Limiter; 6] = [
+    pub const ALL: [Limiter; 7] = [
         Limiter::Fusebox,
         Limiter::FuseboxAdaptive,
         Limiter::FuseboxThrottle,
         Limiter::TokioSemaphore,
         Limiter::TowerConcurrencyLimit,
+        Limiter::TowerResilienceAdaptive,
         Limiter::Baseline,
     ];
 
@@ -930,6 +936,7 @@ impl Limiter {
             Limiter::TowerConcurrencyLimit => "tower-concurrency-limit",
             Limiter::FuseboxAdaptive => "fusebox/adaptive_limit",
             Limiter::FuseboxThrottle => "fusebox/throttle",
+            Limiter::TowerResilienceAdaptive => "tower-resilience-adaptive",
         }
     }
 
@@ -945,6 +952,7 @@ impl Limiter {
             Limiter::TowerConcurrencyLimit => Some(Box::new(TowerSubject(
                 tower::limit::ConcurrencyLimit::new(op_service(), limit),
             ))),
+            Limiter::TowerResilienceAdaptive => Some(tower_resilience_adaptive(limit)),
             #[cfg(not(feature = "adaptive"))]
             Limiter::FuseboxAdaptive | Limiter::FuseboxThrottle => None,
             #[cfg(feature = "adaptive")]
@@ -963,6 +971,40 @@ impl Limiter {
                     .build()
                     .expect("the default throttle"),
             ))),
+        }
+    }
+}
+
+/// tower-resilience-adaptive's limiter set as close to fusebox's default
+/// `AdaptiveLimit` (`LimitConfig::default()` with `initial` and `max` at
+/// `limit`, as the `FuseboxAdaptive` entry) as it allows: its `Vegas`
+/// algorithm (fusebox's default one), `initial_limit(limit)`,
+/// `min_limit(1)`, `max_limit(limit)`, `alpha(3)`, `beta(6)` (its defaults;
+/// fusebox's Vegas grows below `3 * step` and shrinks above `6 * step`,
+/// `step = max(1, floor(log10(limit)))`, which is 1 at 64). Unlike fusebox
+/// it has no window: every success updates its RTT averages and its limit
+/// (and every error halves the limit; `bulkhead_1t` has none).
+fn tower_resilience_adaptive(limit: usize) -> Box<dyn Subject> {
+    use tower::Layer;
+    use tower_resilience_adaptive::{AdaptiveLimiterLayer, Vegas};
+    let vegas = Vegas::builder()
+        .initial_limit(limit)
+        .min_limit(1)
+        .max_limit(limit.max(1))
+        .alpha(3)
+        .beta(6)
+        .build()
+        .expect("a valid Vegas config");
+    Box::new(TowerSubject(
+        AdaptiveLimiterLayer::new(vegas).layer(op_service()),
+    ))
+}
+
+impl IsRejected for tower_resilience_adaptive::AdaptiveError<u64> {
+    fn verdict(&self) -> Verdict {
+        match self {
+            tower_resilience_adaptive::AdaptiveError::LimitReached => Verdict::Rejected,
+            tower_resilience_adaptive::AdaptiveError::Service(_) => Verdict::Failed,
         }
     }
 }
@@ -1096,7 +1138,8 @@ fn fusebox_bulkhead(limit: usize) -> Option<Box<dyn Subject>> {
 /// | `PipelineAsync` | the same pipeline, `call_async` (tokio timeout, async bulkhead) in a current-thread runtime |
 /// | `FuseboxTower` | fusebox's tower layers: retry, breaker, bulkhead, timeout (as above), `ready` + `call` |
 /// | `TowerStack` | tower's own `Retry` (3 attempts) + `ConcurrencyLimit` (64) + `Timeout` (1 s), `ready` + `call` |
-/// | `Metrics(spec)` | a fusebox breaker for `spec` built by `fusebox::metrics::Metrics` (Prometheus counters and duration histogram) |
+/// | `Metrics(spec)` | a fusebox breaker for `spec` built by `fusebox::metrics::Metrics` (Prometheus counters and duration histogram; its default timing, one call in 16) |
+/// | `MetricsEveryCall(spec)` | the same with `Metrics::with_timing(Timing::Every)`: every call timed for the histogram |
 /// | `BreakerAsync(spec)` | a fusebox breaker for `spec`, `CircuitBreaker::call_async` on a ready future, polled in place (no runtime) |
 /// | `BreakerSet(spec)` | fusebox `BreakerSet<u64>` of `spec`'s breakers (`max_keys(1000)`), `set.call(&key, ..)`, the key cycling over [`KEYS`] keys that all have their breaker |
 /// | `SeatbeltKeyed(spec)` | seatbelt's breaker for `spec` partitioned by key (`breaker_id`), the input `(key, fail)`, keys as above |
@@ -1118,6 +1161,8 @@ pub enum Stack {
     TowerStack,
     /// A fusebox breaker with the Prometheus `Metrics` listener.
     Metrics(Spec),
+    /// The same, every call timed for the duration histogram.
+    MetricsEveryCall(Spec),
     /// A fusebox breaker driven through `call_async`.
     BreakerAsync(Spec),
     /// fusebox's `BreakerSet<u64>`, keys cycling over [`KEYS`].
@@ -1193,9 +1238,12 @@ impl Stack {
                     .service(op_service_as(|_| OpFailed));
                 Box::new(TowerSubject(svc))
             }
-            Stack::Metrics(spec) => {
+            Stack::Metrics(spec) | Stack::MetricsEveryCall(spec) => {
                 let mut registry = prometheus_client::registry::Registry::default();
-                let metrics = fusebox::metrics::Metrics::new(&mut registry);
+                let mut metrics = fusebox::metrics::Metrics::new(&mut registry);
+                if let Stack::MetricsEveryCall(_) = self {
+                    metrics = metrics.with_timing(fusebox::Timing::Every);
+                }
                 let breaker = metrics
                     .build("bench", fusebox_builder(&spec))
                     .expect("benchmark spec is a valid fusebox config");

@@ -223,6 +223,7 @@ fn sync_pipeline_and_instrumented_breakers_allocate_nothing() {
         Stack::Metrics(REFERENCE),
         Stack::Metrics(COUNT_100),
         Stack::Metrics(TIME_10S),
+        Stack::MetricsEveryCall(COUNT_100),
     ] {
         let s = stack.build();
         let mut r = s.runner(1);

@@ -173,7 +173,7 @@ pub mod set {
 pub use breaker::set::BreakerSet;
 pub use breaker::{
     Backoff, BreakerConfig, Builder, CallEvent, CircuitBreaker, ConfigError, Error, FailureBurst,
-    Listener, Outcome, Permit, Reason, Rejected, Snapshot, State, Transition,
+    Listener, Outcome, Permit, Reason, Rejected, Snapshot, State, Timing, Transition,
 };
 pub use bulkhead::{Bulkhead, BulkheadFull, BulkheadPermit, BulkheadSnapshot};
 pub use clock::{Clock, ManualClock, MonotonicClock};

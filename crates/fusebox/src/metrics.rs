@@ -8,7 +8,7 @@
 //! |---|---|---|---|
 //! | `fusebox_circuit_state` | gauge | `name`, `state` | 1 for the current state, 0 for the four others |
 //! | `fusebox_calls_total` | counter | `name`, `outcome` | calls by outcome: `success`, `failure`, `ignored`, `rejected`, `shadowed` (would have been rejected; let through in shadow mode, and counted again by its outcome when it finishes) |
-//! | `fusebox_call_duration_seconds` | histogram | `name` | admission to verdict, on the breaker's clock |
+//! | `fusebox_call_duration_seconds` | histogram | `name` | admission to verdict, on the breaker's clock, of the timed calls: one call in 16 by default (see [Sampled durations](#sampled-durations)) |
 //! | `fusebox_transitions_total` | counter | `name`, `from`, `to` | state changes |
 //! | `fusebox_failure_rate` | gauge | `name` | failure rate in the window, 0 to 1 |
 //! | `fusebox_slow_call_rate` | gauge | `name` | slow-call rate in the window, 0 to 1 |
@@ -37,15 +37,54 @@
 //!
 //! Counters and the histogram are updated by a [`MetricsListener`] on the
 //! breaker; their handles are created when the listener is, so a call costs
-//! three relaxed atomic adds, takes no lock and allocates nothing (the
-//! histogram is fusebox's own, of atomic buckets: prometheus-client's
-//! `Histogram` takes a mutex per observation).
+//! one relaxed atomic add (two more when it is timed), takes no lock and
+//! allocates nothing (the histogram is fusebox's own, of atomic buckets:
+//! prometheus-client's `Histogram` takes a mutex per observation).
 //! (A transition on an edge never taken before creates that edge's series
 //! once; `closed -> open`, `open -> half_open`, `half_open -> closed` and
 //! `half_open -> open` exist from the start, at 0, so `increase()` sees the
 //! first trip.) The gauges are read from [`CircuitBreaker::snapshot`] at
 //! scrape time, so they are exact when scraped, including an open breaker
 //! whose open period just ended (reading the state moves it to half-open).
+//!
+//! # Sampled durations
+//!
+//! `fusebox_calls_total` counts every call, exactly. The duration histogram
+//! holds the calls the breaker timed: by default ([`DEFAULT_TIMING`]) one
+//! call in 16, the breaker's 1st, 17th, 33rd, ... call over all its threads
+//! (the rule is [`Timing::OneIn`]'s), so that the other calls read no clock.
+//! The histogram is then a sample of the calls, taken at a regular stride
+//! and blind to their outcome and duration: its quantiles
+//! (`histogram_quantile`) and its mean (`_sum / _count`) estimate those of
+//! every call, while its `_count` is about a sixteenth of the calls
+//! (exactly `ceil(calls / 16)` for a breaker that stays closed, with no
+//! other listener and no slow-call rule), so count calls with
+//! `fusebox_calls_total`, not with the histogram. Half-open probes are
+//! always timed, and a breaker with a slow-call rule, or with another
+//! listener that wants every duration, times every call: the histogram then
+//! holds every call. (A stride can alias with traffic that repeats at the
+//! same period, such as a client whose every 16th call is a heavy one; time
+//! every call, or another `n`, if yours does.)
+//!
+//! [`Metrics::with_timing`] sets the sampling, [`Timing::Every`] to time
+//! every call:
+//!
+//! ```
+//! use fusebox::metrics::Metrics;
+//! use fusebox::{CircuitBreaker, Timing};
+//! use prometheus_client::registry::Registry;
+//!
+//! let mut registry = Registry::default();
+//! let every = Metrics::new(&mut registry).with_timing(Timing::Every);
+//! let db = every.build("db", CircuitBreaker::builder())?;
+//! for _ in 0..3 {
+//!     db.call(|| Ok::<_, std::io::Error>(()))?;
+//! }
+//! let text = fusebox::metrics::encode_text(&registry);
+//! assert!(text.contains(r#"fusebox_calls_total{name="db",outcome="success"} 3"#));
+//! assert!(text.contains(r#"fusebox_call_duration_seconds_count{name="db"} 3"#));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! # Examples
 //!
@@ -72,7 +111,7 @@ use crate::retry::RetryBudget;
 use crate::sync::{lock, Mutex};
 use crate::{
     Builder, Bulkhead, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State,
-    Transition,
+    Timing, Transition,
 };
 use crate::{Pipeline, PolicyStats};
 use prometheus_client::collector::Collector;
@@ -90,6 +129,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc; // std even under loom: not modelled, and loom's Arc cannot hold `dyn` or be a `self` type
 use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The calls a [`Metrics`] times for its duration histogram unless told
+/// otherwise ([`Metrics::with_timing`]): one admitted call in 16 (see
+/// [Sampled durations](self#sampled-durations)).
+///
+/// # Examples
+///
+/// ```
+/// use prometheus_client::registry::Registry;
+/// let metrics = fusebox::metrics::Metrics::new(&mut Registry::default());
+/// assert_eq!(metrics.timing(), fusebox::metrics::DEFAULT_TIMING);
+/// assert_eq!(fusebox::metrics::DEFAULT_TIMING, fusebox::Timing::OneIn(16));
+/// ```
+pub const DEFAULT_TIMING: Timing = Timing::OneIn(16);
 
 /// Upper bounds of the call-duration buckets: 1 ms to 10 s (plus `+Inf`).
 pub const DURATION_BUCKETS: [Duration; 13] = [
@@ -219,6 +272,8 @@ struct TransitionLabels {
 #[derive(Clone)]
 pub struct Metrics {
     shared: Arc<Shared>,
+    /// The calls this handle's listeners have timed.
+    timing: Timing,
 }
 
 struct Shared {
@@ -343,11 +398,17 @@ impl Metrics {
         match Self::registered_before(registry) {
             Some(first) => {
                 shared.registration.set(Registration::SILENT);
-                Metrics { shared: first }
+                Metrics {
+                    shared: first,
+                    timing: DEFAULT_TIMING,
+                }
             }
             None => {
                 shared.registration.set(Registration::EXPORTED);
-                Metrics { shared }
+                Metrics {
+                    shared,
+                    timing: DEFAULT_TIMING,
+                }
             }
         }
     }
@@ -371,9 +432,55 @@ impl Metrics {
             .cloned()
     }
 
+    /// This handle, its listeners timing `timing` of their breakers' calls
+    /// for the duration histogram (every call is counted either way; see
+    /// [Sampled durations](self#sampled-durations)). [`Timing::Every`]
+    /// times every call; [`Timing::OneIn(n)`](Timing::OneIn) one admitted
+    /// call in `n`. The default is [`DEFAULT_TIMING`]. Applies to the
+    /// listeners (and breakers) made afterwards through this handle; clones
+    /// share the families whatever their timing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::metrics::Metrics;
+    /// use fusebox::{CircuitBreaker, Timing};
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry).with_timing(Timing::OneIn(4));
+    /// let db = metrics.build("db", CircuitBreaker::builder())?;
+    /// for _ in 0..10 {
+    ///     db.call(|| Ok::<_, std::io::Error>(()))?;
+    /// }
+    /// let text = fusebox::metrics::encode_text(&registry);
+    /// assert!(text.contains(r#"fusebox_calls_total{name="db",outcome="success"} 10"#));
+    /// // The 1st, 5th and 9th calls were timed.
+    /// assert!(text.contains(r#"fusebox_call_duration_seconds_count{name="db"} 3"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_timing(mut self, timing: Timing) -> Metrics {
+        self.timing = timing;
+        self
+    }
+
+    /// The calls this handle's listeners have timed (see
+    /// [`with_timing`](Metrics::with_timing)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// let metrics = fusebox::metrics::Metrics::new(&mut Registry::default());
+    /// assert_eq!(metrics.with_timing(fusebox::Timing::Every).timing(), fusebox::Timing::Every);
+    /// ```
+    pub fn timing(&self) -> Timing {
+        self.timing
+    }
+
     /// A listener that counts the calls, durations and transitions of the
-    /// breaker `name`. Its counters are created now, so calls allocate
-    /// nothing.
+    /// breaker `name`, and asks for this handle's [`timing`](Metrics::timing)
+    /// of them. Its counters are created now, so calls allocate nothing.
     ///
     /// Use with [`Metrics::track`] (for the gauges), or use
     /// [`Metrics::build`], which does both.
@@ -412,6 +519,7 @@ impl Metrics {
             duration: Arc::clone(lock(&s.durations).entry(name.to_owned()).or_default()),
             transitions: s.transitions.clone(),
             edges,
+            timing: self.timing,
         };
         // The automatic edges exist from the start, at 0.
         for (from, to) in [
@@ -802,6 +910,8 @@ pub struct MetricsListener {
     transitions: Family<TransitionLabels, Counter>,
     /// `[from][to]`, created on first use.
     edges: [[OnceLock<Counter>; 5]; 5],
+    /// What it asks the breaker to time.
+    timing: Timing,
 }
 
 impl fmt::Debug for MetricsListener {
@@ -858,7 +968,13 @@ impl Listener for MetricsListener {
             Outcome::Failure => self.failure.inc(),
             Outcome::Ignore => self.ignored.inc(),
         };
-        self.duration.observe(c.duration);
+        if c.timed {
+            self.duration.observe(c.duration);
+        }
+    }
+
+    fn timing(&self) -> Timing {
+        self.timing
     }
 }
 

@@ -6,13 +6,13 @@
 #[cfg(loom)]
 #[allow(unused_imports)] // the policies use more of these than the breaker
 pub(crate) use loom::sync::{
-    atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+    atomic::{AtomicI64, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     Arc, Mutex, MutexGuard,
 };
 #[cfg(not(loom))]
 #[allow(unused_imports)] // the policies use more of these than the breaker
 pub(crate) use std::sync::{
-    atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+    atomic::{AtomicI64, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     Arc, Mutex, MutexGuard,
 };
 

@@ -3,7 +3,7 @@
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p fusebox --release --test loom`.
 #![cfg(loom)]
 
-use fusebox::{CircuitBreaker, ManualClock, State};
+use fusebox::{CallEvent, CircuitBreaker, Listener, ManualClock, State, Timing};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -246,6 +246,55 @@ fn full_window_mark_racing_a_failure() {
         b.call(|| Ok::<(), ()>(())).unwrap();
         let s = b.snapshot();
         assert_eq!((s.calls, s.failures), (2, 0), "the failure slid out");
+    });
+}
+
+/// Counts the calls it hears; samples their durations (one in two), so a
+/// success over a full window is told to it without the full verdict.
+struct Heard(Arc<AtomicUsize>);
+
+impl Listener for Heard {
+    fn on_call(&self, _: &CallEvent) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+    fn timing(&self) -> Timing {
+        Timing::OneIn(2)
+    }
+}
+
+/// The race above on a breaker with a listener that samples: the mark is
+/// set by the verdict that tells the listeners (not the silent one), and
+/// it never outlives the failure either; every call is heard.
+#[test]
+fn full_window_mark_racing_a_failure_with_a_sampling_listener() {
+    loom::model(|| {
+        let heard = Arc::new(AtomicUsize::new(0));
+        let b = CircuitBreaker::builder()
+            .failure_rate(1.0)
+            .count_window(2)
+            .min_calls(2)
+            .clock(ManualClock::new())
+            .listener(Heard(heard.clone()))
+            .build()
+            .unwrap();
+        for _ in 0..2 {
+            b.call(|| Ok::<(), ()>(())).unwrap();
+        }
+        let marker = {
+            let b = b.clone();
+            thread::spawn(move || b.call(|| Ok::<(), ()>(())).unwrap())
+        };
+        let p = b.try_acquire().unwrap();
+        let failure = thread::spawn(move || p.failure());
+        marker.join().unwrap();
+        failure.join().unwrap();
+        let s = b.snapshot();
+        assert_eq!((s.calls, s.failures, s.state), (2, 1, State::Closed));
+        b.call(|| Ok::<(), ()>(())).unwrap();
+        b.call(|| Ok::<(), ()>(())).unwrap();
+        let s = b.snapshot();
+        assert_eq!((s.calls, s.failures), (2, 0), "the failure slid out");
+        assert_eq!(heard.load(Ordering::SeqCst), 6, "every call heard");
     });
 }
 

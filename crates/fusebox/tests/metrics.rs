@@ -6,7 +6,7 @@
 use fusebox::metrics::Metrics;
 use fusebox::registry::{BreakerEntry, Fusebox, FuseboxConfig};
 use fusebox::BreakerConfig;
-use fusebox::{CircuitBreaker, ManualClock, Outcome};
+use fusebox::{CallEvent, CircuitBreaker, Listener, ManualClock, Outcome, Timing};
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -200,7 +200,9 @@ fn parser_reads_escapes_and_rejects_garbage() {
 fn open_half_open_closed_in_the_exposition() {
     let clock = ManualClock::new();
     let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry);
+    // Every call timed, so that the histogram below holds each of them (the
+    // default samples: see the test after this one).
+    let metrics = Metrics::new(&mut registry).with_timing(Timing::Every);
     let db = metrics
         .build(
             "db",
@@ -299,6 +301,188 @@ fn open_half_open_closed_in_the_exposition() {
     let e = scrape(&registry);
     assert_eq!(e.state("db"), "forced_open");
     assert_eq!(e.transitions("db", "closed", "forced_open"), 1.0);
+}
+
+/// Drives `breaker` through `calls` calls that never trip it (a success,
+/// a failure, an ignored call, in turn), call `i` taking `i % 7` ms on
+/// `clock`; returns the durations in ms of every call, in order.
+fn drive(breaker: &CircuitBreaker, clock: &ManualClock, calls: u64) -> Vec<u64> {
+    (0..calls)
+        .map(|i| {
+            let p = breaker.try_acquire().expect("a breaker that never trips");
+            clock.advance(Duration::from_millis(i % 7));
+            match i % 3 {
+                0 => p.success(),
+                1 => p.failure(),
+                _ => p.ignore(),
+            }
+            i % 7
+        })
+        .collect()
+}
+
+/// `(count, sum in ms)` of `name`'s duration histogram; checks that the
+/// buckets add up to the count.
+fn histogram(e: &Exposition, name: &str) -> (f64, f64) {
+    let count = e.get("fusebox_call_duration_seconds_count", &[("name", name)]);
+    let sum = e.get("fusebox_call_duration_seconds_sum", &[("name", name)]);
+    let inf = e.get(
+        "fusebox_call_duration_seconds_bucket",
+        &[("name", name), ("le", "+Inf")],
+    );
+    assert_eq!(inf, count, "{name}: +Inf bucket");
+    (count, (sum * 1e3).round())
+}
+
+#[test]
+fn counters_are_exact_and_the_histogram_times_one_call_in_n() {
+    const CALLS: u64 = 1000;
+    let clock = ManualClock::new();
+    let mut registry = Registry::default();
+    let sampled = Metrics::new(&mut registry);
+    assert_eq!(sampled.timing(), fusebox::metrics::DEFAULT_TIMING);
+    assert_eq!(fusebox::metrics::DEFAULT_TIMING, Timing::OneIn(16));
+    let every = sampled.clone().with_timing(Timing::Every);
+    let four = sampled.clone().with_timing(Timing::OneIn(4));
+    let count_window = || {
+        CircuitBreaker::builder()
+            .failure_rate(0.9)
+            .count_window(100)
+            .min_calls(100)
+            .clock(clock.clone())
+    };
+    let consecutive = || {
+        CircuitBreaker::builder()
+            .consecutive_failures(5)
+            .clock(clock.clone())
+    };
+    let breakers = [
+        (
+            "window_16",
+            sampled.build("window_16", count_window()).unwrap(),
+            16,
+        ),
+        (
+            "window_every",
+            every.build("window_every", count_window()).unwrap(),
+            1,
+        ),
+        (
+            "window_4",
+            four.build("window_4", count_window()).unwrap(),
+            4,
+        ),
+        (
+            "consecutive_16",
+            sampled.build("consecutive_16", consecutive()).unwrap(),
+            16,
+        ),
+        (
+            "consecutive_every",
+            every.build("consecutive_every", consecutive()).unwrap(),
+            1,
+        ),
+    ];
+    for (name, breaker, n) in &breakers {
+        let durations = drive(breaker, &clock, CALLS);
+        let e = scrape(&registry);
+        // Every call is counted, whatever the sampling.
+        assert_eq!(e.calls(name, "success"), 334.0, "{name}");
+        assert_eq!(e.calls(name, "failure"), 333.0, "{name}");
+        assert_eq!(e.calls(name, "ignored"), 333.0, "{name}");
+        assert_eq!(e.calls(name, "rejected"), 0.0, "{name}");
+        // The histogram holds the 1st, n+1th, 2n+1th, ... call, and only them.
+        let timed: Vec<u64> = durations.iter().copied().step_by(*n).collect();
+        assert_eq!(timed.len() as u64, CALLS.div_ceil(*n as u64), "{name}");
+        let (count, sum_ms) = histogram(&e, name);
+        assert_eq!(count, timed.len() as f64, "{name}: histogram count");
+        assert_eq!(
+            sum_ms,
+            timed.iter().sum::<u64>() as f64,
+            "{name}: histogram sum"
+        );
+    }
+}
+
+/// Counts what it hears; asks for every call to be timed.
+#[derive(Default)]
+struct Heard {
+    calls: std::sync::atomic::AtomicU64,
+    timed: std::sync::atomic::AtomicU64,
+}
+
+impl Listener for Heard {
+    fn on_call(&self, call: &CallEvent) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.calls.fetch_add(1, Relaxed);
+        if call.timed {
+            self.timed.fetch_add(1, Relaxed);
+        }
+    }
+}
+
+#[test]
+fn a_slow_call_rule_or_another_listener_has_every_call_timed() {
+    let clock = ManualClock::new();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let slow = metrics
+        .build(
+            "slow",
+            CircuitBreaker::builder()
+                .failure_rate(0.9)
+                .slow_calls(Duration::from_secs(10), 0.9)
+                .count_window(100)
+                .min_calls(100)
+                .clock(clock.clone()),
+        )
+        .unwrap();
+    let heard = std::sync::Arc::new(Heard::default());
+    let shared = metrics
+        .build(
+            "shared",
+            CircuitBreaker::builder()
+                .consecutive_failures(5)
+                .listener(std::sync::Arc::clone(&heard))
+                .clock(clock.clone()),
+        )
+        .unwrap();
+    for (name, breaker) in [("slow", &slow), ("shared", &shared)] {
+        let durations = drive(breaker, &clock, 100);
+        let (count, sum_ms) = histogram(&scrape(&registry), name);
+        assert_eq!(count, 100.0, "{name}");
+        assert_eq!(sum_ms, durations.iter().sum::<u64>() as f64, "{name}");
+    }
+    use std::sync::atomic::Ordering::Relaxed;
+    assert_eq!(heard.calls.load(Relaxed), 100);
+    assert_eq!(heard.timed.load(Relaxed), 100);
+}
+
+#[test]
+fn the_sample_is_exact_over_threads() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry).with_timing(Timing::OneIn(7));
+    let db = metrics
+        .build(
+            "db",
+            CircuitBreaker::builder()
+                .failure_rate(0.9)
+                .count_window(100)
+                .min_calls(100),
+        )
+        .unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..2500 {
+                    db.call(|| Ok::<_, ()>(())).unwrap();
+                }
+            });
+        }
+    });
+    let e = scrape(&registry);
+    assert_eq!(e.calls("db", "success"), 10_000.0);
+    assert_eq!(histogram(&e, "db").0, 10_000u64.div_ceil(7) as f64);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use super::protocol::{Core, Kind, Live, Nanos, Now, Settings, Ticket, NO_START};
 use super::types::{CallEvent, Outcome, Rejected, Transition};
 use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
 use crate::policy::Mode;
-use crate::sync::{AtomicU64, AtomicU8, Ordering, Swap};
+use crate::sync::{AtomicU16, AtomicU64, Ordering, Swap};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,39 +60,108 @@ const SEEN_STEP: Nanos = 1_000_000;
 
 /// Bit of [`Inner::path`]: admission must read the clock (slow calls or
 /// listeners need each call's duration).
-const TIME_CALLS: u8 = 1;
+const TIME_CALLS: u16 = 1;
 /// Bit of [`Inner::path`]: a closed-state success may be settled by
 /// [`Core::success_is_noop`] alone (no rule in force counts successes
 /// beyond its resident cells, as the consecutive rule does; no listener).
-const QUIET: u8 = 2;
+const QUIET: u16 = 2;
 
 /// Bit of [`Inner::path`]: the settings use a time window, which counts
 /// every call (so [`Inner::changes_nothing`] need not look).
-const TIME_WINDOW: u8 = 4;
+const TIME_WINDOW: u16 = 4;
 
 /// Bit of [`Inner::path`]: as [`QUIET`], listeners aside: a closed-state
 /// success that [`Core::success_is_noop`] approves changes nothing (no slow
 /// rule, no window, no tally), so only the listeners hear of it.
-const SETTLED: u8 = 8;
+const SETTLED: u16 = 8;
 
 /// Bit of [`Inner::path`]: as [`QUIET`] for a count window (no slow rule,
 /// no listener): a closed-state success that [`Core::success_is_noop`]
 /// approves while [`Core::window_full`] holds changes nothing and tells no
 /// one (it is counted, if the tally is on: see [`Core::tally_settled`]).
-const FULL_QUIET: u8 = 16;
+const FULL_QUIET: u16 = 16;
 
 /// Bit of [`Inner::path`]: the breaker runs in [`Mode::Shadow`]: a call
 /// it refuses is told to the listeners as shadowed and runs anyway, with a
 /// permit that counts for nothing.
-const SHADOW: u8 = 32;
+const SHADOW: u16 = 32;
 
 /// Bit of [`Inner::path`]: the breaker runs in [`Mode::Off`]: every call
 /// is admitted with a permit that counts for nothing.
-const OFF: u8 = 64;
+const OFF: u16 = 64;
 
 /// Bit of [`Inner::path`]: a refusal is heard (listeners, or [`SHADOW`]),
 /// so the open path takes [`Inner::tell_refusal`].
-const TELL_REFUSALS: u8 = 128;
+const TELL_REFUSALS: u16 = 128;
+
+/// Bit of [`Inner::path`], instead of [`TIME_CALLS`]: only the calls the
+/// [`Sampler`] picks read the clock (every listener samples, no slow-call
+/// rule).
+const SAMPLED: u16 = 256;
+
+/// Bit of [`Inner::path`]: as [`FULL_QUIET`] but for a breaker with
+/// listeners: a closed-state success that [`Core::success_is_noop`]
+/// approves while [`Core::window_full`] holds changes nothing, and only the
+/// listeners hear of it ([`Inner::tell_settled`]).
+const FULL_TOLD: u16 = 512;
+
+/// Which calls of a breaker whose listeners sample are timed: it counts
+/// the calls it is asked to admit, over all its threads (one atomic add
+/// each; in off mode the calls it lets through), and times those counted
+/// 1st, `n + 1`th, `2n + 1`th, ... that it admits (see
+/// [`Timing::OneIn`](super::listener::Timing::OneIn) for the rest of the
+/// rule). Whether the count is a multiple of `n` is found with a multiply
+/// and a rotate rather than a division: with `n = d * 2^k`, `d` odd,
+/// `c % n == 0` exactly when `(c * d⁻¹ mod 2^64)` rotated right by `k` is
+/// at most `u64::MAX / n` (Hacker's Delight, 10-17).
+struct Sampler {
+    count: AtomicU64,
+    /// The inverse of `n`'s odd part, mod 2^64.
+    inverse: u64,
+    /// `u64::MAX / n`: `u64::MAX` when every call is timed (`n` 0 or 1).
+    limit: u64,
+    /// `n`'s trailing zeros.
+    shift: u8,
+}
+
+impl Sampler {
+    fn new(n: u64) -> Sampler {
+        let m = n.max(1);
+        let shift = m.trailing_zeros();
+        let odd = m >> shift;
+        // Newton's iteration doubles the correct low bits: 3, 6, ... 96.
+        let mut inverse = odd;
+        for _ in 0..5 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inverse)));
+        }
+        Sampler {
+            count: AtomicU64::new(0),
+            inverse,
+            limit: u64::MAX / m,
+            shift: shift as u8, // at most 63
+        }
+    }
+
+    /// Whether it times fewer than every call.
+    fn samples(&self) -> bool {
+        self.limit != u64::MAX
+    }
+
+    /// Counts one call; whether it is one of the sample.
+    #[inline(always)]
+    fn due(&self) -> bool {
+        // Relaxed: a count; the only thing it decides is which calls are timed.
+        let c = self.count.fetch_add(1, Ordering::Relaxed);
+        Sampler::multiple(c, self.inverse, u32::from(self.shift), self.limit)
+    }
+
+    /// Whether `c` is a multiple of the `n` that `inverse`, `shift` and
+    /// `limit` were made for.
+    #[inline(always)]
+    fn multiple(c: u64, inverse: u64, shift: u32, limit: u64) -> bool {
+        c.wrapping_mul(inverse).rotate_right(shift) <= limit
+    }
+}
 
 /// What every handle of one breaker shares: the state machine, the clock,
 /// the listeners and the name.
@@ -101,11 +170,17 @@ pub(crate) struct Inner {
     /// `None`: [`MonotonicClock`], read without a virtual call.
     pub(crate) clock: Option<Arc<dyn Clock>>,
     listeners: Box<[Arc<dyn Listener>]>,
+    /// With [`SAMPLED`], which admissions are timed: one in the smallest
+    /// [`Timing::one_in`](super::listener::Timing::one_in) of the
+    /// listeners (1 if one of them times every call, 0 without listeners).
+    /// Boxed, and only for a breaker whose listeners sample, so that no
+    /// other breaker grows by it.
+    sampler: Option<Box<Sampler>>,
     /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
-    /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`] and [`TELL_REFUSALS`], derived
-    /// from the settings in force (and the listeners) and rewritten by a
-    /// reconfigure.
-    path: AtomicU8,
+    /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`], [`TELL_REFUSALS`], [`SAMPLED`]
+    /// and [`FULL_TOLD`], derived from the settings in force (and the
+    /// listeners) and rewritten by a reconfigure.
+    path: AtomicU16,
     /// A listener set at runtime (a fleet's), told of transitions only.
     hook: Swap<Option<Arc<dyn Listener>>>,
     /// Added to every clock reading: the sum of every backward jump seen, so
@@ -135,11 +210,20 @@ impl Inner {
     ) -> Inner {
         let start = read_clock(&clock);
         let core = Core::new(settings, start);
+        let sample = listeners
+            .iter()
+            .map(|l| u64::from(l.timing().one_in()))
+            .min()
+            .unwrap_or(0);
+        let sampler = Some(Sampler::new(sample))
+            .filter(Sampler::samples)
+            .map(Box::new);
         let inner = Inner {
             core,
             clock,
             listeners,
-            path: AtomicU8::new(0),
+            sampler,
+            path: AtomicU16::new(0),
             hook: Swap::new(None),
             offset: AtomicU64::new(0),
             seen: AtomicU64::new(start),
@@ -161,13 +245,16 @@ impl Inner {
     }
 
     /// The hot-path bits `settings` call for.
-    fn path_for(&self, settings: &Settings) -> u8 {
+    fn path_for(&self, settings: &Settings) -> u16 {
         let needs = settings.rules.needs();
-        let time_calls = needs.times_calls || !self.listeners.is_empty();
+        let heard = !self.listeners.is_empty();
+        let sampled = heard && !needs.times_calls && self.sampler.is_some();
+        let time_calls = (needs.times_calls || heard) && !sampled;
         let settled = !needs.counts_successes && !self.core.tallied();
-        let quiet = settled && !time_calls;
+        let quiet = settled && !needs.times_calls && !heard;
         let time_window = needs.records_every_call;
-        let full = needs.counts_last_calls && !time_calls;
+        let full = needs.counts_last_calls && !needs.times_calls && !heard;
+        let full_told = heard && needs.counts_last_calls && !needs.times_calls;
         // Stored Relaxed (see `set_path`): a hint for the hot path. A call
         // that reads the old bits is timed (or settled) by the old
         // settings, as if it had finished just before the reconfigure.
@@ -176,6 +263,8 @@ impl Inner {
             | if full { FULL_QUIET } else { 0 }
             | if settled { SETTLED } else { 0 }
             | if time_window { TIME_WINDOW } else { 0 }
+            | if sampled { SAMPLED } else { 0 }
+            | if full_told { FULL_TOLD } else { 0 }
             | match settings.mode {
                 Mode::Enforce => 0,
                 Mode::Shadow => SHADOW | TELL_REFUSALS,
@@ -189,7 +278,7 @@ impl Inner {
     }
 
     #[inline(always)]
-    fn path(&self) -> u8 {
+    fn path(&self) -> u16 {
         // Relaxed: see `set_path`.
         self.path.load(Ordering::Relaxed)
     }
@@ -273,23 +362,34 @@ impl Inner {
         }
     }
 
-    /// The hot path's admission: a closed (or disabled) breaker, timed from
-    /// here if something needs the call's duration.
+    /// The hot path's admission: a closed (or disabled) breaker, untimed,
+    /// unless something needs this call's duration (with [`SAMPLED`],
+    /// [`Inner::untimed`] says whether it is one of the sample).
     #[inline(always)]
     pub(crate) fn fast_ticket(&self) -> Option<Ticket> {
-        if self.path() & (TIME_CALLS | OFF) != 0 {
+        let path = self.path();
+        if path & (TIME_CALLS | OFF | SAMPLED) != 0 && !self.untimed(path) {
             return None;
         }
         self.core.admit_fast()
     }
 
+    /// With [`SAMPLED`] (and neither [`TIME_CALLS`] nor [`OFF`]): whether
+    /// this call is not one of the sample, counting it; `false` sends it to
+    /// [`Inner::acquire_slow`], which times it.
+    #[inline(always)]
+    fn untimed(&self, path: u16) -> bool {
+        path & (TIME_CALLS | OFF) == 0 && self.sampler.as_ref().is_some_and(|s| !s.due())
+    }
+
     /// Admission when [`Inner::fast_ticket`] could not decide: a closed
-    /// breaker timing its calls, then the open path (the clock, the word,
-    /// the open period), then the rest.
+    /// breaker timing its calls (every one; with [`SAMPLED`] one that
+    /// `fast_ticket` found to be of the sample), then the open path (the
+    /// clock, the word, the open period), then the rest.
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
         let path = self.path();
-        if path & (TIME_CALLS | OFF) != 0 {
+        if path & (TIME_CALLS | OFF | SAMPLED) != 0 {
             if path & OFF != 0 {
                 return Ok(self.bypass(path));
             }
@@ -351,7 +451,10 @@ impl Inner {
         self.emit(transition);
         match result {
             Ok(mut ticket) => {
-                if self.path() & TIME_CALLS != 0 {
+                // Admitted outside the closed state (a probe, mostly): timed
+                // even with `SAMPLED` (`fast_ticket` counted it already,
+                // and such calls are few).
+                if self.path() & (TIME_CALLS | SAMPLED) != 0 {
                     ticket.start = self.stamp(now);
                 }
                 Ok(ticket)
@@ -364,7 +467,7 @@ impl Inner {
     /// as shadowed, and the call admitted with a permit that counts for
     /// nothing. `path` is the [`Inner::path`] the admission read.
     #[inline(always)]
-    fn refuse(&self, rejected: Rejected, path: u8) -> Result<Ticket, Rejected> {
+    fn refuse(&self, rejected: Rejected, path: u16) -> Result<Ticket, Rejected> {
         if path & TELL_REFUSALS != 0 {
             return self.tell_refusal(rejected, path);
         }
@@ -372,11 +475,17 @@ impl Inner {
     }
 
     /// A ticket that counts for nothing (off, or shadowed), timed when
-    /// something needs the call's duration.
+    /// something needs the call's duration: with [`SAMPLED`], in off mode
+    /// one in the sample (counted here: `fast_ticket` does not count in off
+    /// mode), a shadowed call always (counted by `fast_ticket`, which could
+    /// not tell whether it was one of the sample).
     #[inline(never)]
-    fn bypass(&self, path: u8) -> Ticket {
+    fn bypass(&self, path: u16) -> Ticket {
         let mut ticket = Ticket::BYPASS;
-        if path & TIME_CALLS != 0 {
+        if path & TIME_CALLS != 0
+            || (path & SAMPLED != 0
+                && (path & OFF == 0 || self.sampler.as_ref().is_some_and(|s| s.due())))
+        {
             ticket.start = self.start_time();
         }
         ticket
@@ -385,7 +494,7 @@ impl Inner {
     /// A refusal someone hears of: the listeners, and in shadow mode the
     /// call, which runs with a permit that counts for nothing.
     #[inline(never)]
-    fn tell_refusal(&self, rejected: Rejected, path: u8) -> Result<Ticket, Rejected> {
+    fn tell_refusal(&self, rejected: Rejected, path: u16) -> Result<Ticket, Rejected> {
         if path & SHADOW != 0 {
             // Relaxed: a statistic.
             self.core.shadowed.fetch_add(1, Ordering::Relaxed);
@@ -419,27 +528,52 @@ impl Inner {
         }
     }
 
-    /// What [`Inner::settles_silently`] did not settle. A small frame that
-    /// only sorts: a success that changes nothing, heard only by the
-    /// listeners, goes to [`Inner::tell_settled`]; the rest to
-    /// [`Inner::finish_full`].
+    /// What [`Inner::settles_silently`] did not settle: a success that
+    /// changes nothing, heard only by the listeners ([`SETTLED`], or
+    /// [`FULL_TOLD`] over a full window, counted in the tally if there is
+    /// one), is told to them here ([`Inner::tell_settled`]); the rest goes
+    /// to [`Inner::finish_full`]. Called by the guard of `call`, which
+    /// asked `settles_silently` already.
     #[inline(never)]
-    fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+    pub(crate) fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
+        let path = self.path();
         if outcome == Outcome::Success
-            && self.path() & SETTLED != 0
+            && (path & SETTLED != 0 || (path & FULL_TOLD != 0 && self.core.window_full(&ticket)))
             && self.core.success_is_noop(&ticket)
+            && (path & SETTLED != 0 || self.core.tally_settled())
         {
             return self.tell_settled(ticket.start);
         }
         self.finish_full(ticket, outcome)
     }
 
-    /// A success that changes nothing, told to the listeners.
-    #[inline(never)]
+    /// A success that changes nothing, told to the listeners (the loop of
+    /// [`Inner::tell_call`], in [`Inner::finish_slow`]'s frame); an untimed
+    /// one as one shared event.
+    #[inline(always)]
     fn tell_settled(&self, start: Nanos) {
-        if !self.listeners.is_empty() {
-            let elapsed = self.elapsed(start, &LazyNow::new(self));
-            self.tell_call(Outcome::Success, false, elapsed);
+        /// An untimed success: the same for every call, so not written for each.
+        static UNTIMED: CallEvent = CallEvent {
+            outcome: Outcome::Success,
+            slow: false,
+            timed: false,
+            duration: Duration::ZERO,
+        };
+        let timed;
+        let call = match self.elapsed(start, &LazyNow::new(self)) {
+            None => &UNTIMED,
+            Some(elapsed) => {
+                timed = CallEvent {
+                    outcome: Outcome::Success,
+                    slow: false,
+                    timed: true,
+                    duration: Duration::from_nanos(elapsed),
+                };
+                &timed
+            }
+        };
+        for l in self.listeners.iter() {
+            l.on_call(call);
         }
     }
 
@@ -478,6 +612,9 @@ impl Inner {
             let slow = live.settings.rules.is_slow(elapsed);
             self.core.count(&ticket, outcome, slow);
             let transition = if !slow && self.changes_nothing(live, path, &ticket, outcome) {
+                if path & FULL_TOLD != 0 {
+                    self.core.mark_full(live, ticket.generation);
+                }
                 None
             } else {
                 self.core.record(live, ticket, outcome, slow, &now)
@@ -511,7 +648,8 @@ impl Inner {
         let call = CallEvent {
             outcome,
             slow,
-            duration: Duration::from_nanos(elapsed.unwrap_or(0)),
+            timed: elapsed.is_some(),
+            duration: elapsed.map_or(Duration::ZERO, Duration::from_nanos),
         };
         for l in self.listeners.iter() {
             l.on_call(&call);
@@ -525,7 +663,7 @@ impl Inner {
     /// plain successes). A time window counts every call. `path` is the
     /// [`Inner::path`] the verdict read.
     #[inline(always)]
-    fn changes_nothing(&self, live: &Live, path: u8, ticket: &Ticket, outcome: Outcome) -> bool {
+    fn changes_nothing(&self, live: &Live, path: u16, ticket: &Ticket, outcome: Outcome) -> bool {
         outcome == Outcome::Success
             && ticket.kind == Kind::Normal
             && path & TIME_WINDOW == 0
@@ -549,5 +687,45 @@ impl Inner {
         if let Some(hook) = hook {
             hook.on_transition(t);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sampler;
+
+    #[test]
+    fn the_sampler_finds_multiples_without_dividing() {
+        for n in (1..=130).chain([
+            1000,
+            4096,
+            65_536,
+            1 << 31,
+            u64::from(u32::MAX),
+            3u64.pow(20),
+        ]) {
+            let s = Sampler::new(n);
+            let counts = (0..3000)
+                .chain((0..3000).map(|i| u64::MAX - i))
+                .chain((0..3000u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+            for c in counts {
+                assert_eq!(
+                    Sampler::multiple(c, s.inverse, u32::from(s.shift), s.limit),
+                    c % n == 0,
+                    "n {n}, c {c}"
+                );
+            }
+        }
+        for every in [Sampler::new(0), Sampler::new(1)] {
+            assert!(!every.samples());
+            assert!((0..10).all(|_| every.due()));
+        }
+        assert!(Sampler::new(2).samples());
+        let four = Sampler::new(4);
+        let due: Vec<bool> = (0..9).map(|_| four.due()).collect();
+        assert_eq!(
+            due,
+            [true, false, false, false, true, false, false, false, true]
+        );
     }
 }

@@ -56,6 +56,95 @@ pub trait Listener: Send + Sync + 'static {
     fn on_call(&self, call: &CallEvent) {
         let _ = call;
     }
+
+    /// Which of the calls heard by [`on_call`](Listener::on_call) this
+    /// listener needs the duration of; asked once, when the breaker is
+    /// built. The default, [`Timing::Every`], times every call.
+    ///
+    /// A breaker times every call when any of its listeners (or a slow-call
+    /// rule) asks for every duration; otherwise, when all of its listeners
+    /// sample, it times one call in `n`, the smallest `n` asked for (see
+    /// [`Timing::OneIn`]), and the others reach `on_call` with
+    /// [`CallEvent::timed`] false and no duration. Every call is heard
+    /// either way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{CallEvent, CircuitBreaker, Listener, Timing};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// #[derive(Default)]
+    /// struct Sampled { calls: AtomicU64, timed: AtomicU64 }
+    ///
+    /// impl Listener for Sampled {
+    ///     fn on_call(&self, call: &CallEvent) {
+    ///         self.calls.fetch_add(1, Ordering::Relaxed);
+    ///         if call.timed {
+    ///             self.timed.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     }
+    ///     fn timing(&self) -> Timing {
+    ///         Timing::OneIn(4)
+    ///     }
+    /// }
+    ///
+    /// let heard = Arc::new(Sampled::default());
+    /// let breaker = CircuitBreaker::builder().listener(Arc::clone(&heard)).build()?;
+    /// for _ in 0..8 {
+    ///     breaker.call(|| Ok::<_, std::io::Error>(()))?;
+    /// }
+    /// assert_eq!(heard.calls.load(Ordering::Relaxed), 8);
+    /// assert_eq!(heard.timed.load(Ordering::Relaxed), 2); // the 1st and the 5th
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn timing(&self) -> Timing {
+        Timing::Every
+    }
+}
+
+/// Which calls a [`Listener`] needs timed ([`Listener::timing`]).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox::Timing;
+/// assert_eq!(Timing::default(), Timing::Every);
+/// assert_eq!(Timing::OneIn(1).one_in(), 1); // 0 and 1 both mean every call
+/// assert_eq!(Timing::OneIn(0).one_in(), 1);
+/// assert_eq!(Timing::OneIn(16).one_in(), 16);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Timing {
+    /// Every call is timed (the default).
+    #[default]
+    Every,
+    /// One call in `n` is timed: the breaker counts the calls it is asked
+    /// to admit, over all its threads (the rejected ones too), and times
+    /// those counted 1st, `n + 1`th, `2n + 1`th, ..., so that a breaker that
+    /// stays closed times exactly one admitted call in `n`. Calls admitted
+    /// outside the closed state (half-open probes, calls a breaker in shadow
+    /// mode would have rejected) are all timed; in off mode, one in `n` of
+    /// the calls it lets through. `0` and `1` mean every call, and so does
+    /// another listener or a slow-call rule that needs every duration.
+    OneIn(u32),
+}
+
+impl Timing {
+    /// The `n` of one call in `n` (1 for every call).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(fusebox::Timing::Every.one_in(), 1);
+    /// ```
+    pub fn one_in(self) -> u32 {
+        match self {
+            Timing::Every => 1,
+            Timing::OneIn(n) => n.max(1),
+        }
+    }
 }
 
 /// A shared listener is a listener: keep an `Arc` to read what it gathered.
@@ -71,6 +160,9 @@ impl<L: Listener + ?Sized> Listener for std::sync::Arc<L> {
     }
     fn on_call(&self, call: &CallEvent) {
         (**self).on_call(call)
+    }
+    fn timing(&self) -> Timing {
+        (**self).timing()
     }
 }
 

@@ -20,7 +20,7 @@ mod window;
 
 use crate::policy::Mode;
 pub use config::{Backoff, BreakerConfig, Builder, ConfigError, FailureBurst};
-pub use listener::Listener;
+pub use listener::{Listener, Timing};
 pub use permit::Permit;
 #[cfg(feature = "fleet")]
 pub(crate) use protocol::ProbeGate;

@@ -172,10 +172,12 @@ impl<'a> CallGuard<'a> {
         }
     }
 
+    /// The verdict, once the caller found it does not settle silently
+    /// ([`Inner::settles_silently`]): straight to the out-of-line verdict.
     #[inline]
     pub(crate) fn finish(mut self, outcome: Outcome) {
         self.done = true;
-        self.inner.finish(self.ticket, outcome);
+        self.inner.finish_slow(self.ticket, outcome);
     }
 }
 

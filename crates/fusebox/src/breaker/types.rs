@@ -471,7 +471,12 @@ impl fmt::Display for Reason {
 /// ```
 /// use fusebox::{CallEvent, Outcome};
 /// use std::time::Duration;
-/// let e = CallEvent { outcome: Outcome::Success, slow: false, duration: Duration::from_millis(5) };
+/// let e = CallEvent {
+///     outcome: Outcome::Success,
+///     slow: false,
+///     timed: true,
+///     duration: Duration::from_millis(5),
+/// };
 /// assert_eq!(e.outcome, Outcome::Success);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -480,6 +485,11 @@ pub struct CallEvent {
     pub outcome: Outcome,
     /// Whether it took at least the slow-call threshold.
     pub slow: bool,
-    /// From admission to verdict, on the breaker's clock.
+    /// Whether the call was timed: always, unless every listener of the
+    /// breaker samples ([`Listener::timing`](crate::Listener::timing)) and
+    /// this call was not one of the sample.
+    pub timed: bool,
+    /// From admission to verdict, on the breaker's clock; zero when the
+    /// call was not `timed`.
     pub duration: Duration,
 }
