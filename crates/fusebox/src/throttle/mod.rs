@@ -397,7 +397,10 @@ impl Throttle {
         let period = shape.period(now);
         let (requests, accepts) = shape.totals(period);
         let p = shape.probability(requests, accepts);
-        shape.bucket(period).requests.fetch_add(1, Ordering::Relaxed);
+        shape
+            .bucket(period)
+            .requests
+            .fetch_add(1, Ordering::Relaxed);
         if p > 0.0 && inner.draw() < p {
             // Relaxed (all counts): statistics, nothing is published through them.
             if mode == Mode::Shadow {
