@@ -317,7 +317,8 @@ mod tests {
             },
         );
         assert_eq!(e.baseline, 5.0 * MS);
-        for _ in 0..31 {
+        // A re-probe comes within `probe_every` windows.
+        for _ in 0..=c.probe_every {
             e.update(
                 &c,
                 Window {
