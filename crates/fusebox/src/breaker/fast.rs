@@ -547,34 +547,15 @@ impl Inner {
         self.finish_full(ticket, outcome)
     }
 
-    /// A success that changes nothing, told to the listeners (the loop of
-    /// [`Inner::tell_call`], in [`Inner::finish_slow`]'s frame); an untimed
-    /// one as one shared event.
+    /// A success that changes nothing, told to the listeners (in
+    /// [`Inner::finish_slow`]'s frame).
     #[inline(always)]
     fn tell_settled(&self, start: Nanos) {
-        /// An untimed success: the same for every call, so not written for each.
-        static UNTIMED: CallEvent = CallEvent {
-            outcome: Outcome::Success,
-            slow: false,
-            timed: false,
-            duration: Duration::ZERO,
-        };
-        let timed;
-        let call = match self.elapsed(start, &LazyNow::new(self)) {
-            None => &UNTIMED,
-            Some(elapsed) => {
-                timed = CallEvent {
-                    outcome: Outcome::Success,
-                    slow: false,
-                    timed: true,
-                    duration: Duration::from_nanos(elapsed),
-                };
-                &timed
-            }
-        };
-        for l in self.listeners.iter() {
-            l.on_call(call);
-        }
+        self.tell_listeners(
+            Outcome::Success,
+            false,
+            self.elapsed(start, &LazyNow::new(self)),
+        );
     }
 
     #[inline(never)]
@@ -645,14 +626,33 @@ impl Inner {
 
     #[inline(never)]
     fn tell_call(&self, outcome: Outcome, slow: bool, elapsed: Option<Nanos>) {
-        let call = CallEvent {
-            outcome,
-            slow,
-            timed: elapsed.is_some(),
-            duration: elapsed.map_or(Duration::ZERO, Duration::from_nanos),
+        self.tell_listeners(outcome, slow, elapsed);
+    }
+
+    /// Tells every listener of one call; an untimed success, the same for
+    /// every call, as one shared event rather than one written per call.
+    #[inline(always)]
+    fn tell_listeners(&self, outcome: Outcome, slow: bool, elapsed: Option<Nanos>) {
+        static UNTIMED: CallEvent = CallEvent {
+            outcome: Outcome::Success,
+            slow: false,
+            timed: false,
+            duration: Duration::ZERO,
+        };
+        let written;
+        let call = if elapsed.is_none() && outcome == Outcome::Success && !slow {
+            &UNTIMED
+        } else {
+            written = CallEvent {
+                outcome,
+                slow,
+                timed: elapsed.is_some(),
+                duration: elapsed.map_or(Duration::ZERO, Duration::from_nanos),
+            };
+            &written
         };
         for l in self.listeners.iter() {
-            l.on_call(&call);
+            l.on_call(call);
         }
     }
 
