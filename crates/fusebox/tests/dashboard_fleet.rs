@@ -19,7 +19,6 @@ use fusebox::fleet::{Fleet, LocalRedis};
 use fusebox::registry::{Fusebox, FuseboxConfig};
 use fusebox::{BreakerConfig, CircuitBreaker, State};
 use serde_json::Value;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const NS: &str = "dashboard-fleet";
@@ -207,13 +206,7 @@ async fn the_page_shows_the_fleet() {
         .interval(Duration::from_millis(100))
         .build()
         .unwrap();
-    let app = Router::new().nest("/dashboard", dashboard.router());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/dashboard", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        let _ = axum::serve(listener, service).await;
-    });
+    let url = browser::serve_dashboard(dashboard.router()).await;
     let shots = browser::out_dir("dashboard_fleet");
     let opened = tokio::task::block_in_place(|| browser::Driver::open(&url, &shots, "payments"));
     let Some(mut driver) = opened else {

@@ -9,10 +9,8 @@
 
 mod browser;
 
-use axum::Router;
 use fusebox::dashboard::Dashboard;
 use fusebox::registry::{Fusebox, FuseboxConfig};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,13 +43,7 @@ async fn a_limits_gauges_are_drawn_over_time() {
         .interval(Duration::from_millis(100))
         .build()
         .unwrap();
-    let app = Router::new().nest("/dashboard", dashboard.router());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/dashboard", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        let service = app.into_make_service_with_connect_info::<SocketAddr>();
-        let _ = axum::serve(listener, service).await;
-    });
+    let url = browser::serve_dashboard(dashboard.router()).await;
     let shots = browser::out_dir("dashboard_page");
     let opened = tokio::task::block_in_place(|| browser::Driver::open(&url, &shots, "search"));
     let Some(mut driver) = opened else {

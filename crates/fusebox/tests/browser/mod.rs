@@ -49,6 +49,19 @@ pub fn out_dir(test: &str) -> PathBuf {
     dir
 }
 
+/// Serves `app` under `/dashboard` on a free loopback port, on the test's
+/// tokio runtime; the page's URL.
+pub async fn serve_dashboard(app: axum::Router) -> String {
+    let app = axum::Router::new().nest("/dashboard", app);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/dashboard", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let service = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let _ = axum::serve(listener, service).await;
+    });
+    url
+}
+
 /// Headless Chromium on one page, driven by `ops/browser/dashboard.mjs`
 /// (its header lists the commands); killed when dropped.
 pub struct Driver {
