@@ -105,6 +105,13 @@ const SAMPLED: u16 = 256;
 /// listeners hear of it ([`Inner::tell_settled`]).
 const FULL_TOLD: u16 = 512;
 
+/// Bit of [`Inner::path`]: the settings use a window (of either kind),
+/// no slow rule, no listener and no tally: a closed-state success the
+/// fast path did not settle is recorded on the direct path
+/// ([`Inner::finish_success`]), nobody hearing of it and nothing counting
+/// it but the rules.
+const DIRECT: u16 = 1024;
+
 /// Which calls of a breaker whose listeners sample are timed: it counts
 /// the calls it is asked to admit, over all its threads (one atomic add
 /// each; in off mode the calls it lets through), and times those counted
@@ -177,8 +184,8 @@ pub(crate) struct Inner {
     /// other breaker grows by it.
     sampler: Option<Box<Sampler>>,
     /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
-    /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`], [`TELL_REFUSALS`], [`SAMPLED`]
-    /// and [`FULL_TOLD`], derived from the settings in force (and the
+    /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`], [`TELL_REFUSALS`], [`SAMPLED`],
+    /// [`FULL_TOLD`] and [`DIRECT`], derived from the settings in force (and the
     /// listeners) and rewritten by a reconfigure.
     path: AtomicU16,
     /// A listener set at runtime (a fleet's), told of transitions only.
@@ -255,6 +262,10 @@ impl Inner {
         let time_window = needs.records_every_call;
         let full = needs.counts_last_calls && !needs.times_calls && !heard;
         let full_told = heard && needs.counts_last_calls && !needs.times_calls;
+        let direct = (needs.counts_last_calls || needs.records_every_call)
+            && !needs.times_calls
+            && !heard
+            && !self.core.tallied();
         // Stored Relaxed (see `set_path`): a hint for the hot path. A call
         // that reads the old bits is timed (or settled) by the old
         // settings, as if it had finished just before the reconfigure.
@@ -265,6 +276,7 @@ impl Inner {
             | if time_window { TIME_WINDOW } else { 0 }
             | if sampled { SAMPLED } else { 0 }
             | if full_told { FULL_TOLD } else { 0 }
+            | if direct { DIRECT } else { 0 }
             | match settings.mode {
                 Mode::Enforce => 0,
                 Mode::Shadow => SHADOW | TELL_REFUSALS,
@@ -537,6 +549,9 @@ impl Inner {
     #[inline(never)]
     pub(crate) fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
         let path = self.path();
+        if path & DIRECT != 0 && outcome == Outcome::Success && ticket.kind == Kind::Normal {
+            return self.finish_success(ticket.generation);
+        }
         if outcome == Outcome::Success
             && (path & SETTLED != 0 || (path & FULL_TOLD != 0 && self.core.window_full(&ticket)))
             && self.core.success_is_noop(&ticket)
@@ -545,6 +560,18 @@ impl Inner {
             return self.tell_settled(ticket.start);
         }
         self.finish_full(ticket, outcome)
+    }
+
+    /// A closed-state success with [`DIRECT`]: recorded by
+    /// [`Core::record_plain_success`], in one visit to the live settings.
+    #[inline(never)]
+    fn finish_success(&self, generation: u64) {
+        self.core.with_live(|live| {
+            let transition = self
+                .core
+                .record_plain_success(live, generation, &LazyNow::new(self));
+            self.emit(transition);
+        })
     }
 
     /// A success that changes nothing, told to the listeners (in

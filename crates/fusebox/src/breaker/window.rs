@@ -296,9 +296,18 @@ impl TimeWindow {
     }
 
     /// Records one call; returns the totals unless the window holds no
-    /// failure and no slow call (then nothing can trip).
+    /// failure and no slow call, or `may_trip` says that totals of at least
+    /// this thread stripe's calls, with the window's failures and slow
+    /// calls, cannot trip (then nothing can trip: the window's calls are
+    /// at least the stripe's, and its rates at most the bound's).
     #[inline]
-    pub(crate) fn record(&self, now: u64, failed: bool, slow: bool) -> Option<Totals> {
+    pub(crate) fn record(
+        &self,
+        now: u64,
+        failed: bool,
+        slow: bool,
+        may_trip: impl Fn(&Totals) -> bool,
+    ) -> Option<Totals> {
         let epoch = now / self.width;
         self.advance(epoch);
         let i = (epoch % self.n as u64) as usize;
@@ -320,9 +329,20 @@ impl TimeWindow {
         {
             return None;
         }
+        let sums = self.sums.0.read();
+        // This stripe's calls are never below zero (a record adds to the
+        // stripe's sum before its bucket, an emptying takes out what it
+        // found in the bucket), so they bound the window's from below.
+        let bound = Totals {
+            calls: u64::try_from(mine.sum.load(Ordering::Relaxed)).unwrap_or(0),
+            ..sums
+        };
+        if !may_trip(&bound) {
+            return None; // the other stripes need not be read
+        }
         Some(Totals {
             calls: self.calls(),
-            ..self.sums.0.read()
+            ..sums
         })
     }
 
@@ -375,6 +395,9 @@ impl Window {
         }
     }
 
+    /// Records one call at `claim` (a count window's) or `now` (a time
+    /// window's); the totals to judge, if any (see [`TimeWindow::record`]
+    /// for `may_trip`).
     #[inline]
     pub(crate) fn record(
         &self,
@@ -382,10 +405,11 @@ impl Window {
         now: u64,
         failed: bool,
         slow: bool,
+        may_trip: impl Fn(&Totals) -> bool,
     ) -> Option<Totals> {
         match self {
             Window::Count(w) => w.record_at(claim, failed, slow),
-            Window::Time(w) => w.record(now, failed, slow),
+            Window::Time(w) => w.record(now, failed, slow, may_trip),
         }
     }
     pub(crate) fn totals(&self, now: u64) -> Totals {
@@ -458,9 +482,9 @@ mod tests {
         // 1 s in 10 buckets of 100 ms.
         let ms = 1_000_000;
         let w = TimeWindow::new(1_000 * ms, 10);
-        w.record(0, true, false);
-        w.record(50 * ms, false, false);
-        w.record(950 * ms, true, true);
+        w.record(0, true, false, |_| true);
+        w.record(50 * ms, false, false, |_| true);
+        w.record(950 * ms, true, true, |_| true);
         assert_eq!(
             w.totals(950 * ms),
             Totals {
@@ -480,7 +504,35 @@ mod tests {
         );
         // A long silence empties everything.
         assert_eq!(w.totals(60_000 * ms), Totals::default());
-        w.record(60_000 * ms, false, false);
+        w.record(60_000 * ms, false, false, |_| true);
         assert_eq!(w.totals(60_000 * ms).calls, 1);
+    }
+
+    #[test]
+    fn time_window_judges_a_bound_before_reading_every_stripe() {
+        let ms = 1_000_000;
+        let w = TimeWindow::new(1_000 * ms, 10);
+        assert!(
+            w.record(0, false, false, |_| true).is_none(),
+            "no failure yet"
+        );
+        w.record(0, true, false, |_| true);
+        let seen = std::cell::Cell::new(None);
+        let told = w.record(ms, false, false, |bound| {
+            seen.set(Some(*bound));
+            false
+        });
+        assert_eq!(told, None, "the bound cannot trip: nothing to judge");
+        let bound = seen.get().expect("asked");
+        assert_eq!((bound.failures, bound.slow), (1, 0));
+        assert!((1..=3).contains(&bound.calls), "{bound:?}");
+        assert_eq!(
+            w.record(2 * ms, false, true, |_| true),
+            Some(Totals {
+                calls: 4,
+                failures: 1,
+                slow: 1
+            })
+        );
     }
 }

@@ -368,24 +368,22 @@ impl Core {
         let slot = (std::ptr::from_ref(self) as usize >> 6) % LIVE_SLOTS;
         // The entry is taken out while `f` runs and put back after, so a
         // breaker re-entered from `f` (through a `Clock`) finds it empty and
-        // loads for itself; a thread being torn down loads every time. One
-        // access to the table serves both, with `f` run inside it.
-        let mut f = Some(f);
-        let cached = CACHE.try_with(|cache| {
-            let live = match cache[slot].take() {
-                Some(live) if live_addr(&live) == current => live,
-                _ => self.live.load_full(),
-            };
-            let r = f.take().map(|f| f(&live));
-            cache[slot].set(Some(live));
-            r
-        });
-        match (cached, f) {
-            (Ok(Some(r)), _) => r,
-            (_, Some(f)) => f(&self.live.load()),
-            // `f` ran (and took itself) exactly when the table was there.
-            (_, None) => unreachable!("with_live: the closure ran but returned nothing"),
-        }
+        // loads for itself; a thread being torn down loads every time. `f`
+        // has one call site, so that it is inlined here.
+        let taken = CACHE
+            .try_with(|cache| match cache[slot].take() {
+                Some(live) if live_addr(&live) == current => Some(live),
+                _ => None,
+            })
+            .ok()
+            .flatten();
+        let live = match taken {
+            Some(live) => live,
+            None => self.live.load_full(),
+        };
+        let r = f(&live);
+        let _ = CACHE.try_with(|cache| cache[slot].set(Some(live)));
+        r
     }
 
     #[cfg(loom)]
@@ -732,6 +730,36 @@ impl Core {
             .record(&self.resident, verdict, &period, &mut trip)
         {
             // Stale: this permit's closed period is over.
+            Counted::Stale => None,
+            Counted::Fresh => self.trip_checked(generation, trip, now),
+        }
+    }
+
+    /// Records a plain success (neither failed nor slow, not told to
+    /// anyone) of a closed-state permit of `generation` on the direct path:
+    /// without the verdict frame of [`Core::record`], each rule by its
+    /// [`TripRule::record_success`](super::rules::TripRule::record_success)
+    /// (a count window holding failures takes a success over a success
+    /// with a claim and a compare). Cells found settled are marked so (see
+    /// [`Core::mark_full`]), as a settled success on the full path marks
+    /// them.
+    #[inline(always)]
+    pub(crate) fn record_plain_success(
+        &self,
+        live: &Live,
+        generation: u64,
+        now: &impl Now,
+    ) -> Option<Transition> {
+        if self.settled(live, generation) {
+            self.mark_full(live, generation);
+            return None;
+        }
+        let period = ClosedPeriod::new(self, generation, now);
+        let mut trip = None;
+        match live
+            .cells
+            .record_success(&self.resident, &period, &mut trip)
+        {
             Counted::Stale => None,
             Counted::Fresh => self.trip_checked(generation, trip, now),
         }

@@ -75,6 +75,14 @@ pub(crate) struct Verdict {
     pub(crate) slow: bool,
 }
 
+impl Verdict {
+    /// A success that was not slow.
+    pub(crate) const PLAIN_SUCCESS: Verdict = Verdict {
+        failed: false,
+        slow: false,
+    };
+}
+
 /// What a rule did with a verdict. A rule that calls for a trip says why in
 /// the `trip` its [`record`](TripRule::record) is given, unless an earlier
 /// rule did (`trip.get_or_insert(reason)`); the verdict still counts for the
@@ -160,6 +168,22 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
         period: &impl Period,
         trip: &mut Option<Reason>,
     ) -> Counted;
+
+    /// Records a plain success (neither failed nor slow), as
+    /// [`TripRule::record`] would: the direct path of a closed-state
+    /// success ([`Cells::record_success`]). A rule overrides it where a
+    /// success can be taken with less than the full record (a count
+    /// window's success over a success).
+    #[inline(always)]
+    fn record_success(
+        &self,
+        resident: &Self::Resident,
+        cells: &Self::Cells,
+        period: &impl Period,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
+        self.record(resident, cells, Verdict::PLAIN_SUCCESS, period, trip)
+    }
 
     /// The reason to trip on the counts of `period` as they are (asked
     /// under the breaker's lock, after a reconfigure).
@@ -358,6 +382,24 @@ macro_rules! trip_rules {
             ) -> Counted {
                 $( if let Some(armed) = &self.$name {
                     let counted = armed.rule.record(&resident.$name, &armed.cells, verdict, period, trip);
+                    if counted == Counted::Stale {
+                        return Counted::Stale;
+                    }
+                } )*
+                Counted::Fresh
+            }
+
+            /// [`Cells::record`] of a plain success, by each rule's
+            /// [`TripRule::record_success`].
+            #[inline(always)]
+            pub(crate) fn record_success(
+                &self,
+                resident: &Resident,
+                period: &impl Period,
+                trip: &mut Option<Reason>,
+            ) -> Counted {
+                $( if let Some(armed) = &self.$name {
+                    let counted = armed.rule.record_success(&resident.$name, &armed.cells, period, trip);
                     if counted == Counted::Stale {
                         return Counted::Stale;
                     }

@@ -77,6 +77,46 @@ impl Windowed {
     }
 }
 
+impl Windowed {
+    /// Whether totals of at least `bound.calls` calls, with its failures
+    /// and slow calls, could trip: more calls only lower the rates, so
+    /// once `bound` holds `min_calls` and trips no rule, neither do they.
+    #[inline]
+    fn may_trip(&self, bound: &Totals) -> bool {
+        bound.calls < self.min_calls || self.judge(bound).is_some()
+    }
+
+    /// The record proper of a verdict whose position `claim` is taken
+    /// ([`Window::claim`]), once the period was found current: written
+    /// while the period stays current, then judged.
+    #[inline(never)]
+    fn record_claimed(
+        &self,
+        window: &Window,
+        claim: usize,
+        verdict: Verdict,
+        period: &impl Period,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
+        let Verdict { failed, slow } = verdict;
+        let recorded = period.while_current(|| {
+            let now = if window.needs_time() { period.now() } else { 0 };
+            let totals = window.record(claim, now, failed, slow, |bound| self.may_trip(bound));
+            if (failed || slow) && !window.needs_time() {
+                period.unsettle();
+            }
+            totals
+        });
+        let Some(totals) = recorded else {
+            return Counted::Stale; // this permit's closed period is over
+        };
+        if let Some(reason) = totals.and_then(|t| self.judge(&t)) {
+            trip.get_or_insert(reason);
+        }
+        Counted::Fresh
+    }
+}
+
 impl TripRule for Windowed {
     /// The rate rules' keys and the window's.
     const KEYS: &'static [&'static str] =
@@ -139,21 +179,32 @@ impl TripRule for Windowed {
         let Some(claim) = window.claim(failed, slow) else {
             return Counted::Fresh;
         };
-        let recorded = period.while_current(|| {
-            let now = if window.needs_time() { period.now() } else { 0 };
-            let totals = window.record(claim, now, failed, slow);
-            if (failed || slow) && !window.needs_time() {
-                period.unsettle();
-            }
-            totals
-        });
-        let Some(totals) = recorded else {
-            return Counted::Stale; // this permit's closed period is over
+        self.record_claimed(window, claim, verdict, period, trip)
+    }
+
+    /// A plain success into a count window: the generation check, the ring
+    /// position and a compare, and only when the slot held something else
+    /// (a failure, a slow call, nothing yet) the record proper; a time
+    /// window's by [`TripRule::record`].
+    #[inline(always)]
+    fn record_success(
+        &self,
+        _: &(),
+        window: &Window,
+        period: &impl Period,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
+        let Window::Count(w) = window else {
+            return self.record(&(), window, Verdict::PLAIN_SUCCESS, period, trip);
         };
-        if let Some(reason) = totals.and_then(|t| self.judge(&t)) {
-            trip.get_or_insert(reason);
+        if !period.is_current() {
+            return Counted::Stale; // see `record`
         }
-        Counted::Fresh
+        let i = w.claim();
+        if w.unchanged(i, false, false) {
+            return Counted::Fresh;
+        }
+        self.record_claimed(window, i, Verdict::PLAIN_SUCCESS, period, trip)
     }
 
     fn reached(&self, _: &(), window: &Window, period: &impl Period) -> Option<Reason> {
@@ -214,6 +265,20 @@ mod tests {
         assert_eq!(w.judge(&t(3, 3)), None);
         assert_eq!(w.judge(&t(4, 1)), None);
         assert_eq!(w.judge(&t(4, 2)), Some(Reason::FailureRate { rate: 0.5 }));
+    }
+
+    #[test]
+    fn a_bound_that_trips_no_rule_over_min_calls_cannot_trip() {
+        let w = failure_rate(0.5, 4);
+        let t = |calls, failures| Totals {
+            calls,
+            failures,
+            slow: 0,
+        };
+        assert!(w.may_trip(&t(3, 0)), "below min_calls: more calls may reach it");
+        assert!(!w.may_trip(&t(4, 1)));
+        assert!(w.may_trip(&t(4, 2)));
+        assert!(!w.may_trip(&t(100, 49)));
     }
 
     proptest::proptest! {
