@@ -549,15 +549,15 @@ impl Inner {
     #[inline(never)]
     pub(crate) fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
         let path = self.path();
-        if path & DIRECT != 0 && outcome == Outcome::Success && ticket.kind == Kind::Normal {
-            return self.finish_success(ticket.generation);
-        }
         if outcome == Outcome::Success
             && (path & SETTLED != 0 || (path & FULL_TOLD != 0 && self.core.window_full(&ticket)))
             && self.core.success_is_noop(&ticket)
             && (path & SETTLED != 0 || self.core.tally_settled())
         {
             return self.tell_settled(ticket.start);
+        }
+        if path & DIRECT != 0 && outcome == Outcome::Success && ticket.kind == Kind::Normal {
+            return self.finish_success(ticket.generation);
         }
         self.finish_full(ticket, outcome)
     }
