@@ -75,9 +75,10 @@ fn a_server_that_accepts_no_connection_fails_new_ones_at_the_connect_timeout() {
     let none = summary(&sc, "no breaker", Mode::Virtual);
     let p = pool(&none);
     assert_eq!(p.peak_in_use, 4);
-    // After the four hung calls close their connections, each new one fails
-    // its connect at 100 ms: about 4 per 100 ms for 1.7 s.
-    assert!((50..=100).contains(&p.connect_timeouts), "{p:?}");
+    // The pool's one open connection hangs; every new one fails its connect
+    // at 100 ms, until the calls waiting for a connection have less than
+    // that left of their timeout (then they time out while connecting).
+    assert!((20..=60).contains(&p.connect_timeouts), "{p:?}");
     let spec = &sc.strategies[0];
     let run = engine::run(&sc, spec, Mode::Virtual, None).unwrap();
     for c in run.calls.iter().filter(|c| c.connect_failed) {
@@ -94,7 +95,7 @@ fn a_server_that_accepts_no_connection_fails_new_ones_at_the_connect_timeout() {
 
     // The breaker stops calling: far fewer connect timeouts and waits.
     let breaker = summary(&sc, "breaker", Mode::Virtual);
-    assert!(pool(&breaker).connect_timeouts * 4 < p.connect_timeouts, "{breaker:?}");
+    assert!(pool(&breaker).connect_timeouts * 2 < p.connect_timeouts, "{breaker:?}");
     assert!(pool(&breaker).waited * 4 < p.waited, "{breaker:?}");
     // A bulkhead as wide as the pool: no call ever waits for a connection,
     // the rest fail fast; it still calls and its connects still time out.
@@ -107,8 +108,10 @@ fn a_server_that_accepts_no_connection_fails_new_ones_at_the_connect_timeout() {
 }
 
 /// The same file over HTTP: a reqwest client behind 4 permits, a server
-/// that stops accepting (`pool_max` holds and connects time out, with the
-/// machine's timing: ranges, not the model's figures).
+/// that stops accepting: `pool_max` holds, the bulkhead never waits and its
+/// connects time out, and about as many requests are served as in virtual
+/// time (the kernel's listen backlog lets a few connects through that the
+/// model refuses: its connect timeouts are not the model's).
 /// `cargo test --release -p fusebox-lab --test pools -- --ignored`.
 #[test]
 #[ignore = "real time: ~25 s, timing depends on machine load"]
@@ -119,12 +122,14 @@ fn over_http_the_pool_is_bounded_and_connects_time_out() {
         let v = summary(&sc, name, Mode::Virtual);
         let r = summary(&sc, name, Mode::Real);
         println!("{name}: virtual {:?}\n  real {:?}", v.pool, r.pool);
-        let (pv, pr) = (pool(&v), pool(&r));
-        assert!(pr.peak_in_use <= 5, "{name}: {pr:?}");
-        assert!(
-            pr.connect_timeouts.abs_diff(pv.connect_timeouts) <= pv.connect_timeouts / 4 + 5,
-            "{name}: {pv:?} vs {pr:?}"
-        );
-        assert!(r.successes.abs_diff(v.successes) <= 15, "{name}: {r:?}");
+        let pr = pool(&r);
+        assert!(pr.peak_in_use <= 4, "{name}: {pr:?}");
+        assert!(r.successes.abs_diff(v.successes) <= 20, "{name}: {r:?}");
+        if name == "bulkhead 4" {
+            assert_eq!(pr.waited, 0, "{pr:?}");
+            assert!(pr.connect_timeouts >= 20, "{pr:?}");
+        } else {
+            assert!(pr.waited > 0, "{name}: {pr:?}");
+        }
     }
 }

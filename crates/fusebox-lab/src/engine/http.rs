@@ -60,6 +60,7 @@ pub(super) struct HttpDownstream {
     /// With `pool_max`: one gate per replica, in front of its client.
     gates: Option<Vec<Gate>>,
     timeout: Option<Duration>,
+    connect_timeout: Duration,
     url: String,
 }
 
@@ -73,17 +74,26 @@ struct Gate {
     freed: Condvar,
 }
 
+/// How [`Gate::take`] went.
+enum Taken {
+    AtOnce,
+    After,
+    No,
+}
+
 impl Gate {
-    /// Takes a permit, waiting until `deadline` at most: `false` if none was free by then.
-    fn take(&self, deadline: Option<Instant>) -> bool {
+    /// Takes a permit, waiting until `deadline` at most.
+    fn take(&self, deadline: Option<Instant>) -> Taken {
         let mut free = lock(&self.free);
+        let mut taken = Taken::AtOnce;
         while *free == 0 {
+            taken = Taken::After;
             free = match deadline {
                 None => self.freed.wait(free).unwrap_or_else(|p| p.into_inner()),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return false;
+                        return Taken::No;
                     }
                     self.freed
                         .wait_timeout(free, d - now)
@@ -93,7 +103,7 @@ impl Gate {
             };
         }
         *free -= 1;
-        true
+        taken
     }
 
     fn give(&self) {
@@ -183,6 +193,7 @@ impl HttpDownstream {
             clients,
             gates,
             timeout: scenario.client.timeout,
+            connect_timeout: config.connect_timeout,
             url: format!("http://{addr}/call"),
         })
     }
@@ -213,27 +224,38 @@ impl HttpDownstream {
         }
     }
 
-    /// One call, started at `start` (since the run's origin) by `replica`,
-    /// taking `healthy` outside a fault (its draw from the latency tail):
-    /// its result, how long it waited for a connection (`pool_max`), and
-    /// whether its connect timed out.
+    /// One call, started at `start` (since the run's `origin`) by
+    /// `replica`, taking `healthy` outside a fault (its draw from the
+    /// latency tail).
     ///
     /// The client's timeout counts from `start`: a call that waits for a
     /// connection that long times out without being sent.
     pub(super) fn call(
         &self,
+        origin: Instant,
         start: Duration,
         replica: usize,
         healthy: Duration,
-    ) -> (CallResult, Duration, bool) {
-        let began = Instant::now();
+    ) -> HttpCall {
+        let since = |t: Instant| t.saturating_duration_since(origin);
         let gate = self.gates.as_ref().map(|g| &g[replica]);
+        let mut waited = Duration::ZERO;
         if let Some(g) = gate {
-            if !g.take(self.timeout.map(|t| began + t)) {
-                return (CallResult::Timeout, began.elapsed(), false);
+            let deadline = self.timeout.map(|t| origin + start + t);
+            match g.take(deadline) {
+                Taken::AtOnce => {}
+                Taken::After => waited = since(Instant::now()).saturating_sub(start),
+                Taken::No => {
+                    let end = since(Instant::now());
+                    return HttpCall {
+                        result: CallResult::Timeout,
+                        waited: end.saturating_sub(start),
+                        connect_failed: false,
+                        end,
+                    };
+                }
             }
         }
-        let waited = began.elapsed();
         let mut request = self.clients[replica]
             .get(&self.url)
             // Its fate is decided when it is sent, as in the model.
@@ -244,27 +266,41 @@ impl HttpDownstream {
             request = request.timeout(t.saturating_sub(waited));
         }
         let sent = request.send();
+        // Its end, before its permit goes to the next call.
+        let end = since(Instant::now());
         if let Some(g) = gate {
             g.give();
         }
-        match sent {
-            Ok(r) if r.status().is_success() => (CallResult::Success, waited, false),
-            Ok(_) => (CallResult::Error, waited, false),
-            // The connect timed out (reqwest calls it a timeout too): an
-            // error, as in the model, unless the client's own timeout came first.
-            Err(e) if e.is_connect() && e.is_timeout() => {
-                let timed_out = self.timeout.is_some_and(|t| began.elapsed() >= t);
-                let result = if timed_out {
-                    CallResult::Timeout
-                } else {
-                    CallResult::Error
-                };
-                (result, waited, true)
+        let (result, connect_failed) = match sent {
+            Ok(r) if r.status().is_success() => (CallResult::Success, false),
+            Ok(_) => (CallResult::Error, false),
+            // A connect that failed at the connect timeout (a refused one
+            // fails at once): an error, as in the model.
+            Err(e) if e.is_connect() => {
+                let timed_out = end - start - waited >= self.connect_timeout;
+                (CallResult::Error, timed_out)
             }
-            Err(e) if e.is_timeout() => (CallResult::Timeout, waited, false),
-            Err(_) => (CallResult::Error, waited, false),
+            Err(e) if e.is_timeout() => (CallResult::Timeout, false),
+            Err(_) => (CallResult::Error, false),
+        };
+        HttpCall {
+            result,
+            waited,
+            connect_failed,
+            end,
         }
     }
+}
+
+/// How one HTTP call went ([`HttpDownstream::call`]).
+pub(super) struct HttpCall {
+    pub(super) result: CallResult,
+    /// Its wait for a permit of the pool's gate (`pool_max`), zero if one was free.
+    pub(super) waited: Duration,
+    /// Its connect timed out.
+    pub(super) connect_failed: bool,
+    /// When it ended, since the run's origin.
+    pub(super) end: Duration,
 }
 
 impl Drop for HttpDownstream {

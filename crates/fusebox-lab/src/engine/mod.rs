@@ -116,8 +116,8 @@ pub struct CallRecord {
     /// (`[downstream] pool_max` reached) before it was sent: it was in
     /// flight downstream from `start + waited` to `end`.
     pub waited: Duration,
-    /// It failed to connect (a `no_accept` fault: an error at the
-    /// `connect_timeout`).
+    /// Its connect timed out (a `no_accept` fault): an error at the
+    /// `connect_timeout`.
     pub connect_failed: bool,
 }
 

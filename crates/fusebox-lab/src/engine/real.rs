@@ -272,19 +272,19 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
             // The call starts once admitted: a breaker's transition at the
             // admission (open -> half-open) is not after its probe's start.
             now = sh.clock.now();
-            let (result, waited, connect_failed) = match sh.http {
+            let (result, waited, connect_failed, end) = match sh.http {
                 None => {
                     let lane = ticket.host().unwrap_or(replica);
                     let plan = sh.scenario.plan(request, r.attempts, lane, now);
                     sleep_until(sh.origin + now + plan.duration);
-                    (plan.result, Duration::ZERO, false)
+                    (plan.result, Duration::ZERO, false, sh.clock.now())
                 }
                 Some(http) => {
                     let healthy = sh.scenario.healthy_latency(request, r.attempts);
-                    http.call(now, replica, healthy)
+                    let c = http.call(sh.origin, now, replica, healthy);
+                    (c.result, c.waited, c.connect_failed, c.end)
                 }
             };
-            let end = sh.clock.now();
             calls.push(CallRecord {
                 request,
                 start: now,

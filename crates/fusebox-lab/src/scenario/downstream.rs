@@ -408,8 +408,9 @@ pub struct PoolPlan {
     pub plan: CallPlan,
     /// How long it waited for a free connection (`pool_max` reached).
     pub waited: Duration,
-    /// It failed to connect (a `no_accept` fault): an error at the
-    /// `connect_timeout`, or a timeout if the client's timeout came first.
+    /// Its connect timed out (a `no_accept` fault): an error at the
+    /// `connect_timeout` (a call whose client's timeout comes first, while
+    /// it connects, is a timeout, as any).
     pub connect_failed: bool,
 }
 
@@ -519,7 +520,7 @@ impl Pool {
                     result,
                 },
                 waited,
-                connect_failed: true,
+                connect_failed: result == CallResult::Error,
             };
         }
         let plan = answer(begin, left);
