@@ -44,7 +44,12 @@ fn most_in_flight(calls: &[CallRecord]) -> usize {
 #[test]
 fn a_hung_server_holds_at_most_pool_max_calls_and_the_others_wait() {
     // The hang alone (no no_accept): every connect works.
-    let sc = scenario(|t| t.replace("outcome = \"no_accept\"", "outcome = \"hang\"\nlatency = \"0ms\""));
+    let sc = scenario(|t| {
+        t.replace(
+            "outcome = \"no_accept\"",
+            "outcome = \"hang\"\nlatency = \"0ms\"",
+        )
+    });
     let spec = &sc.strategies[0];
     let run = engine::run(&sc, spec, Mode::Virtual, None).unwrap();
     assert_eq!(most_in_flight(&run.calls), 4);
@@ -61,11 +66,17 @@ fn a_hung_server_holds_at_most_pool_max_calls_and_the_others_wait() {
 
     // Without the bound, the hung calls take every worker's connection.
     let unbounded = scenario(|t| {
-        t.replace("pool_max = 4", "")
-            .replace("outcome = \"no_accept\"", "outcome = \"hang\"\nlatency = \"0ms\"")
+        t.replace("pool_max = 4", "").replace(
+            "outcome = \"no_accept\"",
+            "outcome = \"hang\"\nlatency = \"0ms\"",
+        )
     });
     let run = engine::run(&unbounded, &unbounded.strategies[0], Mode::Virtual, None).unwrap();
-    assert!(most_in_flight(&run.calls) >= 15, "{}", most_in_flight(&run.calls));
+    assert!(
+        most_in_flight(&run.calls) >= 15,
+        "{}",
+        most_in_flight(&run.calls)
+    );
     assert!(run.calls.iter().all(|c| c.waited.is_zero()));
 }
 
@@ -95,7 +106,10 @@ fn a_server_that_accepts_no_connection_fails_new_ones_at_the_connect_timeout() {
 
     // The breaker stops calling: far fewer connect timeouts and waits.
     let breaker = summary(&sc, "breaker", Mode::Virtual);
-    assert!(pool(&breaker).connect_timeouts * 2 < p.connect_timeouts, "{breaker:?}");
+    assert!(
+        pool(&breaker).connect_timeouts * 2 < p.connect_timeouts,
+        "{breaker:?}"
+    );
     assert!(pool(&breaker).waited * 4 < p.waited, "{breaker:?}");
     // A bulkhead as wide as the pool: no call ever waits for a connection,
     // the rest fail fast; it still calls and its connects still time out.
@@ -104,7 +118,10 @@ fn a_server_that_accepts_no_connection_fails_new_ones_at_the_connect_timeout() {
     assert!(bulkhead.fast_fails > 0);
     assert!(pool(&bulkhead).connect_timeouts > 50, "{bulkhead:?}");
     let fault_median = |s: &Summary| s.latency_fault.unwrap().median_ms;
-    assert!(fault_median(&bulkhead) < fault_median(&none), "{bulkhead:?}");
+    assert!(
+        fault_median(&bulkhead) < fault_median(&none),
+        "{bulkhead:?}"
+    );
 }
 
 /// The same file over HTTP: a reqwest client behind 4 permits, a server

@@ -941,7 +941,12 @@ fn http_transport_keys_load_and_bad_ones_are_named() {
             "downstream.connect_timeout",
             "> 0",
         ),
-        ("pool_max = 4", "pool_max", "downstream.pool_max", "needs transport"),
+        (
+            "pool_max = 4",
+            "pool_max",
+            "downstream.pool_max",
+            "needs transport",
+        ),
         (
             "transport = \"http\"\npool_max = 0",
             "pool_max",
@@ -964,19 +969,28 @@ fn http_transport_keys_load_and_bad_ones_are_named() {
 fn a_no_accept_fault_and_its_bad_keys_are_named() {
     let no_accept = |text: &str| {
         text.replace("outcome = \"error\"", "outcome = \"no_accept\"")
-            .replace("latency = \"150ms\"        # a faulty call fails after this\n", "")
+            .replace(
+                "latency = \"150ms\"        # a faulty call fails after this\n",
+                "",
+            )
     };
     let http = |text: String| text.replace("[downstream]", "[downstream]\ntransport = \"http\"");
     let sc = Scenario::parse("x.toml", &http(no_accept(&base()))).unwrap();
     assert!(sc.models_pool());
-    assert!(sc.downstream.refuses_connections(0, Duration::from_millis(600)));
+    assert!(sc
+        .downstream
+        .refuses_connections(0, Duration::from_millis(600)));
     // A connection's fault: calls on a connection are healthy.
     assert!(sc.downstream.fault_at(Duration::from_millis(600)).is_none());
 
     let text = no_accept(&base());
     let e = error_of(&text);
     assert_eq!(e.key.as_deref(), Some("downstream.faults.outcome"), "{e}");
-    assert_eq!(e.line, Some(line_of(&text, "outcome = \"no_accept\"")), "{e}");
+    assert_eq!(
+        e.line,
+        Some(line_of(&text, "outcome = \"no_accept\"")),
+        "{e}"
+    );
     assert!(e.message.contains("transport = \"http\""), "{e}");
 
     let text = http(base().replace("outcome = \"error\"", "outcome = \"no_accept\""));

@@ -11,7 +11,12 @@
 //! answer before the client's timeout; a call in a `reset` fault has its
 //! connection dropped without an answer after the fault's latency. The
 //! client classifies 2xx as success, a timeout as a timeout, anything else
-//! (5xx, refused, reset) as an error.
+//! (5xx, refused, reset, a connect timeout) as an error.
+//!
+//! With `pool_max`, a gate of that many permits stands in front of each
+//! client (reqwest's pool has no bound of its own); in a `no_accept` fault
+//! the server stops accepting (told on its standard input) and listens with
+//! a backlog of 1, so new connects time out.
 
 use crate::scenario::{CallResult, Downstream, FaultOutcome, HttpConfig, Scenario};
 use crate::sync::lock;

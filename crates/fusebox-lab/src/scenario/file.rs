@@ -799,7 +799,8 @@ fn transport(ctx: &Ctx<'_>, d: &RawDownstream) -> Result<Transport, ScenarioErro
             int_in(ctx, p, "downstream.pool_max_idle", 0, MAX_WORKERS as i64)? as usize;
     }
     if let Some(p) = &d.pool_max {
-        config.pool_max = Some(int_in(ctx, p, "downstream.pool_max", 1, MAX_WORKERS as i64)? as usize);
+        config.pool_max =
+            Some(int_in(ctx, p, "downstream.pool_max", 1, MAX_WORKERS as i64)? as usize);
     }
     if let Some(c) = &d.connect_timeout {
         let t = c.get_ref().0;

@@ -17,9 +17,8 @@ pub mod strategy;
 pub mod sweep;
 
 pub use downstream::{
-    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Knee, Pool, PoolPlan, Server,
-    ServerQueue,
-    Tail, Transport,
+    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Knee, Pool, PoolPlan,
+    Server, ServerQueue, Tail, Transport,
 };
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
