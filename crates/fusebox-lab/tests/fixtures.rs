@@ -16,6 +16,8 @@
 //! of several hosts has a `hosts` key in each strategy's JSON.
 //! `seed000-50rps-random.toml` (a jittered fault) was pinned when it was
 //! added, at its file's seed: its JSON alone has a `seed` for the fault.
+//! `pool-exhaustion.toml` was pinned when it was added; only a scenario
+//! whose client's pool is modelled has a `pool` key in each strategy's JSON.
 
 use fusebox_lab::cli::sweep;
 use fusebox_lab::engine::Mode;
@@ -77,7 +79,7 @@ fn every_shipped_scenario_gives_the_same_json_as_before() {
         );
         compared += 1;
     }
-    assert_eq!(compared, 29);
+    assert_eq!(compared, 30);
     let default: Vec<ScenarioReport> = Scenario::embedded().into_iter().map(report).collect();
     assert!(report::json::text(&default) == fixture("default.json"));
 }

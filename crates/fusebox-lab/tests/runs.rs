@@ -444,7 +444,7 @@ fn the_json_of_many_runs_has_every_figures_spread() {
         (Some(10), Some(10))
     );
     let figures = doc["strategies"][2]["figures"].as_array().unwrap();
-    assert_eq!(figures.len(), model::runs_figures(false).len());
+    assert_eq!(figures.len(), model::runs_figures(false, false).len());
     let lost = figures
         .iter()
         .find(|f| f["figure"] == "requests lost after recovery")

@@ -905,14 +905,15 @@ fn http_transport_keys_load_and_bad_ones_are_named() {
     let with = |keys: &str| base().replace("[downstream]", &format!("[downstream]\n{keys}"));
     let sc = Scenario::parse(
         "x.toml",
-        &with("transport = \"http\"\npool_max_idle = 3\nconnect_timeout = \"250ms\""),
+        &with("transport = \"http\"\npool_max_idle = 3\nconnect_timeout = \"250ms\"\npool_max = 2"),
     )
     .unwrap();
     assert_eq!(
         sc.downstream.transport,
         Transport::Http(HttpConfig {
             pool_max_idle: 3,
-            connect_timeout: Duration::from_millis(250)
+            connect_timeout: Duration::from_millis(250),
+            pool_max: Some(2),
         })
     );
     let cases = [
@@ -940,6 +941,18 @@ fn http_transport_keys_load_and_bad_ones_are_named() {
             "downstream.connect_timeout",
             "> 0",
         ),
+        (
+            "pool_max = 4",
+            "pool_max",
+            "downstream.pool_max",
+            "needs transport",
+        ),
+        (
+            "transport = \"http\"\npool_max = 0",
+            "pool_max",
+            "downstream.pool_max",
+            "out of range",
+        ),
     ];
     for (keys, prefix, key, message) in cases {
         let text = with(keys);
@@ -948,6 +961,49 @@ fn http_transport_keys_load_and_bad_ones_are_named() {
         assert_eq!(e.line, Some(line_of(&text, prefix)), "{e}");
         assert!(e.message.contains(message), "{e}");
     }
+}
+
+/// `outcome = "no_accept"`: over HTTP only, without a latency (the
+/// connect timeout is its latency), and not with a hedge.
+#[test]
+fn a_no_accept_fault_and_its_bad_keys_are_named() {
+    let no_accept = |text: &str| {
+        text.replace("outcome = \"error\"", "outcome = \"no_accept\"")
+            .replace(
+                "latency = \"150ms\"        # a faulty call fails after this\n",
+                "",
+            )
+    };
+    let http = |text: String| text.replace("[downstream]", "[downstream]\ntransport = \"http\"");
+    let sc = Scenario::parse("x.toml", &http(no_accept(&base()))).unwrap();
+    assert!(sc.models_pool());
+    assert!(sc
+        .downstream
+        .refuses_connections(0, Duration::from_millis(600)));
+    // A connection's fault: calls on a connection are healthy.
+    assert!(sc.downstream.fault_at(Duration::from_millis(600)).is_none());
+
+    let text = no_accept(&base());
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("downstream.faults.outcome"), "{e}");
+    assert_eq!(
+        e.line,
+        Some(line_of(&text, "outcome = \"no_accept\"")),
+        "{e}"
+    );
+    assert!(e.message.contains("transport = \"http\""), "{e}");
+
+    let text = http(base().replace("outcome = \"error\"", "outcome = \"no_accept\""));
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("downstream.faults.latency"), "{e}");
+    assert_eq!(e.line, Some(line_of(&text, "latency = \"150ms\"")), "{e}");
+    assert!(e.message.contains("connect_timeout"), "{e}");
+
+    let text = http(base()).replace("[downstream]", "[downstream]\npool_max = 4")
+        + "\n[[strategy]]\nname = \"hedged\"\nkind = \"fusebox\"\nhedge = { delay = \"10ms\" }\n";
+    let e = error_of(&text);
+    assert_eq!(e.key.as_deref(), Some("strategy.hedge"), "{e}");
+    assert!(e.message.contains("pool_max"), "{e}");
 }
 
 #[test]

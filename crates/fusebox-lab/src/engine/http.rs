@@ -11,15 +11,20 @@
 //! answer before the client's timeout; a call in a `reset` fault has its
 //! connection dropped without an answer after the fault's latency. The
 //! client classifies 2xx as success, a timeout as a timeout, anything else
-//! (5xx, refused, reset) as an error.
+//! (5xx, refused, reset, a connect timeout) as an error.
+//!
+//! With `pool_max`, a gate of that many permits stands in front of each
+//! client (reqwest's pool has no bound of its own); in a `no_accept` fault
+//! the server stops accepting (told on its standard input) and listens with
+//! a backlog of 1, so new connects time out.
 
 use crate::scenario::{CallResult, Downstream, FaultOutcome, HttpConfig, Scenario};
 use crate::sync::lock;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 static LAB_BINARY: OnceLock<PathBuf> = OnceLock::new();
 
@@ -57,7 +62,59 @@ pub(super) struct HttpDownstream {
     setup: Setup,
     /// One client (one connection pool) per replica.
     clients: Vec<reqwest::blocking::Client>,
+    /// With `pool_max`: one gate per replica, in front of its client.
+    gates: Option<Vec<Gate>>,
+    timeout: Option<Duration>,
+    connect_timeout: Duration,
     url: String,
+}
+
+/// `pool_max` in front of a replica's client: reqwest's pool has no bound
+/// on the connections it opens (it opens one whenever no idle one is
+/// free), so a call takes one of `pool_max` permits before it is sent, and
+/// holds it to its end (the calls in flight, each on a connection of its
+/// own, are at most `pool_max`).
+struct Gate {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// How [`Gate::take`] went.
+enum Taken {
+    AtOnce,
+    After,
+    No,
+}
+
+impl Gate {
+    /// Takes a permit, waiting until `deadline` at most.
+    fn take(&self, deadline: Option<Instant>) -> Taken {
+        let mut free = lock(&self.free);
+        let mut taken = Taken::AtOnce;
+        while *free == 0 {
+            taken = Taken::After;
+            free = match deadline {
+                None => self.freed.wait(free).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Taken::No;
+                    }
+                    self.freed
+                        .wait_timeout(free, d - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        *free -= 1;
+        taken
+    }
+
+    fn give(&self) {
+        *lock(&self.free) += 1;
+        self.freed.notify_one();
+    }
 }
 
 /// Starts the server process with `setup`; returns it and the address it listens on.
@@ -69,9 +126,11 @@ fn spawn(binary: &PathBuf, setup: &Setup) -> Result<(Child, String), String> {
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| format!("cannot start {} http-downstream: {e}", binary.display()))?;
-    let sent = child.stdin.take().map(|mut stdin| {
-        stdin.write_all(&serde_json::to_vec(setup).expect("plain data serializes"))
-    });
+    // The setup on one line; the server's standard input stays open for
+    // `pause` and `resume` (a `no_accept` fault's start and end).
+    let mut text = serde_json::to_vec(setup).expect("plain data serializes");
+    text.push(b'\n');
+    let sent = child.stdin.as_mut().map(|stdin| stdin.write_all(&text));
     let mut line = String::new();
     let read = child
         .stdout
@@ -124,11 +183,22 @@ impl HttpDownstream {
                     .map_err(|e| format!("cannot build the HTTP client: {e}"))
             })
             .collect::<Result<_, _>>()?;
+        let gates = config.pool_max.map(|max| {
+            (0..scenario.replicas())
+                .map(|_| Gate {
+                    free: Mutex::new(max),
+                    freed: Condvar::new(),
+                })
+                .collect()
+        });
         Ok(HttpDownstream {
             child: Mutex::new(Some(child)),
             binary,
             setup,
             clients,
+            gates,
+            timeout: scenario.client.timeout,
+            connect_timeout: config.connect_timeout,
             url: format!("http://{addr}/call"),
         })
     }
@@ -151,22 +221,91 @@ impl HttpDownstream {
         Ok(())
     }
 
-    /// One call, started at `start` (since the run's origin) by `replica`,
-    /// taking `healthy` outside a fault (its draw from the latency tail).
-    pub(super) fn call(&self, start: Duration, replica: usize, healthy: Duration) -> CallResult {
-        let sent = self.clients[replica]
-            .get(&self.url)
-            .header("x-lab-start-ns", start.as_nanos().to_string())
-            .header("x-lab-replica", replica.to_string())
-            .header("x-lab-healthy-ns", healthy.as_nanos().to_string())
-            .send();
-        match sent {
-            Ok(r) if r.status().is_success() => CallResult::Success,
-            Ok(_) => CallResult::Error,
-            Err(e) if e.is_timeout() => CallResult::Timeout,
-            Err(_) => CallResult::Error,
+    /// A `no_accept` fault begins (`false`) or ends (`true`): the server
+    /// stops or starts accepting connections.
+    pub(super) fn accept(&self, on: bool) {
+        if let Some(stdin) = lock(&self.child).as_mut().and_then(|c| c.stdin.as_mut()) {
+            let _ = stdin.write_all(if on { b"resume\n" } else { b"pause\n" });
         }
     }
+
+    /// One call, started at `start` (since the run's `origin`) by
+    /// `replica`, taking `healthy` outside a fault (its draw from the
+    /// latency tail).
+    ///
+    /// The client's timeout counts from `start`: a call that waits for a
+    /// connection that long times out without being sent.
+    pub(super) fn call(
+        &self,
+        origin: Instant,
+        start: Duration,
+        replica: usize,
+        healthy: Duration,
+    ) -> HttpCall {
+        let since = |t: Instant| t.saturating_duration_since(origin);
+        let gate = self.gates.as_ref().map(|g| &g[replica]);
+        let mut waited = Duration::ZERO;
+        if let Some(g) = gate {
+            let deadline = self.timeout.map(|t| origin + start + t);
+            match g.take(deadline) {
+                Taken::AtOnce => {}
+                Taken::After => waited = since(Instant::now()).saturating_sub(start),
+                Taken::No => {
+                    let end = since(Instant::now());
+                    return HttpCall {
+                        result: CallResult::Timeout,
+                        waited: end.saturating_sub(start),
+                        connect_failed: false,
+                        end,
+                    };
+                }
+            }
+        }
+        let mut request = self.clients[replica]
+            .get(&self.url)
+            // Its fate is decided when it is sent, as in the model.
+            .header("x-lab-start-ns", (start + waited).as_nanos().to_string())
+            .header("x-lab-replica", replica.to_string())
+            .header("x-lab-healthy-ns", healthy.as_nanos().to_string());
+        if let (Some(t), Some(_)) = (self.timeout, gate) {
+            request = request.timeout(t.saturating_sub(waited));
+        }
+        let sent = request.send();
+        // Its end, before its permit goes to the next call.
+        let end = since(Instant::now());
+        if let Some(g) = gate {
+            g.give();
+        }
+        let (result, connect_failed) = match sent {
+            Ok(r) if r.status().is_success() => (CallResult::Success, false),
+            Ok(_) => (CallResult::Error, false),
+            // A connect that failed at the connect timeout (a refused one
+            // fails at once): an error, as in the model.
+            Err(e) if e.is_connect() => {
+                let timed_out = end - start - waited >= self.connect_timeout;
+                (CallResult::Error, timed_out)
+            }
+            Err(e) if e.is_timeout() => (CallResult::Timeout, false),
+            Err(_) => (CallResult::Error, false),
+        };
+        HttpCall {
+            result,
+            waited,
+            connect_failed,
+            end,
+        }
+    }
+}
+
+/// How one HTTP call went ([`HttpDownstream::call`]).
+pub(super) struct HttpCall {
+    pub(super) result: CallResult,
+    /// Its wait for a permit of the pool's gate (`pool_max`), zero if one was free.
+    pub(super) waited: Duration,
+    /// Its connect timed out.
+    pub(super) connect_failed: bool,
+    /// When it ended, since the run's origin.
+    pub(super) end: Duration,
 }
 
 impl Drop for HttpDownstream {
@@ -183,29 +322,61 @@ impl Drop for HttpDownstream {
 /// client's pool); a call in a `reset` fault drops its connection after the
 /// fault's latency, without an answer.
 pub fn serve_downstream() -> Result<(), String> {
-    let mut input = Vec::new();
+    let mut input = String::new();
     std::io::stdin()
-        .read_to_end(&mut input)
+        .read_line(&mut input)
         .map_err(|e| format!("cannot read the setup: {e}"))?;
-    let setup: Setup = serde_json::from_slice(&input).map_err(|e| format!("bad setup: {e}"))?;
+    let setup: Setup = serde_json::from_str(&input).map_err(|e| format!("bad setup: {e}"))?;
     let setup = Arc::new(setup);
+    // `pause` and `resume` lines: a `no_accept` fault's start and end.
+    let (accepting, mut open) = tokio::sync::watch::channel(true);
+    let keep = accepting.clone();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines().map_while(Result::ok) {
+            match line.trim() {
+                "pause" => accepting.send_replace(false),
+                "resume" => accepting.send_replace(true),
+                _ => continue,
+            };
+        }
+    });
+    // With `no_accept` faults the listen backlog is short, as a server's
+    // that stopped accepting fills up: the kernel then drops new
+    // connections' SYNs, and their connects time out.
+    let refuses = setup
+        .downstream
+        .faults
+        .iter()
+        .any(|f| f.outcome == FaultOutcome::NoAccept);
+    let backlog = if refuses { 1 } else { 1024 };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", setup.port))
-            .await
-            .map_err(|e| format!("cannot listen: {e}"))?;
+        let _keep = keep;
+        let listen = || {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.set_reuseaddr(true)?;
+            socket.bind((std::net::Ipv4Addr::LOCALHOST, setup.port).into())?;
+            socket.listen(backlog)
+        };
+        let listener = listen().map_err(|e| format!("cannot listen: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         println!("listening on {addr}");
         let _ = std::io::stdout().flush();
         loop {
-            let (stream, _) = listener
-                .accept()
-                .await
-                .map_err(|e| format!("server: {e}"))?;
-            tokio::spawn(connection(stream, Arc::clone(&setup)));
+            if !*open.borrow_and_update() {
+                let _ = open.changed().await;
+                continue;
+            }
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, _) = accepted.map_err(|e| format!("server: {e}"))?;
+                    tokio::spawn(connection(stream, Arc::clone(&setup)));
+                }
+                _ = open.changed() => {}
+            }
         }
     })
 }

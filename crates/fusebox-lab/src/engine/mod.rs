@@ -112,6 +112,13 @@ pub struct CallRecord {
     /// request answered first: the downstream had the call, the guard heard
     /// no verdict (a breaker's permit was released without one).
     pub cancelled: bool,
+    /// How long it waited for a connection of the HTTP client's pool
+    /// (`[downstream] pool_max` reached) before it was sent: it was in
+    /// flight downstream from `start + waited` to `end`.
+    pub waited: Duration,
+    /// Its connect timed out (a `no_accept` fault): an error at the
+    /// `connect_timeout`.
+    pub connect_failed: bool,
 }
 
 impl CallRecord {

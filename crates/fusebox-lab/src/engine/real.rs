@@ -162,6 +162,19 @@ fn run_threads(
             .flat_map(|r| (0..scenario.workers).map(move |_| r))
             .map(|r| s.spawn(move || worker(shared, r)))
             .collect();
+        // Over HTTP, a `no_accept` fault really stops the server accepting.
+        if let Some(http) = shared.http {
+            s.spawn(move || {
+                for f in &scenario.downstream.faults {
+                    if f.outcome == FaultOutcome::NoAccept {
+                        sleep_until(origin + f.from);
+                        http.accept(false);
+                        sleep_until(origin + f.until);
+                        http.accept(true);
+                    }
+                }
+            });
+        }
         // Over HTTP, a `down` fault really stops the server process.
         if let Some(http) = shared.http {
             s.spawn(move || {
@@ -259,19 +272,19 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
             // The call starts once admitted: a breaker's transition at the
             // admission (open -> half-open) is not after its probe's start.
             now = sh.clock.now();
-            let result = match sh.http {
+            let (result, waited, connect_failed, end) = match sh.http {
                 None => {
                     let lane = ticket.host().unwrap_or(replica);
                     let plan = sh.scenario.plan(request, r.attempts, lane, now);
                     sleep_until(sh.origin + now + plan.duration);
-                    plan.result
+                    (plan.result, Duration::ZERO, false, sh.clock.now())
                 }
                 Some(http) => {
                     let healthy = sh.scenario.healthy_latency(request, r.attempts);
-                    http.call(now, replica, healthy)
+                    let c = http.call(sh.origin, now, replica, healthy);
+                    (c.result, c.waited, c.connect_failed, c.end)
                 }
             };
-            let end = sh.clock.now();
             calls.push(CallRecord {
                 request,
                 start: now,
@@ -279,6 +292,8 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
                 result,
                 hedge: false,
                 cancelled: false,
+                waited,
+                connect_failed,
             });
             if !end_attempt(sh.scenario, rep.guard.as_ref(), ticket, &mut r, end, result) {
                 break;

@@ -22,7 +22,7 @@ use super::fleet_virtual::VirtualFleet;
 use super::rules::{end_call, queue_admits, start_attempt, start_hedge, Next};
 use super::{CallRecord, FleetRun, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, LabClock, Ticket};
-use crate::scenario::{CallResult, Scenario, ServerQueue, StrategySpec};
+use crate::scenario::{CallResult, Pool, PoolPlan, Scenario, ServerQueue, StrategySpec};
 use fusebox::hedge::Hedge;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -86,6 +86,9 @@ struct Replica {
     /// The strategy's hedge, if it hedges (each replica has its own, as it
     /// has its own client).
     hedge: Option<Hedge>,
+    /// Its HTTP client's pool, when the scenario bounds it or refuses
+    /// connections ([`Scenario::pool`]).
+    pool: Option<Pool>,
 }
 
 /// Runs one strategy of `scenario` in virtual time.
@@ -112,6 +115,7 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                 h.build()
                     .expect("hedge settings checked when the scenario was read")
             }),
+            pool: scenario.pool().map(Pool::new),
         })
         .collect();
     let mut fleet = {
@@ -253,6 +257,7 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                 workers,
                 queue,
                 hedge,
+                pool,
             } = rep;
             // `call`: a new call of a request (and its number), or `None`
             // for a hedge of the call worker `w` is on; `taken`: when the
@@ -278,10 +283,23 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                     f.observe(r, t, guard.as_ref());
                 }
                 let attempt = started.map(|(ticket, plan)| {
-                    let plan = match server.as_mut() {
-                        Some(s) => s.plan(t, scenario.client.timeout),
-                        None => plan,
+                    let timeout = scenario.client.timeout;
+                    let lane = ticket.host().unwrap_or(r);
+                    let healthy = scenario.healthy_latency(request, req.attempts);
+                    let mut answer = |at: Duration, left: Option<Duration>| match server.as_mut() {
+                        Some(s) => s.plan(at, left),
+                        None if at == t => plan,
+                        None => scenario.downstream.plan_with(lane, at, left, healthy),
                     };
+                    let pooled = match pool.as_mut() {
+                        Some(p) => p.call(&scenario.downstream, lane, t, timeout, answer),
+                        None => PoolPlan {
+                            plan: answer(t, timeout),
+                            waited: Duration::ZERO,
+                            connect_failed: false,
+                        },
+                    };
+                    let plan = pooled.plan;
                     seq += 1;
                     calls.push(CallRecord {
                         request,
@@ -290,6 +308,8 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                         result: plan.result,
                         hedge: call.is_none(),
                         cancelled: false,
+                        waited: pooled.waited,
+                        connect_failed: pooled.connect_failed,
                     });
                     Attempt {
                         seq,

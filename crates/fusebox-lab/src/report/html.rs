@@ -461,7 +461,7 @@ fn figures_table(report: &ScenarioReport) -> String {
     let cols = columns(report);
     let mut out = String::from("<table class=figures>");
     header_row(&mut out, &cols);
-    for f in model::figures(report.scenario.has_tail()) {
+    for f in model::figures(report.scenario.has_tail(), report.scenario.models_pool()) {
         row(
             &mut out,
             f.label,

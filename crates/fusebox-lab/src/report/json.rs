@@ -58,7 +58,7 @@ fn strategy(sum: &Summary, run: &RunResult) -> Value {
     let mut obj = Map::new();
     obj.insert("name".into(), json!(sum.name));
     obj.insert("kind".into(), json!(sum.kind));
-    for f in model::figures(sum.tail.is_some()) {
+    for f in model::figures(sum.tail.is_some(), sum.pool.is_some()) {
         if let Some(path) = f.json {
             insert(&mut obj, path, (f.ours)(sum).json());
         }

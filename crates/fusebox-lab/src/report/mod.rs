@@ -50,6 +50,50 @@ pub struct TailFigures {
     pub cancelled: usize,
 }
 
+/// What the HTTP client's pool did to a run's calls ([`Summary::pool`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolFigures {
+    /// Calls that waited for a connection (`pool_max` reached).
+    pub waited: usize,
+    /// The longest of those waits, in milliseconds.
+    pub wait_max_ms: f64,
+    /// Calls whose connect timed out (a server that accepts no connection).
+    pub connect_timeouts: usize,
+    /// The most calls holding a connection at once (from the end of their
+    /// wait to their end; over every replica's client in a fleet): at most
+    /// `pool_max` in virtual time.
+    pub peak_in_use: usize,
+}
+
+impl PoolFigures {
+    /// The figures of `run`'s calls.
+    pub fn of(run: &RunResult) -> PoolFigures {
+        // A connection freed at `t` is taken again at `t`: ends before starts.
+        let mut edges: Vec<(Duration, i64)> = run
+            .calls
+            .iter()
+            .filter(|c| c.start + c.waited < c.end)
+            .flat_map(|c| [(c.start + c.waited, 1), (c.end, -1)])
+            .collect();
+        edges.sort_unstable();
+        let (mut now, mut peak) = (0i64, 0i64);
+        for (_, d) in edges {
+            now += d;
+            peak = peak.max(now);
+        }
+        PoolFigures {
+            waited: run.calls.iter().filter(|c| !c.waited.is_zero()).count(),
+            wait_max_ms: run
+                .calls
+                .iter()
+                .map(|c| c.waited.as_secs_f64() * 1e3)
+                .fold(0.0, f64::max),
+            connect_timeouts: run.calls.iter().filter(|c| c.connect_failed).count(),
+            peak_in_use: usize::try_from(peak).unwrap_or(0),
+        }
+    }
+}
+
 impl TailFigures {
     fn of(run: &RunResult) -> TailFigures {
         let mut v: Vec<Duration> = run.requests.iter().map(|r| r.latency()).collect();
@@ -153,6 +197,9 @@ pub struct Summary {
     /// The whole run's latency and the hedges' cost, in a scenario about
     /// tail latency (`None` in the others).
     pub tail: Option<TailFigures>,
+    /// What the HTTP client's pool did, in a scenario whose pool is
+    /// modelled ([`Scenario::models_pool`]; `None` in the others).
+    pub pool: Option<PoolFigures>,
 }
 
 /// The figures of a fleet run that differ between replicas.
@@ -402,6 +449,7 @@ impl Summary {
             fleet: FleetFigures::of(scenario, run),
             hosts: hosts::HostFigures::of(scenario, run),
             tail: scenario.has_tail().then(|| TailFigures::of(run)),
+            pool: scenario.models_pool().then(|| PoolFigures::of(run)),
         }
     }
 }

@@ -251,25 +251,59 @@ pub const TAIL_FIGURES: &[Figure] = &[
 /// counts (`rejected (queue full)`).
 const TAIL_AFTER: usize = 7;
 
+/// The figures of a scenario whose virtual mode models the HTTP client's
+/// pool ([`Summary::pool`]), shown after the outcome counts (and the
+/// [`TAIL_FIGURES`]); the other scenarios' reports do not have them.
+pub const POOL_FIGURES: &[Figure] = &[
+    Figure {
+        label: "calls that waited for a connection",
+        json: Some("pool.waited"),
+        ours: |s| opt(s.pool, |p| Cell::Count(p.waited)),
+        article: blank,
+    },
+    Figure {
+        label: "  wait for a connection: max ms",
+        json: Some("pool.wait_max_ms"),
+        ours: |s| opt(s.pool, |p| Cell::Ms(p.wait_max_ms)),
+        article: blank,
+    },
+    Figure {
+        label: "connect timeouts",
+        json: Some("pool.connect_timeouts"),
+        ours: |s| opt(s.pool, |p| Cell::Count(p.connect_timeouts)),
+        article: blank,
+    },
+    Figure {
+        label: "connections in use: peak",
+        json: Some("pool.peak_in_use"),
+        ours: |s| opt(s.pool, |p| Cell::Count(p.peak_in_use)),
+        article: blank,
+    },
+];
+
 /// The figures of a report, in display order: [`FIGURES`], with the
 /// [`TAIL_FIGURES`] if `tail` (a scenario about tail latency,
-/// [`Scenario::has_tail`](crate::scenario::Scenario::has_tail)).
+/// [`Scenario::has_tail`](crate::scenario::Scenario::has_tail)) and the
+/// [`POOL_FIGURES`] if `pool` (a scenario whose client's pool is modelled,
+/// [`Scenario::models_pool`](crate::scenario::Scenario::models_pool)).
 ///
 /// # Examples
 ///
 /// ```
-/// use fusebox_lab::report::model::{figures, FIGURES, TAIL_FIGURES};
+/// use fusebox_lab::report::model::{figures, FIGURES, POOL_FIGURES, TAIL_FIGURES};
 ///
-/// assert_eq!(figures(false).len(), FIGURES.len());
-/// let all = figures(true);
-/// assert_eq!(all.len(), FIGURES.len() + TAIL_FIGURES.len());
+/// assert_eq!(figures(false, false).len(), FIGURES.len());
+/// let all = figures(true, true);
+/// assert_eq!(all.len(), FIGURES.len() + TAIL_FIGURES.len() + POOL_FIGURES.len());
 /// assert_eq!(all[6].label, "rejected (queue full)");
 /// assert_eq!(all[7].label, "latency, every request: p50 ms");
+/// assert_eq!(figures(false, true)[7].label, "calls that waited for a connection");
 /// ```
-pub fn figures(tail: bool) -> Vec<&'static Figure> {
+pub fn figures(tail: bool, pool: bool) -> Vec<&'static Figure> {
     let (counts, rest) = FIGURES.split_at(TAIL_AFTER);
     let tail: &[Figure] = if tail { TAIL_FIGURES } else { &[] };
-    counts.iter().chain(tail).chain(rest).collect()
+    let pool: &[Figure] = if pool { POOL_FIGURES } else { &[] };
+    counts.iter().chain(tail).chain(pool).chain(rest).collect()
 }
 
 /// The backlog count, which the article counted differently (see the table's note).
@@ -305,13 +339,13 @@ pub const MORE_FIGURES: &[Figure] = &[
 /// ```
 /// use fusebox_lab::report::model::{figures, runs_figures};
 ///
-/// let all = runs_figures(false);
-/// assert_eq!(all.len(), figures(false).len() + 2);
+/// let all = runs_figures(false, false);
+/// assert_eq!(all.len(), figures(false, false).len() + 2);
 /// assert_eq!(all[8].label, "latency during fault: p99 ms");
 /// ```
-pub fn runs_figures(tail: bool) -> Vec<&'static Figure> {
+pub fn runs_figures(tail: bool, pool: bool) -> Vec<&'static Figure> {
     let mut out = Vec::new();
-    for f in figures(tail) {
+    for f in figures(tail, pool) {
         out.push(f);
         if std::ptr::eq(f, &FIGURES[7]) {
             out.push(&MORE_FIGURES[0]);

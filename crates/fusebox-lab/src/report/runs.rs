@@ -248,7 +248,7 @@ impl RunsReport {
         if !sc.is_random() {
             let _ = writeln!(out, "  {NOT_RANDOM}");
         }
-        let figures = model::runs_figures(sc.has_tail());
+        let figures = model::runs_figures(sc.has_tail(), sc.models_pool());
         let labels: Vec<String> = figures.iter().map(|f| f.label.to_string()).collect();
         let headers: Vec<&str> = sc.strategies.iter().map(|s| s.name.as_str()).collect();
         let cells: Vec<Vec<String>> = figures
@@ -270,7 +270,7 @@ impl RunsReport {
     /// run (`null` for those it has not).
     pub fn json(&self) -> Value {
         let sc = &self.scenario;
-        let figures = model::runs_figures(sc.has_tail());
+        let figures = model::runs_figures(sc.has_tail(), sc.models_pool());
         let strategies: Vec<Value> = sc
             .strategies
             .iter()

@@ -210,7 +210,7 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
     let _ = writeln!(out, "  every figure:");
 
     // Figures side by side.
-    let figures = model::figures(sc.has_tail());
+    let figures = model::figures(sc.has_tail(), sc.models_pool());
     let labels: Vec<String> = figures.iter().map(|f| f.label.to_string()).collect();
     let cells: Vec<Vec<String>> = figures
         .iter()

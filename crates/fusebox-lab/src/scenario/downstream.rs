@@ -38,6 +38,13 @@ pub enum FaultOutcome {
         /// The server's workers during the fault.
         workers: usize,
     },
+    /// `outcome = "no_accept"` (`transport = "http"`): the server accepts no
+    /// new connection from `from` to `until`; the connections it has keep
+    /// being served (by the other faults, if any: a `no_accept` fault
+    /// overlaps them, it does not hide them). A call that needs a new
+    /// connection then fails with an error at the `connect_timeout`; one
+    /// that finds an idle connection in the client's pool is served.
+    NoAccept,
 }
 
 impl FaultOutcome {
@@ -57,6 +64,7 @@ impl FaultOutcome {
             FaultOutcome::Reset => "reset",
             FaultOutcome::Slow => "slow",
             FaultOutcome::Capacity { .. } => "capacity",
+            FaultOutcome::NoAccept => "no_accept",
         }
     }
 }
@@ -373,6 +381,12 @@ pub struct HttpConfig {
     /// `connect_timeout`: a connection not set up by then fails the call
     /// (1 s by default).
     pub connect_timeout: Duration,
+    /// `pool_max`: the most connections the client has open to the server
+    /// at once; a call that finds none free waits for one (its wait counts
+    /// against the client's timeout). Unset: no bound (reqwest's own pool
+    /// has none: it opens a connection whenever no idle one is free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_max: Option<usize>,
 }
 
 impl Default for HttpConfig {
@@ -380,6 +394,148 @@ impl Default for HttpConfig {
         HttpConfig {
             pool_max_idle: 8,
             connect_timeout: Duration::from_secs(1),
+            pool_max: None,
+        }
+    }
+}
+
+/// How a call went through a [`Pool`]: its plan from the moment it asked
+/// for a connection, and what the pool did to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolPlan {
+    /// The call's plan, its duration counted from its start (the wait for
+    /// a connection included).
+    pub plan: CallPlan,
+    /// How long it waited for a free connection (`pool_max` reached).
+    pub waited: Duration,
+    /// Its connect timed out (a `no_accept` fault): an error at the
+    /// `connect_timeout` (a call whose client's timeout comes first, while
+    /// it connects, is a timeout, as any).
+    pub connect_failed: bool,
+}
+
+/// A replica's HTTP client pool in virtual time: at most `pool_max`
+/// connections, each free from a time on, open or closed then (a call that
+/// timed out, or whose connection the server reset, closes it). A call
+/// takes an idle open connection if there is one, else opens one (at once
+/// on loopback; a `no_accept` fault fails it at the `connect_timeout`),
+/// else, with `pool_max` reached, waits for the first to be free (calls
+/// wait in the order they come).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::scenario::{CallPlan, CallResult, Downstream, HttpConfig, Pool, Transport};
+/// use std::time::Duration;
+///
+/// let ms = Duration::from_millis;
+/// let config = HttpConfig { pool_max: Some(1), ..HttpConfig::default() };
+/// let d = Downstream { latency: ms(10), tail: vec![], faults: vec![],
+///                      transport: Transport::Http(config), server: None };
+/// let mut pool = Pool::new(config);
+/// let answer = |_at: Duration, _left: Option<Duration>| CallPlan {
+///     duration: ms(10), result: CallResult::Success };
+/// assert_eq!(pool.call(&d, 0, ms(0), Some(ms(100)), answer).plan.duration, ms(10));
+/// // The one connection is busy to 10 ms: the next call waits 6 ms for it.
+/// let second = pool.call(&d, 0, ms(4), Some(ms(100)), answer);
+/// assert_eq!((second.waited, second.plan.duration), (ms(6), ms(16)));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Pool {
+    max: Option<usize>,
+    connect_timeout: Duration,
+    /// Each connection: when it is next free, and whether it is open then.
+    conns: Vec<(Duration, bool)>,
+}
+
+impl Pool {
+    /// An empty pool with `config`'s bound and connect timeout.
+    pub fn new(config: HttpConfig) -> Self {
+        Pool {
+            max: config.pool_max,
+            connect_timeout: config.connect_timeout,
+            conns: Vec::new(),
+        }
+    }
+
+    /// A call of `replica` to `d` at `now` (calls come in time order),
+    /// with the client's `timeout`: it gets a connection, then `answer(at,
+    /// left)` plans it from the time `at` it reaches the server, with the
+    /// client's timeout `left` then.
+    pub fn call(
+        &mut self,
+        d: &Downstream,
+        replica: usize,
+        now: Duration,
+        timeout: Option<Duration>,
+        answer: impl FnOnce(Duration, Option<Duration>) -> CallPlan,
+    ) -> PoolPlan {
+        // Free at `now`: an open connection first, then a closed one (to
+        // open again); else a new one while the bound allows; else the
+        // first to be free (of those at once, an open one).
+        let free = |&(at, _): &(Duration, bool)| at <= now;
+        let slot = self
+            .conns
+            .iter()
+            .position(|c| free(c) && c.1)
+            .or_else(|| self.conns.iter().position(free));
+        let slot = match slot {
+            Some(i) => i,
+            None if self.max.is_none_or(|m| self.conns.len() < m) => {
+                self.conns.push((now, false));
+                self.conns.len() - 1
+            }
+            None => self
+                .conns
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, &(at, open))| (at, !open))
+                .map(|(i, _)| i)
+                .expect("a full pool has connections"),
+        };
+        let (begin, open) = self.conns[slot];
+        let begin = begin.max(now);
+        let waited = begin - now;
+        let left = timeout.map(|t| t.saturating_sub(waited));
+        if left.is_some_and(|l| l.is_zero()) {
+            // The client gave up waiting: the connection stays as it was.
+            return PoolPlan {
+                plan: CallPlan {
+                    duration: waited,
+                    result: CallResult::Timeout,
+                },
+                waited,
+                connect_failed: false,
+            };
+        }
+        if !open && d.refuses_connections(replica, begin) {
+            let (duration, result) = match left {
+                Some(l) if l < self.connect_timeout => (l, CallResult::Timeout),
+                _ => (self.connect_timeout, CallResult::Error),
+            };
+            self.conns[slot] = (begin + duration, false);
+            return PoolPlan {
+                plan: CallPlan {
+                    duration: waited + duration,
+                    result,
+                },
+                waited,
+                connect_failed: result == CallResult::Error,
+            };
+        }
+        let plan = answer(begin, left);
+        let reset = d
+            .fault_on(replica, begin)
+            .is_some_and(|f| matches!(f.outcome, FaultOutcome::Reset | FaultOutcome::Down));
+        let kept = plan.result != CallResult::Timeout && !reset;
+        self.conns[slot] = (begin + plan.duration, kept);
+        PoolPlan {
+            plan: CallPlan {
+                duration: waited + plan.duration,
+                result: plan.result,
+            },
+            waited,
+            connect_failed: false,
         }
     }
 }
@@ -451,11 +607,24 @@ impl Downstream {
         self.fault_on(0, start)
     }
 
-    /// The fault active at `start` on the calls of `replica` (from 0), if any.
+    /// The fault active at `start` on the calls of `replica` (from 0), if
+    /// any (of those that decide a call's fate: not `no_accept`, which
+    /// decides a connection's, [`refuses_connections`](Self::refuses_connections)).
     pub fn fault_on(&self, replica: usize, start: Duration) -> Option<&Fault> {
-        self.faults
-            .iter()
-            .find(|f| f.from <= start && start < f.until && f.hits(replica))
+        self.faults.iter().find(|f| {
+            f.from <= start
+                && start < f.until
+                && f.hits(replica)
+                && f.outcome != FaultOutcome::NoAccept
+        })
+    }
+
+    /// Whether a `no_accept` fault refuses the new connections of
+    /// `replica` (from 0) at `at`.
+    pub fn refuses_connections(&self, replica: usize, at: Duration) -> bool {
+        self.faults.iter().any(|f| {
+            f.outcome == FaultOutcome::NoAccept && f.from <= at && at < f.until && f.hits(replica)
+        })
     }
 
     /// What the dependency does with a call of `replica` (from 0) starting at
@@ -485,6 +654,8 @@ impl Downstream {
                 // A server's capacity: the server's queue applies it
                 // ([`ServerQueue`]); the latency model has no workers.
                 FaultOutcome::Capacity { .. } => (Some(healthy), CallResult::Success),
+                // A connection's fault ([`Pool`]): never a call's.
+                FaultOutcome::NoAccept => (Some(healthy), CallResult::Success),
             },
         }
     }

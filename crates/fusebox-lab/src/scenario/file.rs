@@ -74,6 +74,7 @@ struct RawDownstream {
     hosts: Option<Spanned<i64>>,
     transport: Option<Spanned<String>>,
     pool_max_idle: Option<Spanned<i64>>,
+    pool_max: Option<Spanned<i64>>,
     connect_timeout: Option<Spanned<Dur>>,
     server: Option<Spanned<RawServer>>,
     #[serde(default)]
@@ -238,12 +239,13 @@ impl RawScenario {
                 "reset" => FaultOutcome::Reset,
                 "slow" => FaultOutcome::Slow,
                 "capacity" => FaultOutcome::Capacity { workers: 0 },
+                "no_accept" => FaultOutcome::NoAccept,
                 other => {
                     return Err(ctx.err(
                         r.outcome.span(),
                         "downstream.faults.outcome",
                         format!(
-                            "{other:?} is not one of \"error\", \"hang\", \"down\", \"reset\", \"slow\", \"capacity\""
+                            "{other:?} is not one of \"error\", \"hang\", \"down\", \"reset\", \"slow\", \"capacity\", \"no_accept\""
                         ),
                     ))
                 }
@@ -476,6 +478,13 @@ impl RawScenario {
         for s in &self.strategy {
             let mut spec: StrategySpec = s.get_ref().validate(ctx, s.span())?;
             spec.hosts = s.get_ref().host_keys(ctx)?.policy(ctx, scenario.hosts)?;
+            if spec.hedge.is_some() && scenario.models_pool() {
+                return Err(ctx.err(
+                    s.span(),
+                    "strategy.hedge",
+                    "hedging does not go with downstream.pool_max or a no_accept fault (yet)",
+                ));
+            }
             if spec.hedge.is_some() && spec.hosts.is_some() {
                 return Err(ctx.err(
                     s.span(),
@@ -649,6 +658,13 @@ fn fault_keys(
     let r = f.get_ref();
     let written = r.outcome.get_ref();
     match (outcome, &r.latency, &r.workers) {
+        (FaultOutcome::NoAccept, Some(l), _) => Err(ctx.err(
+            l.span(),
+            "downstream.faults.latency",
+            "a fault with outcome = \"no_accept\" fails a new connection at the \
+             [downstream] connect_timeout: leave latency out",
+        )),
+        (FaultOutcome::NoAccept, None, None) => Ok((outcome, Duration::ZERO)),
         (FaultOutcome::Capacity { .. }, Some(l), _) => Err(ctx.err(
             l.span(),
             "downstream.faults.latency",
@@ -760,12 +776,31 @@ fn transport(ctx: &Ctx<'_>, d: &RawDownstream) -> Result<Transport, ScenarioErro
         if let Some(c) = &d.connect_timeout {
             return Err(ctx.err(c.span(), "downstream.connect_timeout", NEEDS_HTTP));
         }
+        if let Some(p) = &d.pool_max {
+            return Err(ctx.err(p.span(), "downstream.pool_max", NEEDS_HTTP));
+        }
+        if let Some(f) = d
+            .faults
+            .iter()
+            .find(|f| f.get_ref().outcome.get_ref() == "no_accept")
+        {
+            return Err(ctx.err(
+                f.get_ref().outcome.span(),
+                "downstream.faults.outcome",
+                "outcome = \"no_accept\" refuses the HTTP client's new connections: needs \
+                 transport = \"http\"",
+            ));
+        }
         return Ok(Transport::Call);
     }
     let mut config = HttpConfig::default();
     if let Some(p) = &d.pool_max_idle {
         config.pool_max_idle =
             int_in(ctx, p, "downstream.pool_max_idle", 0, MAX_WORKERS as i64)? as usize;
+    }
+    if let Some(p) = &d.pool_max {
+        config.pool_max =
+            Some(int_in(ctx, p, "downstream.pool_max", 1, MAX_WORKERS as i64)? as usize);
     }
     if let Some(c) = &d.connect_timeout {
         let t = c.get_ref().0;

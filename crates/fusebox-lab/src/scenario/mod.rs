@@ -17,8 +17,8 @@ pub mod strategy;
 pub mod sweep;
 
 pub use downstream::{
-    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Knee, Server, ServerQueue,
-    Tail, Transport,
+    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Knee, Pool, PoolPlan,
+    Server, ServerQueue, Tail, Transport,
 };
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
@@ -594,6 +594,43 @@ impl Scenario {
         }
         // Over the seed, the request and the attempt.
         d.healthy(unit(self.seed, request as u64, u64::from(attempt)))
+    }
+
+    /// The HTTP client's pool as virtual mode models it ([`Pool`]): with
+    /// `transport = "http"` and a `pool_max` or a `no_accept` fault; `None`
+    /// otherwise (a pool without either leaves every call as it is).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+    ///
+    /// let text = EMBEDDED[0].1.replace(
+    ///     "latency = \"5ms\"          # a healthy call succeeds after this",
+    ///     "latency = \"5ms\"\ntransport = \"http\"\npool_max = 4",
+    /// );
+    /// let sc = Scenario::parse("pool.toml", &text).unwrap();
+    /// assert_eq!(sc.pool().and_then(|p| p.pool_max), Some(4));
+    /// ```
+    pub fn pool(&self) -> Option<HttpConfig> {
+        match self.downstream.transport {
+            Transport::Http(c)
+                if c.pool_max.is_some()
+                    || self
+                        .downstream
+                        .faults
+                        .iter()
+                        .any(|f| f.outcome == FaultOutcome::NoAccept) =>
+            {
+                Some(c)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether virtual mode models the HTTP client's pool ([`pool`](Self::pool)).
+    pub fn models_pool(&self) -> bool {
+        self.pool().is_some()
     }
 
     /// Whether the scenario is about tail latency: its downstream has a
