@@ -54,8 +54,19 @@ pub struct Spread {
     pub runs: usize,
 }
 
-/// A cell's number, if it has one.
-fn number(c: Cell) -> Option<f64> {
+/// A cell's number, if it has one (a time in seconds, a latency in
+/// milliseconds).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::report::model::Cell;
+/// use fusebox_lab::report::runs::cell_number;
+///
+/// assert_eq!(cell_number(Cell::Count(3)), Some(3.0));
+/// assert_eq!(cell_number(Cell::Missing), None);
+/// ```
+pub fn cell_number(c: Cell) -> Option<f64> {
     match c {
         Cell::Count(n) => Some(n as f64),
         Cell::Secs(d) => Some(d.as_secs_f64()),
@@ -81,7 +92,7 @@ impl Spread {
     pub fn of(cells: &[Cell]) -> Spread {
         let mut present: Vec<(f64, Cell)> = cells
             .iter()
-            .filter_map(|&c| number(c).map(|x| (x, c)))
+            .filter_map(|&c| cell_number(c).map(|x| (x, c)))
             .collect();
         present.sort_by(|a, b| a.0.total_cmp(&b.0));
         let n = present.len();
