@@ -16,6 +16,9 @@
 //! of several hosts has a `hosts` key in each strategy's JSON.
 //! `seed000-50rps-random.toml` (a jittered fault) was pinned when it was
 //! added, at its file's seed: its JSON alone has a `seed` for the fault.
+//! `seed000-50rps-outage.toml` (an outage model: onset and length drawn
+//! from ranges) was pinned when it was added, at its file's seed; its JSON
+//! has a `seed` for the fault too.
 
 use fusebox_lab::cli::sweep;
 use fusebox_lab::engine::Mode;
@@ -77,7 +80,7 @@ fn every_shipped_scenario_gives_the_same_json_as_before() {
         );
         compared += 1;
     }
-    assert_eq!(compared, 29);
+    assert_eq!(compared, 30);
     let default: Vec<ScenarioReport> = Scenario::embedded().into_iter().map(report).collect();
     assert!(report::json::text(&default) == fixture("default.json"));
 }
