@@ -27,7 +27,7 @@ use crate::engine::{self, Mode};
 use crate::report::model::Cell;
 use crate::report::runs::Spread;
 use crate::report::Summary;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, StrategySpec};
 use objective::{Goal, Measure, Objective, Score, MEASURES};
 use space::{Point, Space, KEYS};
 use std::collections::HashMap;
@@ -48,13 +48,22 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// In how many of its runs every limit of `objective` holds.
+    pub fn runs_within_limits(&self, objective: &Objective) -> usize {
+        let runs = self.cells.first().map_or(0, Vec::len);
+        (0..runs)
+            .filter(|&r| {
+                objective.limits.iter().all(|l| {
+                    let x = crate::report::runs::cell_number(self.cells_of(l.measure)[r]);
+                    l.miss(x) == 0.0
+                })
+            })
+            .count()
+    }
+
     /// The cells of figure `m`, one per run.
     pub fn cells_of(&self, m: &Measure) -> &[Cell] {
-        let k = MEASURES
-            .iter()
-            .position(|x| x.name == m.name)
-            .expect("a figure of MEASURES");
-        &self.cells[k]
+        &self.cells[measure_index(m)]
     }
 
     /// Figure `m`'s median [p10-p90] over the runs.
@@ -104,18 +113,39 @@ pub fn evaluate(
         .enumerate()
         .map(|(i, p)| space.spec(p, format!("candidate {i}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let jobs = jobs.clamp(1, points.len().max(1));
-    let runs = seeds.end - seeds.start;
-    // Each thread takes every `jobs`-th point; cells[point][measure][run].
+    Ok(points
+        .iter()
+        .zip(run_specs(scenario, objective, &specs, seeds, jobs, tick))
+        .map(|(p, (cells, score))| Candidate {
+            point: *p,
+            cells,
+            score,
+        })
+        .collect())
+}
+
+/// Runs every strategy of `specs` on each seed of `seeds` in virtual
+/// time, on up to `jobs` threads: per strategy, per figure of
+/// [`MEASURES`], one cell per run, and its score.
+pub fn run_specs(
+    scenario: &Scenario,
+    objective: &Objective,
+    specs: &[StrategySpec],
+    seeds: Range<u64>,
+    jobs: usize,
+    tick: impl Fn(u64) + Sync,
+) -> Vec<(Vec<Vec<Cell>>, Score)> {
+    let jobs = jobs.clamp(1, specs.len().max(1));
+    let runs = (seeds.end - seeds.start) as usize;
+    // Each thread takes every `jobs`-th strategy.
     let per_thread: Vec<Vec<(usize, Vec<Vec<Cell>>)>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..jobs)
             .map(|j| {
-                let (specs, seeds, tick) = (&specs, seeds.clone(), &tick);
+                let (seeds, tick) = (seeds.clone(), &tick);
                 s.spawn(move || {
-                    let mine: Vec<usize> = (j..specs.len()).step_by(jobs).collect();
-                    let mut out: Vec<(usize, Vec<Vec<Cell>>)> = mine
-                        .iter()
-                        .map(|&i| (i, vec![Vec::with_capacity(runs as usize); MEASURES.len()]))
+                    let mut out: Vec<(usize, Vec<Vec<Cell>>)> = (j..specs.len())
+                        .step_by(jobs)
+                        .map(|i| (i, vec![Vec::with_capacity(runs); MEASURES.len()]))
                         .collect();
                     for seed in seeds {
                         let sc = scenario.with_seed(seed);
@@ -128,8 +158,8 @@ pub fn evaluate(
                                 c.push(m.of(&sum, outage));
                             }
                         }
+                        tick(out.len() as u64);
                     }
-                    tick(runs * out.len() as u64);
                     out
                 })
             })
@@ -139,26 +169,25 @@ pub fn evaluate(
             .map(|h| h.join().expect("a tune thread panicked"))
             .collect()
     });
-    let mut cells: Vec<Option<Vec<Vec<Cell>>>> = vec![None; points.len()];
+    let mut cells: Vec<Vec<Vec<Cell>>> = vec![Vec::new(); specs.len()];
     for (i, c) in per_thread.into_iter().flatten() {
-        cells[i] = Some(c);
+        cells[i] = c;
     }
-    Ok(points
-        .iter()
-        .zip(cells)
-        .map(|(p, c)| {
-            let cells = c.expect("every point ran");
-            let score = objective.score(|m| {
-                let k = MEASURES.iter().position(|x| x.name == m.name).expect("known");
-                &cells[k]
-            });
-            Candidate {
-                point: *p,
-                cells: cells.clone(),
-                score,
-            }
+    cells
+        .into_iter()
+        .map(|cells| {
+            let score = objective.score(|m| &cells[measure_index(m)]);
+            (cells, score)
         })
-        .collect())
+        .collect()
+}
+
+/// Where figure `m` is in [`MEASURES`].
+fn measure_index(m: &Measure) -> usize {
+    MEASURES
+        .iter()
+        .position(|x| x.name == m.name)
+        .expect("a figure of MEASURES")
 }
 
 /// How [`search`] runs.
@@ -265,7 +294,7 @@ pub fn search(
     let seeds = options.seed_range();
     let mut seen: HashMap<Point, usize> = HashMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
-    let mut run = |points: Vec<Point>,
+    let run = |points: Vec<Point>,
                    seen: &mut HashMap<Point, usize>,
                    candidates: &mut Vec<Candidate>|
      -> Result<(), String> {
