@@ -373,7 +373,8 @@ impl Space {
     pub fn describe(&self, point: &Point) -> String {
         let mut out = String::new();
         for (k, v) in self.breaker_keys(point) {
-            let _ = write!(out, "{k}={} ", show(&v));
+            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            let _ = write!(out, "{k}={v} ");
         }
         let _ = write!(
             out,
