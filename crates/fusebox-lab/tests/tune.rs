@@ -45,7 +45,7 @@ fn search_and_grid(
     let all = evaluate(&sc, space, objective, &points, 1..1 + runs, 2, |_| {}).unwrap();
     let best_grid = all
         .iter()
-        .min_by(|a, b| a.score.cmp(&b.score))
+        .min_by(|a, b| a.score.rank(&b.score))
         .unwrap()
         .point;
     let fresh = 1 + runs..1 + runs + fresh;
@@ -120,7 +120,7 @@ fn the_default_search_is_within_ten_percent_of_the_readme_grid() {
     }
     let points = grid(&sub).unwrap();
     let all = evaluate(&sc, &sub, &objective, &points, 1..31, 2, |_| {}).unwrap();
-    let best = all.iter().min_by(|a, b| a.score.cmp(&b.score)).unwrap();
+    let best = all.iter().min_by(|a, b| a.score.rank(&b.score)).unwrap();
     let fresh = |space: &Space, p| {
         evaluate(&sc, space, &objective, &[p], 31..131, 2, |_| {}).unwrap()[0]
             .score
@@ -210,17 +210,26 @@ fn the_profile_reads_the_rate_and_the_tail_of_the_scrape() {
     let s = Scrape::of(&scrape(), "partner").unwrap();
     assert_eq!(s.calls, 500.0);
     let p = Profile::between(None, &s, Duration::from_secs(10)).unwrap();
-    assert_eq!((p.rate, p.latency, p.timed), (50.0, Duration::from_millis(5), 500.0));
+    assert_eq!(
+        (p.rate, p.latency, p.timed),
+        (50.0, Duration::from_millis(5), 500.0)
+    );
     // The 40 ms calls fall in the bucket up to 50 ms.
     assert_eq!(p.tail.len(), 1, "{:?}", p.tail);
     assert_eq!(p.tail[0].share, 0.1);
     assert_eq!(p.tail[0].latency, Duration::from_millis(50));
     // Two scrapes: the increase between them.
-    let before = Scrape { calls: 250.0, buckets: s.buckets.iter().map(|b| (b.0, b.1 / 2.0)).collect() };
+    let before = Scrape {
+        calls: 250.0,
+        buckets: s.buckets.iter().map(|b| (b.0, b.1 / 2.0)).collect(),
+    };
     let p2 = Profile::between(Some(&before), &s, Duration::from_secs(5)).unwrap();
     assert_eq!(p2.rate, 50.0);
     let err = Scrape::of(&scrape(), "payments").unwrap_err();
-    assert!(err.contains("--dependency") && err.contains("partner"), "{err}");
+    assert!(
+        err.contains("--dependency") && err.contains("partner"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -228,15 +237,32 @@ fn bad_flags_are_named() {
     let sc = lab("scenarios/seed000-50rps-outage.toml");
     let sc = sc.to_str().unwrap();
     for (args, named) in [
-        (vec![sc, "--objective", "p99<=300ms, min lost"], "--objective"),
-        (vec![sc, "--objective", "fault-p99<=300ms"], "min NAME"),
-        (vec![sc, "--objective", "lost<=5ms, min lag"], "plain number"),
-        (vec![sc, "--space", "open_fr=1s"], "open_fr"),
-        (vec![sc, "--space", "failure_rate=0.1..2:0.1"], "failure_rate"),
-        (vec![sc, "--policies", "rate"], "--policies"),
-        (vec!["--from-metrics", "/nonexistent/metrics.txt"], "--dependency"),
         (
-            vec!["--from-metrics", "/nonexistent/metrics.txt", "--dependency", "x"],
+            vec![sc, "--objective", "p99<=300ms, min lost"],
+            "--objective",
+        ),
+        (vec![sc, "--objective", "fault-p99<=300ms"], "min NAME"),
+        (
+            vec![sc, "--objective", "lost<=5ms, min lag"],
+            "plain number",
+        ),
+        (vec![sc, "--space", "open_fr=1s"], "open_fr"),
+        (
+            vec![sc, "--space", "failure_rate=0.1..2:0.1"],
+            "failure_rate",
+        ),
+        (vec![sc, "--policies", "rate"], "--policies"),
+        (
+            vec!["--from-metrics", "/nonexistent/metrics.txt"],
+            "--dependency",
+        ),
+        (
+            vec![
+                "--from-metrics",
+                "/nonexistent/metrics.txt",
+                "--dependency",
+                "x",
+            ],
             "/nonexistent/metrics.txt",
         ),
         (vec![], "scenario"),

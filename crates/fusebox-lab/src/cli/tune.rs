@@ -87,8 +87,8 @@ fn scenario(args: &TuneArgs) -> Result<Scenario, CliError> {
 /// The `tune` subcommand.
 pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     let bad = CliError::BadInput;
-    let objective = Objective::parse(args.objective.as_deref().unwrap_or(DEFAULT_OBJECTIVE))
-        .map_err(bad)?;
+    let objective =
+        Objective::parse(args.objective.as_deref().unwrap_or(DEFAULT_OBJECTIVE)).map_err(bad)?;
     let sc = scenario(args)?;
     let mut space = Space::default_for(sc.workers);
     if let Some(list) = &args.policies {
@@ -108,9 +108,9 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     if let Some(path) = &args.toml {
         super::check_output("--toml", path)?;
     }
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-    });
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
     let started = Instant::now();
     let estimate = if args.grid {
         space.size() as u64
@@ -134,9 +134,16 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     let (found, how) = if args.grid {
         let points = grid(&space).map_err(bad)?;
         let n = points.len();
-        let candidates =
-            crate::tune::evaluate(&sc, &space, &objective, &points, search_seeds.clone(), jobs, tick)
-                .map_err(bad)?;
+        let candidates = crate::tune::evaluate(
+            &sc,
+            &space,
+            &objective,
+            &points,
+            search_seeds.clone(),
+            jobs,
+            tick,
+        )
+        .map_err(bad)?;
         (
             crate::tune::Search {
                 candidates,
@@ -176,9 +183,8 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     let _ = writeln!(out, "== tune {} (virtual time): {}", sc.name, describe(&sc));
     let _ = writeln!(
         out,
-        "   objective: {objective}; each candidate on {} ({}), scored on its medians",
-        seeds_text(&search_seeds),
-        "the same outages for every candidate"
+        "   objective: {objective}; each candidate on {} (the same outages for every candidate), scored on its medians",
+        seeds_text(&search_seeds)
     );
     let runs_done: u64 = found.candidates.len() as u64 * args.runs;
     let _ = writeln!(
@@ -265,7 +271,11 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
         render(&mut out, &labels, &headers, &cells);
     }
     if args.verify {
-        let _ = writeln!(out, "{}", verify(&sc, &space, best, fresh.start).map_err(bad)?);
+        let _ = writeln!(
+            out,
+            "{}",
+            verify(&sc, &space, best, fresh.start).map_err(bad)?
+        );
     }
     let dependency = args.dependency.as_deref().unwrap_or("dependency");
     let mut block = String::new();
@@ -278,7 +288,10 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
         let _ = writeln!(block, "# {line}");
     }
     block.push_str(&space.toml_block(&best.point, dependency, &sc.client));
-    let _ = writeln!(out, "-- for fusebox's registry (Fusebox::from_config / FuseboxConfig::from_toml):");
+    let _ = writeln!(
+        out,
+        "-- for fusebox's registry (Fusebox::from_config / FuseboxConfig::from_toml):"
+    );
     out.push_str(&block);
     print!("{out}");
     if let Some(path) = &args.toml {

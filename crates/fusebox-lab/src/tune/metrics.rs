@@ -110,7 +110,9 @@ pub fn parse_text(text: &str) -> Result<Vec<Sample>, String> {
         let value = match value {
             "+Inf" => f64::INFINITY,
             "-Inf" => f64::NEG_INFINITY,
-            v => v.parse::<f64>().map_err(|_| bad("the value is not a number"))?,
+            v => v
+                .parse::<f64>()
+                .map_err(|_| bad("the value is not a number"))?,
         };
         out.push(Sample {
             name: name.to_string(),
@@ -224,7 +226,7 @@ impl Profile {
         span: Duration,
     ) -> Result<Profile, String> {
         let calls = after.calls - before.map_or(0.0, |b| b.calls);
-        if !(calls > 0.0) || span.is_zero() {
+        if calls.is_nan() || calls <= 0.0 || span.is_zero() {
             return Err(format!(
                 "--from-metrics: no calls in the span ({} s) of the scrapes: no rate to profile",
                 span.as_secs_f64()
@@ -242,7 +244,7 @@ impl Profile {
             })
             .collect();
         let total = cumulative.last().map_or(0.0, |x| x.1);
-        if !(total > 0.0) {
+        if total.is_nan() || total <= 0.0 {
             return Err(
                 "--from-metrics: the breaker's fusebox_call_duration_seconds histogram has no \
                  timed call in the span: no latency to profile"

@@ -85,6 +85,8 @@ impl Candidate {
 /// # Examples
 ///
 /// ```
+/// use fusebox_lab::engine::{self, Mode};
+/// use fusebox_lab::report::Summary;
 /// use fusebox_lab::scenario::Scenario;
 /// use fusebox_lab::tune::objective::Objective;
 /// use fusebox_lab::tune::space::{Point, Space};
@@ -93,10 +95,11 @@ impl Candidate {
 /// let sc = &Scenario::embedded()[0];
 /// let space = Space::default_for(8);
 /// let objective = Objective::parse("min lost")?;
-/// // consecutive_failures = 5, open_for = 500ms: the article's breaker.
+/// // consecutive_failures = 5, open_for = 500ms, one probe: the file's "fusebox".
 /// let point = space.normal(Point { policy: 0, at: [4, 0, 0, 0, 0, 9, 0, 0, 0, 0] });
 /// let c = &evaluate(sc, &space, &objective, &[point], 1..2, 1, |_| {})?[0];
-/// assert_eq!(c.spread(objective.target).text(), "16 [16-16]");
+/// let file = Summary::of(sc, &engine::run(sc, &sc.strategies[2], Mode::Virtual, None)?);
+/// assert_eq!(c.spread(objective.target).text(), format!("{0} [{0}-{0}]", file.lost_after_recovery));
 /// # Ok::<(), String>(())
 /// ```
 pub fn evaluate(
@@ -223,10 +226,10 @@ pub struct Search {
 }
 
 impl Search {
-    /// The candidates, best first ([`Score::cmp`]).
+    /// The candidates, best first ([`Score::rank`]).
     pub fn ranked(&self) -> Vec<&Candidate> {
         let mut v: Vec<&Candidate> = self.candidates.iter().collect();
-        v.sort_by(|a, b| a.score.cmp(&b.score).then(a.point.cmp(&b.point)));
+        v.sort_by(|a, b| a.score.rank(&b.score).then(a.point.cmp(&b.point)));
         v
     }
 
@@ -277,7 +280,7 @@ impl Draws {
 /// let mut space = Space::default_for(8);
 /// space.set("timeout=none")?;
 /// space.set("max_concurrent=none")?;
-/// let objective = Objective::parse("outage-calls<=5, min lost")?;
+/// let objective = Objective::parse("outage-calls<=10, min lost")?;
 /// let options = Options { seeds: (1, 4), budget: 20, starts: 1, jobs: 1, draw_seed: 1 };
 /// let found = search(&sc, &space, &objective, &options, |_| {})?;
 /// assert!(found.best().score.feasible());
@@ -295,8 +298,8 @@ pub fn search(
     let mut seen: HashMap<Point, usize> = HashMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     let run = |points: Vec<Point>,
-                   seen: &mut HashMap<Point, usize>,
-                   candidates: &mut Vec<Candidate>|
+               seen: &mut HashMap<Point, usize>,
+               candidates: &mut Vec<Candidate>|
      -> Result<(), String> {
         let mut fresh: Vec<Point> = Vec::new();
         for p in points {
@@ -343,7 +346,7 @@ pub fn search(
     // Local refinement from the best few (distinct points).
     let limit = coarse * 4 + 200;
     let mut ranked: Vec<usize> = (0..candidates.len()).collect();
-    ranked.sort_by(|&a, &b| candidates[a].score.cmp(&candidates[b].score));
+    ranked.sort_by(|&a, &b| candidates[a].score.rank(&candidates[b].score));
     for &start in ranked.iter().take(options.starts.max(1)) {
         let mut here = start;
         let mut step = steps.clone();
@@ -374,9 +377,9 @@ pub fn search(
             let best = next
                 .iter()
                 .map(|q| seen[q])
-                .min_by(|&a, &b| candidates[a].score.cmp(&candidates[b].score))
+                .min_by(|&a, &b| candidates[a].score.rank(&candidates[b].score))
                 .unwrap_or(here);
-            if candidates[best].score.cmp(&candidates[here].score).is_lt() {
+            if candidates[best].score.rank(&candidates[here].score).is_lt() {
                 here = best;
             } else if step.iter().all(|s| *s == 1) {
                 break;

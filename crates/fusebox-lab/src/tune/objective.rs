@@ -251,7 +251,10 @@ impl Objective {
                     if !with_unit {
                         return Err(bad(
                             term,
-                            format!("{} is a time: write its limit with a unit (e.g. 300ms)", m.name),
+                            format!(
+                                "{} is a time: write its limit with a unit (e.g. 300ms)",
+                                m.name
+                            ),
                         ));
                     }
                     let d = parse_value(value).map_err(|e| bad(term, e))?;
@@ -356,7 +359,7 @@ impl Score {
 
     /// Feasible first, by objective then mean; then infeasible, by
     /// violation then objective.
-    pub fn cmp(&self, other: &Score) -> Ordering {
+    pub fn rank(&self, other: &Score) -> Ordering {
         (self.violation)
             .total_cmp(&other.violation)
             .then(self.objective.total_cmp(&other.objective))

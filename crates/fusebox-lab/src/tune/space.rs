@@ -57,9 +57,7 @@ impl Policy {
                 .into_iter()
                 .find(|p| p.name() == name)
                 .ok_or_else(|| {
-                    format!(
-                        "--policies {list:?}: no policy {name:?} (consecutive, count, time)"
-                    )
+                    format!("--policies {list:?}: no policy {name:?} (consecutive, count, time)")
                 })?;
             out.push(p);
         }
@@ -163,16 +161,46 @@ impl Space {
         Space {
             policies: Policy::ALL.to_vec(),
             dims: vec![
-                Dim { key: KEYS[0], values: ladder("k=1..30:1") },
-                Dim { key: KEYS[1], values: ladder("k=0.05..1:0.05") },
-                Dim { key: KEYS[2], values: ladder("k=5..100:5") },
-                Dim { key: KEYS[3], values: ladder("k=250ms..10s:250ms") },
-                Dim { key: KEYS[4], values: ladder("k=1..50:1") },
-                Dim { key: KEYS[5], values: ladder("k=50ms..10s:50ms") },
-                Dim { key: KEYS[6], values: ladder("k=1..5:1") },
-                Dim { key: KEYS[7], values: ladder("k=1..5:1") },
-                Dim { key: KEYS[TIMEOUT], values: timeout },
-                Dim { key: KEYS[BULKHEAD], values: bulkhead },
+                Dim {
+                    key: KEYS[0],
+                    values: ladder("k=1..30:1"),
+                },
+                Dim {
+                    key: KEYS[1],
+                    values: ladder("k=0.05..1:0.05"),
+                },
+                Dim {
+                    key: KEYS[2],
+                    values: ladder("k=5..100:5"),
+                },
+                Dim {
+                    key: KEYS[3],
+                    values: ladder("k=250ms..10s:250ms"),
+                },
+                Dim {
+                    key: KEYS[4],
+                    values: ladder("k=1..50:1"),
+                },
+                Dim {
+                    key: KEYS[5],
+                    values: ladder("k=50ms..10s:50ms"),
+                },
+                Dim {
+                    key: KEYS[6],
+                    values: ladder("k=1..5:1"),
+                },
+                Dim {
+                    key: KEYS[7],
+                    values: ladder("k=1..5:1"),
+                },
+                Dim {
+                    key: KEYS[TIMEOUT],
+                    values: timeout,
+                },
+                Dim {
+                    key: KEYS[BULKHEAD],
+                    values: bulkhead,
+                },
             ],
         }
     }
@@ -220,7 +248,9 @@ impl Space {
         } else if range.contains("..") {
             ladder_of(spec)?
         } else {
-            vec![Some(value(range).map_err(|e| format!("--space {spec:?}: {e}"))?)]
+            vec![Some(
+                value(range).map_err(|e| format!("--space {spec:?}: {e}"))?,
+            )]
         };
         self.dims[d].values = values;
         self.check(d).map_err(|e| format!("--space {spec:?}: {e}"))
@@ -241,7 +271,9 @@ impl Space {
                 if d == BULKHEAD {
                     if let Some(ParamValue::Num(x)) = self.dims[d].values[k] {
                         if x.fract() != 0.0 || !(1.0..=1e6).contains(&x) {
-                            return Err(format!("max_concurrent = {x}: a whole number in 1..=1000000"));
+                            return Err(format!(
+                                "max_concurrent = {x}: a whole number in 1..=1000000"
+                            ));
                         }
                     }
                 }
@@ -379,8 +411,10 @@ impl Space {
         let _ = write!(
             out,
             "timeout={} max_concurrent={}",
-            self.get(point, TIMEOUT).map_or("none".into(), |v| v.to_string()),
-            self.get(point, BULKHEAD).map_or("none".into(), |v| v.to_string())
+            self.get(point, TIMEOUT)
+                .map_or("none".into(), |v| v.to_string()),
+            self.get(point, BULKHEAD)
+                .map_or("none".into(), |v| v.to_string())
         );
         out
     }
