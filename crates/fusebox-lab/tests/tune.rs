@@ -98,7 +98,8 @@ fn the_search_is_within_ten_percent_of_a_ten_times_finer_grid() {
 
 /// The README's instance: the default search over the whole space, against
 /// the fine grid over consecutive_failures x open_for x max_concurrent,
-/// on 100 fresh outages. About two minutes in release mode on two cores.
+/// on 100 fresh outages. About six minutes in release mode on two shared
+/// cores.
 #[test]
 #[ignore = "heavy (1.6 million runs): cargo test --release -p fusebox-lab --test tune -- --ignored"]
 fn the_default_search_is_within_ten_percent_of_the_readme_grid() {
