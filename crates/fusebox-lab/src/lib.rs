@@ -8,7 +8,8 @@
 //! 2. [`guard`]: what stands in front of the call, built from a strategy spec;
 //! 3. [`engine`]: the request rules, once; a virtual-time and a real-thread driver;
 //! 4. [`report`]: one model of figures and series -> terminal table, JSON, HTML;
-//! 5. [`cli`]: `run`, `sweep`, `run --serve`.
+//! 5. [`tune`]: a search for the breaker settings that meet an objective;
+//! 6. [`cli`]: `run`, `sweep`, `tune`, `run --serve`.
 
 #![warn(missing_docs)]
 
@@ -18,3 +19,4 @@ pub mod guard;
 pub mod report;
 pub mod scenario;
 mod sync;
+pub mod tune;

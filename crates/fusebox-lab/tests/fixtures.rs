@@ -18,6 +18,9 @@
 //! added, at its file's seed: its JSON alone has a `seed` for the fault.
 //! `pool-exhaustion.toml` was pinned when it was added; only a scenario
 //! whose client's pool is modelled has a `pool` key in each strategy's JSON.
+//! `seed000-50rps-outage.toml` (an outage model: onset and length drawn
+//! from ranges) was pinned when it was added, at its file's seed; its JSON
+//! has a `seed` for the fault too.
 
 use fusebox_lab::cli::sweep;
 use fusebox_lab::engine::Mode;

@@ -403,6 +403,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 seed: fusebox_lab::scenario::DEFAULT_SEED,
                 arrivals: fusebox_lab::scenario::Arrivals::Fixed,
                 fault_jitter: Vec::new(),
+                outages: Vec::new(),
             }
         })
         .collect()

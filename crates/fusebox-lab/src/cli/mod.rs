@@ -8,6 +8,7 @@
 mod run;
 pub mod serve;
 pub mod sweep;
+mod tune;
 
 use crate::engine::Mode;
 use clap::{Parser, Subcommand};
@@ -38,6 +39,11 @@ enum Command {
     Run(RunArgs),
     /// Run one scenario for each value of a parameter, in virtual time by default.
     Sweep(SweepArgs),
+    /// Search breaker settings (policy, threshold, windows, open_for,
+    /// probes, timeout, bulkhead) that meet an objective for a scenario's
+    /// traffic and outages, in virtual time; print the Pareto set and a
+    /// [dependencies.NAME] block for fusebox's registry.
+    Tune(TuneArgs),
     /// The HTTP downstream of a real-mode run with `transport = "http"`
     /// (started by the lab itself: setup on stdin).
     #[command(hide = true)]
@@ -151,6 +157,82 @@ struct SweepArgs {
     json: Option<PathBuf>,
 }
 
+#[derive(clap::Args, Debug, Default)]
+struct TuneArgs {
+    /// The scenario file (TOML): the traffic (rate or trace, latency,
+    /// workers, retries) and the outage model (its faults' onset/length
+    /// ranges or jitter). Its strategies are run beside the chosen settings.
+    /// Optional with --from-metrics (then the article's service with
+    /// 0.5-5 s outages, with the scrape's rate and latency).
+    scenario: Option<PathBuf>,
+    /// Terms separated by commas: exactly one `min NAME` or `max NAME`, and
+    /// limits `NAME<=VALUE` or `NAME>=VALUE` (times with a unit). NAME: calls,
+    /// lost, probes, lag, served, fault-p50, fault-p99, backlog, queue-peak,
+    /// outage-calls (downstream calls per outage second).
+    #[arg(long, value_name = "TERMS")]
+    objective: Option<String>,
+    /// Outages (seeds) each candidate runs on; it is scored on its medians.
+    #[arg(long, value_name = "K", default_value_t = 30)]
+    runs: u64,
+    /// Fresh outages (the seeds after the search's) the chosen settings are
+    /// re-run on, for their p10-p90.
+    #[arg(long, value_name = "M", default_value_t = 100)]
+    check_runs: u64,
+    /// The first seed of the search (default: the scenario's).
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
+    seed: Option<u64>,
+    /// Points of the coarse grid drawn at random before the local refinement.
+    #[arg(long, value_name = "N", default_value_t = 150)]
+    budget: usize,
+    /// How many of the best points start a local refinement.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    starts: usize,
+    /// The trip policies searched, separated by commas: consecutive, count
+    /// (failure rate over a count window), time (over a time window).
+    #[arg(long, value_name = "LIST")]
+    policies: Option<String>,
+    /// A setting's ladder: KEY=FROM..TO:STEP, KEY=VALUE (fixed) or KEY=none
+    /// (timeout, max_concurrent). KEY: consecutive_failures, failure_rate,
+    /// count_window, time_window, min_calls, open_for, half_open_probes,
+    /// successes_to_close, timeout, max_concurrent. Repeatable.
+    #[arg(long, value_name = "KEY=RANGE")]
+    space: Vec<String>,
+    /// Run every point of the space (narrow it with --space and --policies)
+    /// in place of the search.
+    #[arg(long)]
+    grid: bool,
+    /// The dependency's name in the [dependencies.NAME] block; with
+    /// --from-metrics, the breaker (its `name` label) whose series to read.
+    #[arg(long, value_name = "NAME")]
+    dependency: Option<String>,
+    /// A scrape of fusebox's Prometheus metrics (a file, or an http:// URL):
+    /// the breaker's request rate and latency histogram set the scenario's
+    /// rate and latency. Twice: two scrapes, --metrics-span apart. A URL given
+    /// once is scraped twice, --metrics-span apart.
+    #[arg(long, value_name = "URL_OR_FILE")]
+    from_metrics: Vec<String>,
+    /// The time between the two scrapes, or what one file's counters have
+    /// counted (e.g. the service's uptime).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = tune::parse_span)]
+    metrics_span: Duration,
+    /// Re-run the chosen settings once with real threads, beside the same
+    /// outage in virtual time.
+    #[arg(long)]
+    verify: bool,
+    /// Threads (default: the machine's cores).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Rows of the Pareto table.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    show: usize,
+    /// Also write the [dependencies.NAME] block here.
+    #[arg(long, value_name = "PATH")]
+    toml: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
 /// A progress bar that shows itself only once the work has taken more than a
 /// second (and never with `--quiet` or when stderr is not a terminal).
 fn progress(len: u64, quiet: bool, what: &str) -> ProgressBar {
@@ -182,6 +264,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Run(RunArgs::default())) {
         Command::Run(args) => run::cmd_run(args),
         Command::Sweep(args) => sweep::cmd_sweep(&args),
+        Command::Tune(args) => tune::cmd_tune(&args),
         Command::HttpDownstream => crate::engine::serve_downstream().map_err(CliError::BadInput),
     };
     match result {

@@ -136,9 +136,10 @@ pub fn scenario(report: &ScenarioReport) -> Value {
         obj.insert("arrivals".into(), json!(sc.arrivals.name()));
         obj.insert("seed".into(), json!(sc.seed));
     }
-    // Only a scenario with a jittered fault has the key (its `fault` is
-    // the seed's draw).
-    if let (false, Value::Object(obj)) = (sc.fault_jitter.is_empty(), &mut doc) {
+    // Only a scenario with a jittered fault or an outage model has the key
+    // (its `fault` is the seed's draw).
+    let drawn = !(sc.fault_jitter.is_empty() && sc.outages.is_empty());
+    if let (true, Value::Object(obj)) = (drawn, &mut doc) {
         obj.insert("seed".into(), json!(sc.seed));
     }
     // Only a fleet scenario has the key: the others' JSON is as it was.

@@ -54,8 +54,19 @@ pub struct Spread {
     pub runs: usize,
 }
 
-/// A cell's number, if it has one.
-fn number(c: Cell) -> Option<f64> {
+/// A cell's number, if it has one (a time in seconds, a latency in
+/// milliseconds).
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::report::model::Cell;
+/// use fusebox_lab::report::runs::cell_number;
+///
+/// assert_eq!(cell_number(Cell::Count(3)), Some(3.0));
+/// assert_eq!(cell_number(Cell::Missing), None);
+/// ```
+pub fn cell_number(c: Cell) -> Option<f64> {
     match c {
         Cell::Count(n) => Some(n as f64),
         Cell::Secs(d) => Some(d.as_secs_f64()),
@@ -81,7 +92,7 @@ impl Spread {
     pub fn of(cells: &[Cell]) -> Spread {
         let mut present: Vec<(f64, Cell)> = cells
             .iter()
-            .filter_map(|&c| number(c).map(|x| (x, c)))
+            .filter_map(|&c| cell_number(c).map(|x| (x, c)))
             .collect();
         present.sort_by(|a, b| a.0.total_cmp(&b.0));
         let n = present.len();
@@ -332,11 +343,13 @@ pub fn legend(seeds: Range<u64>) -> String {
 
 /// Said of a scenario none of whose values is drawn from the seed.
 pub const NOT_RANDOM: &str = "note: nothing in this scenario is drawn from the seed (fixed \
-     arrivals, no latency tail, no fault jitter): every run is the same";
+     arrivals, no latency tail, no fault jitter, no outage ranges): every run is the same";
 
 /// The scenario in one line, as written (a jittered fault at its written
-/// times, with its jitter): `150 requests at 50/s, 8 workers, downstream
-/// 5ms healthy, fault 0.500..1.500 s, each end moved by up to 250ms`.
+/// times, with its jitter; an outage model with its ranges): `150 requests
+/// at 50/s, 8 workers, downstream 5ms healthy, fault 0.500..1.500 s, each
+/// end moved by up to 250ms`, or `..., outage from 500ms..2s lasting
+/// 500ms..5s (log-uniform)`.
 pub fn describe(sc: &Scenario) -> String {
     let arrivals = match &sc.arrivals {
         Arrivals::Fixed => format!("{} requests at {}/s", sc.request_count(), sc.rate),
@@ -362,12 +375,25 @@ pub fn describe(sc: &Scenario) -> String {
             f.until = j.until;
         }
     }
-    let from = written.iter().map(|f| f.from).min();
-    let until = written.iter().map(|f| f.until).max();
-    let fault = match (from, until) {
+    // The outages are said as their ranges, the other faults as their span.
+    let fixed = written
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| !sc.outages.iter().any(|o| o.fault == *k))
+        .map(|(_, f)| f);
+    let from = fixed.clone().map(|f| f.from).min();
+    let until = fixed.map(|f| f.until).max();
+    let mut fault = match (from, until) {
         (Some(a), Some(b)) => format!("fault {}..{} s", secs(a), secs(b)),
+        _ if !sc.outages.is_empty() => String::new(),
         _ => "no fault".into(),
     };
+    for o in &sc.outages {
+        if !fault.is_empty() {
+            fault.push_str(", ");
+        }
+        fault.push_str(&o.describe());
+    }
     let jitter = match sc.fault_jitter.iter().map(|j| j.by).max() {
         Some(by) => format!(", each end moved by up to {}", format_duration(by)),
         None => String::new(),

@@ -163,6 +163,16 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
             format_duration(by)
         );
     }
+    // An outage model: its times are the seed's draw.
+    let outages: Vec<String> = sc.outages.iter().map(|o| o.describe()).collect();
+    if !outages.is_empty() {
+        let _ = write!(
+            fault,
+            " (drawn from seed {}: {})",
+            sc.seed,
+            outages.join(", ")
+        );
+    }
     let mode = match report.mode {
         crate::engine::Mode::Real => "real threads",
         crate::engine::Mode::Virtual => "virtual time",

@@ -107,8 +107,14 @@ struct RawServer {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFault {
-    from: Spanned<Dur>,
-    until: Spanned<Dur>,
+    /// A fixed start; or `onset`, a range it is drawn from.
+    from: Option<Spanned<Dur>>,
+    /// A fixed end; or `length`, a range the length is drawn from.
+    until: Option<Spanned<Dur>>,
+    /// Read by [`outage`], as `jitter` is.
+    onset: Option<Spanned<toml::Value>>,
+    length: Option<Spanned<toml::Value>>,
+    length_dist: Option<Spanned<toml::Value>>,
     /// Every outcome but `capacity` needs it.
     latency: Option<Spanned<Dur>>,
     outcome: Spanned<String>,
@@ -183,8 +189,18 @@ impl RawScenario {
             "request.critical" => request.and_then(|r| r.critical.as_ref()).map(|v| v.span()),
             "request.deadline" => request.and_then(|r| r.deadline.as_ref()).map(|v| v.span()),
             "downstream.latency" => Some(self.downstream.latency.span()),
-            "downstream.faults.from" => fault(p.index).map(|f| f.from.span()),
-            "downstream.faults.until" => fault(p.index).map(|f| f.until.span()),
+            "downstream.faults.from" => fault(p.index)
+                .and_then(|f| f.from.as_ref())
+                .map(|v| v.span()),
+            "downstream.faults.until" => fault(p.index)
+                .and_then(|f| f.until.as_ref())
+                .map(|v| v.span()),
+            "downstream.faults.onset" => fault(p.index)
+                .and_then(|f| f.onset.as_ref())
+                .map(|v| v.span()),
+            "downstream.faults.length" => fault(p.index)
+                .and_then(|f| f.length.as_ref())
+                .map(|v| v.span()),
             "downstream.faults.latency" => fault(p.index)
                 .and_then(|f| f.latency.as_ref())
                 .map(|l| l.span()),
@@ -222,14 +238,32 @@ impl RawScenario {
         };
         let mut faults = Vec::new();
         let mut fault_jitter = Vec::new();
+        let mut outages = Vec::new();
         for (k, f) in self.downstream.faults.iter().enumerate() {
             let r = f.get_ref();
+            let (from, until) = match outage(ctx, f, k)? {
+                Times::Fixed(from, until) => (from, until),
+                Times::Drawn(o) => {
+                    outages.push(o);
+                    // Drawn for the seed below (`draw_faults`); checked
+                    // meanwhile at their earliest.
+                    (o.onset.min, o.onset.min + o.length.min)
+                }
+            };
             if let Some(j) = &r.jitter {
+                if outages.last().is_some_and(|o| o.fault == k) {
+                    return Err(ctx.err(
+                        j.span(),
+                        "downstream.faults.jitter",
+                        "moves the ends of a fault at fixed times: a fault with onset or \
+                         length is drawn already, leave jitter out",
+                    ));
+                }
                 fault_jitter.push(super::FaultJitter {
                     fault: k,
                     by: jitter(ctx, j)?,
-                    from: r.from.get_ref().0,
-                    until: r.until.get_ref().0,
+                    from,
+                    until,
                 });
             }
             let outcome = match r.outcome.get_ref().as_str() {
@@ -286,8 +320,8 @@ impl RawScenario {
                     .collect()
             });
             faults.push(Fault {
-                from: r.from.get_ref().0,
-                until: r.until.get_ref().0,
+                from,
+                until,
                 latency,
                 outcome,
                 replicas,
@@ -412,6 +446,7 @@ impl RawScenario {
             seed,
             arrivals: super::Arrivals::Fixed,
             fault_jitter,
+            outages,
             duration: self.duration.get_ref().0,
             rate: *self.rate.get_ref(),
             rate_until,
@@ -517,6 +552,10 @@ impl RawScenario {
                 return Err(ctx.err(s.span(), "strategy", why));
             }
             scenario.strategies.push(spec);
+        }
+        // The outages' recovery needs the strategies' open periods.
+        if let Err(p) = scenario.check() {
+            return Err(ctx.err(self.span_of(&p), p.key, p.message));
         }
         Ok(scenario)
     }
@@ -701,6 +740,105 @@ fn fault_keys(
         )),
         (_, Some(l), None) => Ok((outcome, l.get_ref().0)),
     }
+}
+
+/// A fault's times as written: fixed, or an outage drawn per seed.
+enum Times {
+    Fixed(Duration, Duration),
+    Drawn(super::Outage),
+}
+
+/// Reads a fault's `from` or `onset`, `until` or `length`, and
+/// `length_dist`; the limits against the run are checked in
+/// [`Scenario::check`].
+fn outage(ctx: &Ctx<'_>, f: &Spanned<RawFault>, k: usize) -> Result<Times, ScenarioError> {
+    let r = f.get_ref();
+    let range = |v: &Spanned<toml::Value>, key: &str| {
+        v.get_ref()
+            .as_str()
+            .ok_or_else(|| {
+                format!(
+                    "must be a range of durations such as \"0.5s..5s\", not {}",
+                    v.get_ref()
+                )
+            })
+            .and_then(super::DurRange::parse)
+            .map_err(|e| ctx.err(v.span(), key, e))
+    };
+    let onset =
+        match (&r.from, &r.onset) {
+            (Some(_), Some(o)) => {
+                return Err(ctx.err(
+                    o.span(),
+                    "downstream.faults.onset",
+                    "a fault starts at from or at a draw from onset, not both",
+                ))
+            }
+            (Some(from), None) => super::DurRange {
+                min: from.get_ref().0,
+                max: from.get_ref().0,
+            },
+            (None, Some(o)) => range(o, "downstream.faults.onset")?,
+            (None, None) => return Err(ctx.err(
+                f.span(),
+                "downstream.faults.from",
+                "missing: every fault needs from (its start), or onset = \"MIN..MAX\" (a range \
+                 its start is drawn from)",
+            )),
+        };
+    let length =
+        match (&r.until, &r.length) {
+            (Some(_), Some(l)) => {
+                return Err(ctx.err(
+                    l.span(),
+                    "downstream.faults.length",
+                    "a fault ends at until or after a drawn length, not both",
+                ))
+            }
+            (Some(until), None) if r.onset.is_some() => {
+                return Err(ctx.err(
+                    until.span(),
+                    "downstream.faults.until",
+                    "a fault with onset (a drawn start) needs length = \"MIN..MAX\" (or a fixed \
+                 length such as \"1s\") in place of until",
+                ))
+            }
+            (Some(until), None) => {
+                if let Some(d) = &r.length_dist {
+                    return Err(ctx.err(
+                        d.span(),
+                        "downstream.faults.length_dist",
+                        "is for a fault with length = \"MIN..MAX\"",
+                    ));
+                }
+                return Ok(Times::Fixed(onset.min, until.get_ref().0));
+            }
+            (None, Some(l)) => range(l, "downstream.faults.length")?,
+            (None, None) => return Err(ctx.err(
+                f.span(),
+                "downstream.faults.until",
+                "missing: every fault needs until (its end), or length = \"MIN..MAX\" (a range \
+                 its length is drawn from)",
+            )),
+        };
+    let length_dist = match r.length_dist.as_ref().map(|d| (d.span(), d.get_ref())) {
+        None => super::LengthDist::Uniform,
+        Some((_, toml::Value::String(s))) if s == "uniform" => super::LengthDist::Uniform,
+        Some((_, toml::Value::String(s))) if s == "loguniform" => super::LengthDist::LogUniform,
+        Some((span, other)) => {
+            return Err(ctx.err(
+                span,
+                "downstream.faults.length_dist",
+                format!("{other} is not one of \"uniform\", \"loguniform\""),
+            ))
+        }
+    };
+    Ok(Times::Drawn(super::Outage {
+        fault: k,
+        onset,
+        length,
+        length_dist,
+    }))
 }
 
 /// Reads a fault's `jitter` (a duration); its limits are checked with the

@@ -178,7 +178,184 @@ pub struct Scenario {
     /// their drawn times are in [`Downstream::faults`]
     /// ([`Scenario::with_seed`] draws them again for another seed).
     pub fault_jitter: Vec<FaultJitter>,
+    /// The `[[downstream.faults]]` entries with an `onset` or a `length`,
+    /// as written: their drawn times are in [`Downstream::faults`]
+    /// ([`Scenario::with_seed`] draws them again for another seed).
+    pub outages: Vec<Outage>,
 }
+
+/// `onset = "0.5s..2s"` or `length = "0.5s..5s"`: a span of durations a
+/// fault's start or length is drawn from, both ends included (`min ==
+/// max`: a fixed value, as `"2s"` is written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DurRange {
+    /// The shortest value.
+    pub min: Duration,
+    /// The longest value.
+    pub max: Duration,
+}
+
+impl DurRange {
+    /// Reads `"MIN..MAX"` or a single duration (`"2s"`: `2s..2s`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::DurRange;
+    /// use std::time::Duration;
+    ///
+    /// let r = DurRange::parse("0.5s..5s")?;
+    /// assert_eq!((r.min, r.max), (Duration::from_millis(500), Duration::from_secs(5)));
+    /// assert_eq!(DurRange::parse("2s")?.to_string(), "2s");
+    /// assert!(DurRange::parse("5s..0.5s").unwrap_err().contains("below"));
+    /// # Ok::<(), String>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A side that is not a duration (or is negative, or longer than a
+    /// day), or `MAX` below `MIN`.
+    pub fn parse(s: &str) -> Result<DurRange, String> {
+        let usage = || format!("{s:?} is not a duration or a range such as \"0.5s..5s\"");
+        let (a, b) = match s.split_once("..") {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (s.trim(), s.trim()),
+        };
+        if a.is_empty() || b.is_empty() {
+            return Err(usage());
+        }
+        let side = |d: &str| duration::parse_value(d).map_err(|e| format!("{}: {e}", usage()));
+        let (min, max) = (side(a)?, side(b)?);
+        if max < min {
+            return Err(format!(
+                "{s:?}: the end of the range ({}) is below its start ({})",
+                format_duration(max),
+                format_duration(min)
+            ));
+        }
+        Ok(DurRange { min, max })
+    }
+
+    /// Whether it is one value.
+    pub fn is_fixed(&self) -> bool {
+        self.min == self.max
+    }
+
+    /// The value at `u` in `[0, 1)` of the way from `min` to `max` (to the
+    /// nanosecond), uniformly or, `log`, uniformly in the logarithm.
+    fn at(&self, u: f64, log: bool) -> Duration {
+        let (a, b) = (self.min.as_secs_f64(), self.max.as_secs_f64());
+        if self.is_fixed() {
+            return self.min;
+        }
+        let secs = if log && a > 0.0 {
+            (a.ln() + u * (b.ln() - a.ln())).exp()
+        } else {
+            a + u * (b - a)
+        };
+        Duration::from_secs_f64(secs).clamp(self.min, self.max)
+    }
+}
+
+impl std::fmt::Display for DurRange {
+    /// `0.5s..5s`, or `2s` for a fixed value.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_fixed() {
+            write!(f, "{}", format_duration(self.min))
+        } else {
+            write!(
+                f,
+                "{}..{}",
+                format_duration(self.min),
+                format_duration(self.max)
+            )
+        }
+    }
+}
+
+/// `length_dist`: how an outage's length is drawn from its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LengthDist {
+    /// `"uniform"` (the default): every length in the range as likely.
+    #[default]
+    Uniform,
+    /// `"loguniform"`: uniform in the logarithm: as many outages from
+    /// 0.5 s to 1 s as from 1 s to 2 s, or from 2 s to 4 s.
+    LogUniform,
+}
+
+impl LengthDist {
+    /// As scenario files write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LengthDist::Uniform => "uniform",
+            LengthDist::LogUniform => "loguniform",
+        }
+    }
+}
+
+/// An outage model: a fault whose start (`onset`) and length (`length`)
+/// are drawn from ranges for each seed, so that many runs see outages of
+/// many lengths. The fault starts at a uniform draw from `onset` and lasts
+/// a draw from `length` (by `length_dist`); a fixed `from` is an onset of
+/// one value, as a fixed `length` is. Validation keeps the latest possible
+/// end, with time for the recovery, inside the run.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::scenario::{Scenario, EMBEDDED};
+/// use std::time::Duration;
+///
+/// let text = EMBEDDED[0].1
+///     .replace("duration = \"3s\"", "duration = \"8s\"")
+///     .replace("from = \"500ms\"\nuntil = \"1500ms\"",
+///              "onset = \"0.5s..2s\"\nlength = \"0.5s..5s\"");
+/// let sc = Scenario::parse("outage.toml", &text)?;
+/// assert_eq!(sc.outages[0].length.to_string(), "500ms..5s");
+/// for seed in 0..100 {
+///     let f = &sc.with_seed(seed).downstream.faults[0];
+///     let length = f.until - f.from;
+///     assert!(f.from >= Duration::from_millis(500) && f.from <= Duration::from_secs(2));
+///     assert!(length >= Duration::from_millis(500) && length <= Duration::from_secs(5));
+/// }
+/// # Ok::<(), fusebox_lab::scenario::ScenarioError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outage {
+    /// Which `[[downstream.faults]]` entry (from 0).
+    pub fault: usize,
+    /// `onset` (or a fixed `from`): when the fault starts.
+    pub onset: DurRange,
+    /// `length` (or a fixed `until - from`): how long it lasts.
+    pub length: DurRange,
+    /// `length_dist`.
+    pub length_dist: LengthDist,
+}
+
+impl Outage {
+    /// Whether anything in it is drawn (a range of more than one value).
+    pub fn is_random(&self) -> bool {
+        !(self.onset.is_fixed() && self.length.is_fixed())
+    }
+
+    /// The latest it can end: the latest onset plus the longest length.
+    pub fn latest_end(&self) -> Duration {
+        self.onset.max + self.length.max
+    }
+
+    /// `outage from 500ms..2s lasting 500ms..5s (log-uniform)`.
+    pub fn describe(&self) -> String {
+        let dist = match self.length_dist {
+            LengthDist::LogUniform if !self.length.is_fixed() => " (log-uniform)",
+            _ => "",
+        };
+        format!("outage from {} lasting {}{dist}", self.onset, self.length)
+    }
+}
+
+/// What the outages' draws are tagged with (beside [`JITTER_DRAW`]).
+const OUTAGE_DRAW: u64 = 0x0A7A_0000_0000;
 
 /// A fault's `jitter`: its `from` and its `until` are each moved by an
 /// independent uniform draw in `[-by, +by]` from the scenario's `seed`,
@@ -479,8 +656,9 @@ impl Scenario {
     /// The faults' times drawn for this scenario's seed, as
     /// [`FaultJitter`] says: `from` and `until` of fault `k` each move by
     /// `(2u - 1) x jitter` (to the nanosecond), `u` a uniform draw in
-    /// `[0, 1)` from the seed, then are clamped to `0..=duration`. Faults
-    /// without a jitter keep their times.
+    /// `[0, 1)` from the seed, then are clamped to `0..=duration`; and as
+    /// [`Outage`] says: `from` a uniform draw from `onset`, `until` that
+    /// plus a draw from `length`. Faults with neither keep their times.
     pub fn draw_faults(&mut self) {
         let end = self.duration.as_nanos() as i128;
         for j in &self.fault_jitter {
@@ -493,6 +671,15 @@ impl Scenario {
             if let Some(f) = self.downstream.faults.get_mut(j.fault) {
                 f.from = shift(j.from, 0);
                 f.until = shift(j.until, 1);
+            }
+        }
+        for o in &self.outages {
+            let u = |which: u64| unit(self.seed, OUTAGE_DRAW, 2 * o.fault as u64 + which);
+            let from = o.onset.at(u(0), false);
+            let length = o.length.at(u(1), o.length_dist == LengthDist::LogUniform);
+            if let Some(f) = self.downstream.faults.get_mut(o.fault) {
+                f.from = from;
+                f.until = from + length;
             }
         }
     }
@@ -524,12 +711,14 @@ impl Scenario {
     }
 
     /// Whether anything in the scenario is drawn from its `seed`: Poisson
-    /// arrivals, a latency tail, a fault's jitter. Without any, every seed
+    /// arrivals, a latency tail, a fault's jitter, an outage's onset or
+    /// length. Without any, every seed
     /// gives the same run.
     pub fn is_random(&self) -> bool {
         matches!(self.arrivals, Arrivals::Poisson(_) | Arrivals::Bursty(..))
             || !self.downstream.tail.is_empty()
             || !self.fault_jitter.is_empty()
+            || self.outages.iter().any(Outage::is_random)
     }
 
     /// Number of requests: every `i` with `arrival(i) < duration`.
@@ -703,7 +892,7 @@ impl Scenario {
             self.request,
             &self.fleet,
             self.seed,
-            &self.fault_jitter,
+            (&self.fault_jitter, &self.outages),
         ) == (
             other.duration,
             other.rate,
@@ -716,7 +905,7 @@ impl Scenario {
             other.request,
             &other.fleet,
             other.seed,
-            &other.fault_jitter,
+            (&other.fault_jitter, &other.outages),
         )
     }
 
@@ -778,6 +967,16 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// How long a run must go on after an outage for its recovery to be
+    /// seen: the longest open period of the strategies (a breaker opened
+    /// at the outage's end probes after it), at least one report window.
+    pub fn recovery(&self) -> Duration {
+        self.strategies
+            .iter()
+            .filter_map(|s| s.fleet_open_for().ok().flatten())
+            .fold(self.window, Duration::max)
     }
 
     /// Checks every value against the lab's limits and the other values.
@@ -1028,6 +1227,49 @@ impl Scenario {
                     format!(
                         "{} is longer than the run (duration = {run})",
                         format_duration(t.latency)
+                    ),
+                );
+            }
+        }
+        for o in &self.outages {
+            let i = Some(o.fault);
+            if o.length.min.is_zero() {
+                return fail(
+                    "downstream.faults.length",
+                    i,
+                    format!(
+                        "{} may draw an empty fault: its shortest length must be > 0",
+                        o.length
+                    ),
+                );
+            }
+            if o.onset.max >= self.duration {
+                return fail(
+                    "downstream.faults.onset",
+                    i,
+                    format!(
+                        "{} is outside the run: a fault must start before duration = {run}",
+                        o.onset
+                    ),
+                );
+            }
+            let recovery = self.recovery();
+            if o.latest_end() + recovery > self.duration {
+                return fail(
+                    "duration",
+                    None,
+                    format!(
+                        "{run} is too short for fault {} ({}): it may end as late as {} (the \
+                         latest onset {} + the longest length {}), and the run must go on for \
+                         the recovery after it, {} (the longest open_for of the strategies, at \
+                         least one window): make duration at least {}",
+                        o.fault + 1,
+                        o.describe(),
+                        format_duration(o.latest_end()),
+                        format_duration(o.onset.max),
+                        format_duration(o.length.max),
+                        format_duration(recovery),
+                        format_duration(o.latest_end() + recovery)
                     ),
                 );
             }

@@ -28,7 +28,7 @@ impl ParamValue {
 
     /// The value as a scenario file would write it: a duration string, a
     /// whole number, or a number.
-    pub(super) fn to_toml(self) -> toml::Value {
+    pub(crate) fn to_toml(self) -> toml::Value {
         match self {
             ParamValue::Dur(d) => toml::Value::String(format_duration(d)),
             ParamValue::Num(x) if x.fract() == 0.0 && x.abs() <= 9.0e15 => {
@@ -38,7 +38,7 @@ impl ParamValue {
         }
     }
 
-    pub(super) fn duration(self, name: &str) -> Result<Duration, String> {
+    pub(crate) fn duration(self, name: &str) -> Result<Duration, String> {
         match self {
             ParamValue::Dur(d) if d <= MAX_DURATION => Ok(d),
             ParamValue::Dur(_) => Err(format!(

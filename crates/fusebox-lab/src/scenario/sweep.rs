@@ -20,7 +20,8 @@ pub struct Sweep {
     pub values: Vec<ParamValue>,
 }
 
-fn value(s: &str) -> Result<ParamValue, String> {
+/// A value as `--param` writes it: a duration with its unit, or a number.
+pub(crate) fn value(s: &str) -> Result<ParamValue, String> {
     let s = s.trim();
     if s.ends_with(|c: char| c.is_ascii_alphabetic()) {
         parse_value(s).map(ParamValue::Dur)

@@ -1,0 +1,277 @@
+//! `fusebox-lab tune`: the search against an exhaustive grid ten times
+//! finer, on fresh outages; a profile read from fusebox's own `/metrics`
+//! text giving a block the registry accepts; bad flags named.
+
+use fusebox::metrics::{encode_text, Metrics};
+use fusebox::registry::{Fusebox, FuseboxConfig};
+use fusebox::{CircuitBreaker, ManualClock, Timing};
+use fusebox_lab::scenario::Scenario;
+use fusebox_lab::tune::objective::Objective;
+use fusebox_lab::tune::space::{Policy, Space};
+use fusebox_lab::tune::{evaluate, grid, search, Options};
+use prometheus_client::registry::Registry;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn lab(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn outage_scenario() -> Scenario {
+    Scenario::load(&lab("scenarios/seed000-50rps-outage.toml")).unwrap()
+}
+
+/// The search's pick and the best point of the fine grid over the same
+/// space, each re-run on the same fresh outages (seeds the search did not
+/// see): the objective's median of each, and how many points the search ran.
+fn search_and_grid(
+    space: &Space,
+    objective: &Objective,
+    runs: u64,
+    fresh: u64,
+    budget: usize,
+) -> (f64, f64, usize, usize) {
+    let sc = outage_scenario();
+    let options = Options {
+        seeds: (1, 1 + runs),
+        budget,
+        starts: 3,
+        jobs: 2,
+        draw_seed: 1,
+    };
+    let found = search(&sc, space, objective, &options, |_| {}).unwrap();
+    let points = grid(space).unwrap();
+    let all = evaluate(&sc, space, objective, &points, 1..1 + runs, 2, |_| {}).unwrap();
+    let best_grid = all
+        .iter()
+        .min_by(|a, b| a.score.rank(&b.score))
+        .unwrap()
+        .point;
+    let fresh = 1 + runs..1 + runs + fresh;
+    let again = evaluate(
+        &sc,
+        space,
+        objective,
+        &[found.best().point, best_grid],
+        fresh,
+        2,
+        |_| {},
+    )
+    .unwrap();
+    (
+        again[0].score.objective,
+        again[1].score.objective,
+        found.candidates.len(),
+        points.len(),
+    )
+}
+
+/// On a smaller instance (consecutive failures 1..10, open_for 0.1..3 s by
+/// 50 ms, so the search's coarse grid steps 300 ms), the search's pick is
+/// within 10 % of the fine grid's best on 40 fresh outages, having run a
+/// fraction of its points.
+#[test]
+fn the_search_is_within_ten_percent_of_a_ten_times_finer_grid() {
+    let mut space = Space::default_for(8);
+    space.policies = vec![Policy::Consecutive];
+    for s in [
+        "consecutive_failures=1..10:1",
+        "open_for=0.1s..3s:0.05s",
+        "half_open_probes=1",
+        "successes_to_close=1",
+        "timeout=none",
+        "max_concurrent=none",
+    ] {
+        space.set(s).unwrap();
+    }
+    let objective = Objective::parse("outage-calls<=5, min lost").unwrap();
+    let (tuned, best, ran, points) = search_and_grid(&space, &objective, 8, 40, 30);
+    assert_eq!(points, 10 * 59);
+    assert!(ran * 3 < points, "the search ran {ran} of {points} points");
+    assert!(tuned.is_finite() && best.is_finite(), "{tuned} {best}");
+    assert!(
+        tuned <= best * 1.1,
+        "search {tuned} lost vs the fine grid's {best}"
+    );
+}
+
+/// The README's instance: the default search over the whole space, against
+/// the fine grid over consecutive_failures x open_for x max_concurrent,
+/// on 100 fresh outages. About six minutes in release mode on two shared
+/// cores.
+#[test]
+#[ignore = "heavy (1.6 million runs): cargo test --release -p fusebox-lab --test tune -- --ignored"]
+fn the_default_search_is_within_ten_percent_of_the_readme_grid() {
+    let sc = outage_scenario();
+    let objective = Objective::parse(fusebox_lab::tune::objective::DEFAULT_OBJECTIVE).unwrap();
+    let full = Space::default_for(8);
+    let options = Options {
+        seeds: (1, 31),
+        budget: 150,
+        starts: 3,
+        jobs: 2,
+        draw_seed: 1,
+    };
+    let found = search(&sc, &full, &objective, &options, |_| {}).unwrap();
+    let mut sub = Space::default_for(8);
+    sub.policies = vec![Policy::Consecutive];
+    for s in ["half_open_probes=1", "successes_to_close=1", "timeout=none"] {
+        sub.set(s).unwrap();
+    }
+    let points = grid(&sub).unwrap();
+    let all = evaluate(&sc, &sub, &objective, &points, 1..31, 2, |_| {}).unwrap();
+    let best = all.iter().min_by(|a, b| a.score.rank(&b.score)).unwrap();
+    let fresh = |space: &Space, p| {
+        evaluate(&sc, space, &objective, &[p], 31..131, 2, |_| {}).unwrap()[0]
+            .score
+            .objective
+    };
+    let (tuned, best) = (fresh(&full, found.best().point), fresh(&sub, best.point));
+    assert!(tuned <= best * 1.1, "search {tuned} vs grid {best}");
+}
+
+/// A scrape of fusebox's own exporter: a breaker "partner" timed on a
+/// manual clock, 500 calls of which 90 % take 5 ms and 10 % take 40 ms.
+fn scrape() -> String {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry).with_timing(Timing::Every);
+    let clock = ManualClock::new();
+    let partner = metrics
+        .build("partner", CircuitBreaker::builder().clock(clock.clone()))
+        .unwrap();
+    for i in 0..500 {
+        let took = if i % 10 == 9 { 40 } else { 5 };
+        partner
+            .call(|| {
+                clock.advance(Duration::from_millis(took));
+                Ok::<_, std::io::Error>(())
+            })
+            .unwrap();
+    }
+    encode_text(&registry)
+}
+
+fn tune(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+        .arg("tune")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_profile_from_metrics_gives_a_block_the_registry_accepts() {
+    let dir = std::env::temp_dir().join(format!("fusebox-lab-tune-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let metrics = dir.join("metrics.txt");
+    std::fs::write(&metrics, scrape()).unwrap();
+    let block = dir.join("partner.toml");
+    let out = tune(&[
+        "--from-metrics",
+        metrics.to_str().unwrap(),
+        "--dependency",
+        "partner",
+        "--metrics-span",
+        "10s",
+        "--budget",
+        "20",
+        "--starts",
+        "1",
+        "--runs",
+        "4",
+        "--check-runs",
+        "5",
+        "--toml",
+        block.to_str().unwrap(),
+        "-q",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The profile: 500 calls in 10 s, a 5 ms median, a 10 % tail.
+    assert!(stdout.contains("at 50/s"), "{stdout}");
+    assert!(stdout.contains("downstream 5ms healthy"), "{stdout}");
+    let text = std::fs::read_to_string(&block).unwrap();
+    assert!(stdout.contains(&text), "{stdout}");
+    let config = FuseboxConfig::from_toml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let dep = &config.dependencies["partner"];
+    assert!(dep.breaker.open_for.is_some(), "{text}");
+    let fusebox = Fusebox::from_config(config).unwrap();
+    assert_eq!(fusebox.names(), ["partner"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_profile_reads_the_rate_and_the_tail_of_the_scrape() {
+    use fusebox_lab::tune::metrics::{Profile, Scrape};
+    let s = Scrape::of(&scrape(), "partner").unwrap();
+    assert_eq!(s.calls, 500.0);
+    let p = Profile::between(None, &s, Duration::from_secs(10)).unwrap();
+    assert_eq!(
+        (p.rate, p.latency, p.timed),
+        (50.0, Duration::from_millis(5), 500.0)
+    );
+    // The 40 ms calls fall in the bucket up to 50 ms.
+    assert_eq!(p.tail.len(), 1, "{:?}", p.tail);
+    assert_eq!(p.tail[0].share, 0.1);
+    assert_eq!(p.tail[0].latency, Duration::from_millis(50));
+    // Two scrapes: the increase between them.
+    let before = Scrape {
+        calls: 250.0,
+        buckets: s.buckets.iter().map(|b| (b.0, b.1 / 2.0)).collect(),
+    };
+    let p2 = Profile::between(Some(&before), &s, Duration::from_secs(5)).unwrap();
+    assert_eq!(p2.rate, 50.0);
+    let err = Scrape::of(&scrape(), "payments").unwrap_err();
+    assert!(
+        err.contains("--dependency") && err.contains("partner"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_flags_are_named() {
+    let sc = lab("scenarios/seed000-50rps-outage.toml");
+    let sc = sc.to_str().unwrap();
+    for (args, named) in [
+        (
+            vec![sc, "--objective", "p99<=300ms, min lost"],
+            "--objective",
+        ),
+        (vec![sc, "--objective", "fault-p99<=300ms"], "min NAME"),
+        (
+            vec![sc, "--objective", "lost<=5ms, min lag"],
+            "plain number",
+        ),
+        (vec![sc, "--space", "open_fr=1s"], "open_fr"),
+        (
+            vec![sc, "--space", "failure_rate=0.1..2:0.1"],
+            "failure_rate",
+        ),
+        (vec![sc, "--policies", "rate"], "--policies"),
+        (
+            vec!["--from-metrics", "/nonexistent/metrics.txt"],
+            "--dependency",
+        ),
+        (
+            vec![
+                "--from-metrics",
+                "/nonexistent/metrics.txt",
+                "--dependency",
+                "x",
+            ],
+            "/nonexistent/metrics.txt",
+        ),
+        (vec![], "scenario"),
+    ] {
+        let out = tune(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
