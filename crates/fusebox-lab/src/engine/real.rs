@@ -266,10 +266,7 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
                     sleep_until(sh.origin + now + plan.duration);
                     plan.result
                 }
-                Some(http) => {
-                    let healthy = sh.scenario.healthy_latency(request, r.attempts);
-                    http.call(now, replica, healthy)
-                }
+                Some(http) => http.call(now, replica, sh.scenario.draw(request, r.attempts)),
             };
             let end = sh.clock.now();
             calls.push(CallRecord {

@@ -721,7 +721,7 @@ fn describe(r: &ScenarioReport) -> String {
         } else {
             sc.queue.to_string()
         },
-        format_duration(sc.downstream.latency),
+        sc.downstream.latency_text(),
         sc.fault_span().map_or("no fault".into(), |(a, b)| format!(
             "fault {}–{} s",
             secs(a),

@@ -390,6 +390,6 @@ pub fn describe(sc: &Scenario) -> String {
     format!(
         "{arrivals}, {} workers, downstream {} healthy, {fault}{jitter}",
         sc.workers,
-        format_duration(sc.downstream.latency)
+        sc.downstream.latency_text()
     )
 }
