@@ -55,7 +55,7 @@ pub struct Spread {
 }
 
 /// A cell's number, if it has one.
-fn number(c: Cell) -> Option<f64> {
+pub(crate) fn number(c: Cell) -> Option<f64> {
     match c {
         Cell::Count(n) => Some(n as f64),
         Cell::Secs(d) => Some(d.as_secs_f64()),
