@@ -329,6 +329,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                         FaultOutcome::Error
                     },
                     replicas: None,
+                    latency_dist: None,
                 });
                 at += len + 100 + g.next(600);
             }
@@ -387,6 +388,7 @@ fn generated(seed: u64, count: usize) -> Vec<Scenario> {
                 window: ms(500),
                 downstream: Downstream {
                     latency: ms(1 + g.next(20)),
+                    latency_dist: None,
                     faults,
                     transport: Default::default(),
                     server: None,

@@ -615,7 +615,7 @@ fn values_outside_the_limits_name_key_line_and_limit() {
             "latency = \"5ms\"",
             "latency = \"18446744073s\"",
             "latency = \"18446744073s\"",
-            "latency",
+            "downstream.latency",
             "24h",
         ),
         // A latency longer than the run.

@@ -155,6 +155,13 @@ struct SweepArgs {
     /// Also write them as JSON (the same rows, as objects).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// With two --param: also draw heat maps as a self-contained HTML page,
+    /// one per figure of --figures (without it, the first figure) and
+    /// strategy: a column per value of the first parameter, a row per value
+    /// of the second, each cell coloured by its value (with --runs, the
+    /// median) and printed.
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug, Default)]

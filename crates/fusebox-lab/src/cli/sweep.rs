@@ -94,8 +94,19 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
         None if args.runs.is_some() => SWEEP_CHOICES.iter().collect(),
         None => default_sweep_figures(),
     };
+    if args.html.is_some() && outer.is_none() {
+        return Err(CliError::BadInput(
+            "--html draws heat maps of two parameters: give --param twice (the first for the \
+             columns, the second for the rows)"
+                .into(),
+        ));
+    }
     // Before anything runs: a file that cannot be written fails now.
-    for (flag, path) in [("--csv", &args.csv), ("--json", &args.json)] {
+    for (flag, path) in [
+        ("--csv", &args.csv),
+        ("--json", &args.json),
+        ("--html", &args.html),
+    ] {
         if let Some(path) = path {
             super::check_output(flag, path)?;
         }
@@ -167,6 +178,17 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
     }
     pb.finish_and_clear();
     write_data(args, &scenario, &sweep, &data)?;
+    if let Some(path) = &args.html {
+        // One heat map per figure asked for; without --figures, the first.
+        let shown = if args.figures.is_some() {
+            &figures[..]
+        } else {
+            &figures[..1]
+        };
+        let page = crate::report::html::sweep_heatmaps(&scenario, &sweep.name, &data, shown, seeds);
+        std::fs::write(path, page)
+            .map_err(|e| CliError::Io(format!("--html {}: cannot write: {e}", path.display())))?;
+    }
     Ok(())
 }
 

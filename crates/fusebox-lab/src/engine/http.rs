@@ -5,8 +5,9 @@
 //!
 //! As in the model, a call's fate is decided by its start time: the client
 //! sends it (`x-lab-start-ns`, time since the run's origin, `x-lab-replica`,
-//! and `x-lab-healthy-ns`, the healthy latency drawn for the call from the
-//! latency tail), the server looks it up in the fault schedule, waits the
+//! `x-lab-healthy-ns`, the healthy latency drawn for the call from the
+//! latency tail and distribution, and `x-lab-fault-key`, what its fault's
+//! latency distribution draws it with), the server looks it up in the fault schedule, waits the
 //! latency and answers 200, or 500 for a failing call; a hanging call gets no
 //! answer before the client's timeout; a call in a `reset` fault has its
 //! connection dropped without an answer after the fault's latency. The
@@ -18,7 +19,7 @@
 //! the server stops accepting (told on its standard input) and listens with
 //! a backlog of 1, so new connects time out.
 
-use crate::scenario::{CallResult, Downstream, FaultOutcome, HttpConfig, Scenario};
+use crate::scenario::{CallDraw, CallResult, Downstream, FaultOutcome, HttpConfig, Scenario};
 use crate::sync::lock;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -230,8 +231,9 @@ impl HttpDownstream {
     }
 
     /// One call, started at `start` (since the run's `origin`) by
-    /// `replica`, taking `healthy` outside a fault (its draw from the
-    /// latency tail).
+    /// `replica`, of the draws `draw`: taking `draw.healthy` outside a
+    /// fault (its draw from the latency tail and distribution), and its
+    /// fault's latency drawn with `draw.fault_key`.
     ///
     /// The client's timeout counts from `start`: a call that waits for a
     /// connection that long times out without being sent.
@@ -240,7 +242,7 @@ impl HttpDownstream {
         origin: Instant,
         start: Duration,
         replica: usize,
-        healthy: Duration,
+        draw: CallDraw,
     ) -> HttpCall {
         let since = |t: Instant| t.saturating_duration_since(origin);
         let gate = self.gates.as_ref().map(|g| &g[replica]);
@@ -266,7 +268,8 @@ impl HttpDownstream {
             // Its fate is decided when it is sent, as in the model.
             .header("x-lab-start-ns", (start + waited).as_nanos().to_string())
             .header("x-lab-replica", replica.to_string())
-            .header("x-lab-healthy-ns", healthy.as_nanos().to_string());
+            .header("x-lab-healthy-ns", draw.healthy.as_nanos().to_string())
+            .header("x-lab-fault-key", draw.fault_key.to_string());
         if let (Some(t), Some(_)) = (self.timeout, gate) {
             request = request.timeout(t.saturating_sub(waited));
         }
@@ -424,9 +427,13 @@ async fn answer(
     let replica = num("x-lab-replica").unwrap_or(0) as usize;
     let start = Duration::from_nanos(start);
     let healthy = num("x-lab-healthy-ns").map_or(setup.downstream.latency, Duration::from_nanos);
+    let draw = match num("x-lab-fault-key") {
+        Some(fault_key) => CallDraw { healthy, fault_key },
+        None => CallDraw::fixed(healthy),
+    };
     // A `down` fault's calls fail at once: the lab stopped this process for
     // the fault, so only a call racing the restart gets here.
-    let (wait, status) = match setup.downstream.answer_with(replica, start, healthy) {
+    let (wait, status) = match setup.downstream.answer_with(replica, start, draw) {
         (Some(latency), CallResult::Success) => (latency, StatusCode::OK),
         (Some(latency), _) => (latency, StatusCode::INTERNAL_SERVER_ERROR),
         (None, _) => (setup.hang, StatusCode::SERVICE_UNAVAILABLE),

@@ -280,8 +280,8 @@ fn worker(sh: &Shared<'_>, replica: usize) -> Vec<CallRecord> {
                     (plan.result, Duration::ZERO, false, sh.clock.now())
                 }
                 Some(http) => {
-                    let healthy = sh.scenario.healthy_latency(request, r.attempts);
-                    let c = http.call(sh.origin, now, replica, healthy);
+                    let draw = sh.scenario.draw(request, r.attempts);
+                    let c = http.call(sh.origin, now, replica, draw);
                     (c.result, c.waited, c.connect_failed, c.end)
                 }
             };

@@ -285,11 +285,11 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                 let attempt = started.map(|(ticket, plan)| {
                     let timeout = scenario.client.timeout;
                     let lane = ticket.host().unwrap_or(r);
-                    let healthy = scenario.healthy_latency(request, req.attempts);
+                    let draw = scenario.draw(request, req.attempts);
                     let mut answer = |at: Duration, left: Option<Duration>| match server.as_mut() {
                         Some(s) => s.plan(at, left),
                         None if at == t => plan,
-                        None => scenario.downstream.plan_with(lane, at, left, healthy),
+                        None => scenario.downstream.plan_with(lane, at, left, draw),
                     };
                     let pooled = match pool.as_mut() {
                         Some(p) => p.call(&scenario.downstream, lane, t, timeout, answer),

@@ -721,7 +721,7 @@ fn describe(r: &ScenarioReport) -> String {
         } else {
             sc.queue.to_string()
         },
-        format_duration(sc.downstream.latency),
+        sc.downstream.latency_text(),
         sc.fault_span().map_or("no fault".into(), |(a, b)| format!(
             "fault {}–{} s",
             secs(a),
@@ -795,10 +795,8 @@ fn verdicts(reports: &[ScenarioReport], anchors: &[String]) -> String {
     out
 }
 
-/// The whole page.
-pub fn page(reports: &[ScenarioReport]) -> String {
-    let mut out = String::from(
-        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>fusebox lab report</title><style>
+/// The page's style: every page of the lab's the same.
+const STYLE: &str = r#"
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:980px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin-top:36px;border-bottom:1px solid #ccc}h3{font-size:15px;margin:18px 0 4px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;vertical-align:top}td:first-child{text-align:left}
@@ -811,8 +809,21 @@ table.headline th.side{text-align:left;font-weight:600;font-size:12px;text-trans
 tr.bought th.side{background:#e6f4ea;color:#1d6b35}tr.cost th.side{background:#fdecea;color:#9b1c1c}
 table.headline .first{border-left:2px solid #999}table.headline th[colspan]{text-align:center}table.headline a{color:inherit}
 .groups{display:flex;flex-wrap:wrap;gap:4px 16px}.groups figure{margin:0}.groups figcaption{font-size:12px;color:#444}
-</style></head><body><h1>fusebox lab report</h1>"#,
-    );
+table.heat td.cell{text-align:center;min-width:44px;font-variant-numeric:tabular-nums;border:1px solid #fff}table.heat th{font-weight:400;color:#444}table.heat tr:first-child th{text-align:center}table.heat th.corner{text-align:left;font-size:12px}
+.scale{display:inline-block;width:220px;height:12px;vertical-align:middle;margin:0 6px;border:1px solid #ccc}
+"#;
+
+/// The start of a page titled `title`, its `<h1>` written.
+fn head(title: &str) -> String {
+    format!(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>"#,
+        t = esc(title)
+    )
+}
+
+/// The whole page.
+pub fn page(reports: &[ScenarioReport]) -> String {
+    let mut out = head("fusebox lab report");
     let anchors: Vec<String> = (1..=reports.len())
         .map(|i| format!("scenario-{i}"))
         .collect();
@@ -863,9 +874,198 @@ table.headline .first{border-left:2px solid #999}table.headline th[colspan]{text
     out
 }
 
+/// The heat map's colours, from the lowest value to the highest (light
+/// yellow to dark blue: ColorBrewer's YlGnBu), interpolated between.
+const HEAT: [(u8, u8, u8); 5] = [
+    (255, 255, 204),
+    (161, 218, 180),
+    (65, 182, 196),
+    (44, 127, 184),
+    (37, 52, 148),
+];
+
+/// The colour of `t` in `[0, 1]` on [`HEAT`], as `#rrggbb`, and whether
+/// text on it is written white.
+fn heat(t: f64) -> (String, bool) {
+    let x = t.clamp(0.0, 1.0) * (HEAT.len() - 1) as f64;
+    let i = (x.floor() as usize).min(HEAT.len() - 2);
+    let f = x - i as f64;
+    let (a, b) = (HEAT[i], HEAT[i + 1]);
+    let mix = |p: u8, q: u8| (f64::from(p) + (f64::from(q) - f64::from(p)) * f).round() as u8;
+    let (r, g, bl) = (mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2));
+    // Relative luminance: white text on the darker half.
+    let lum = 0.2126 * f64::from(r) + 0.7152 * f64::from(g) + 0.0722 * f64::from(bl);
+    (format!("#{r:02x}{g:02x}{bl:02x}"), lum < 140.0)
+}
+
+/// The heat maps of a two-parameter sweep (`sweep --param A --param B
+/// --html`): for each of `figures`, one table per strategy, a row per
+/// value of the second parameter and a column per value of the first,
+/// each cell coloured by its value (one scale per figure, from its lowest
+/// value over every strategy to its highest) with the value printed; with
+/// many runs the median, and its `median [p10-p90]` as the cell's title.
+/// Missing values are grey and print `-`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::report::html::sweep_heatmaps;
+/// use fusebox_lab::report::model::{sweep_figures, Cell};
+/// use fusebox_lab::report::sweep::{DataResult, DataRow};
+/// use fusebox_lab::scenario::Scenario;
+///
+/// let sc = &Scenario::embedded()[0];
+/// let figures = sweep_figures("lost")?;
+/// let row = |value: &str, value2: &str, n| DataRow {
+///     value: value.into(),
+///     outer: Some(("rate".into(), value2.into())),
+///     strategy: "fusebox".into(),
+///     figure: "lost",
+///     result: DataResult::One(Cell::Count(n)),
+/// };
+/// let rows = [row("1s", "50", 3), row("2s", "50", 9), row("1s", "100", 0), row("2s", "100", 1)];
+/// let page = sweep_heatmaps(sc, "open_for", &rows, &figures, None);
+/// assert_eq!(page.matches("class=\"cell\"").count(), 4);
+/// assert!(page.contains(">9</td>") && page.contains("background:#253494"));
+/// # Ok::<(), String>(())
+/// ```
+pub fn sweep_heatmaps(
+    scenario: &crate::scenario::Scenario,
+    param: &str,
+    rows: &[super::sweep::DataRow],
+    figures: &[&model::SweepFigure],
+    seeds: Option<std::ops::Range<u64>>,
+) -> String {
+    use super::sweep::DataResult;
+    fn unique<'a>(it: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+        let mut seen: Vec<&str> = Vec::new();
+        for v in it {
+            if !seen.contains(&v) {
+                seen.push(v);
+            }
+        }
+        seen
+    }
+    let outer_name = rows
+        .iter()
+        .find_map(|r| r.outer.as_ref().map(|o| o.0.as_str()))
+        .unwrap_or("");
+    let columns = unique(rows.iter().map(|r| r.value.as_str()));
+    let lines = unique(
+        rows.iter()
+            .filter_map(|r| r.outer.as_ref().map(|o| o.1.as_str())),
+    );
+    let strategies = unique(rows.iter().map(|r| r.strategy.as_str()));
+    let mut out = head(&format!("fusebox lab sweep: {}", scenario.name));
+    let _ = write!(
+        out,
+        "<p>{}</p><p class=lead>{} (columns) against {} (rows){}; each cell coloured from the \
+         figure's lowest value <span class=scale style=\"background:linear-gradient(to right{})\"></span> \
+         to its highest, over every strategy.</p>",
+        esc(&super::runs::describe(scenario)),
+        esc(param),
+        esc(outer_name),
+        match &seeds {
+            Some(s) => format!(
+                "; {}, each cell the median (its title: median [p10-p90], nearest rank)",
+                esc(&super::runs::seeds_text(s))
+            ),
+            None => String::new(),
+        },
+        HEAT.iter()
+            .map(|(r, g, b)| format!(",#{r:02x}{g:02x}{b:02x}"))
+            .collect::<String>()
+    );
+    for f in figures {
+        let of = |r: &&super::sweep::DataRow| r.figure == f.name;
+        let cell = |r: &super::sweep::DataRow| match &r.result {
+            DataResult::One(c) => (super::runs::cell_number(*c), c.text(), None),
+            DataResult::Many(s) => (
+                super::runs::cell_number(s.median),
+                s.median.text(),
+                Some(s.text()),
+            ),
+        };
+        let numbers: Vec<f64> = rows.iter().filter(of).filter_map(|r| cell(r).0).collect();
+        let lo = numbers.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = numbers.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let _ = write!(
+            out,
+            "<h2>{}</h2><p class=note>from {} (lightest) to {} (darkest)</p>",
+            esc(f.figure.label),
+            if numbers.is_empty() {
+                "-".into()
+            } else {
+                trim(lo)
+            },
+            if numbers.is_empty() {
+                "-".into()
+            } else {
+                trim(hi)
+            }
+        );
+        for strategy in &strategies {
+            let _ = write!(
+                out,
+                r#"<h3>{}</h3><table class=heat><tr><th class=corner>{} \ {}</th>"#,
+                esc(strategy),
+                esc(outer_name),
+                esc(param)
+            );
+            for c in &columns {
+                let _ = write!(out, "<th>{}</th>", esc(c));
+            }
+            out.push_str("</tr>");
+            for line in &lines {
+                let _ = write!(out, "<tr><th>{}</th>", esc(line));
+                for c in &columns {
+                    let found = rows.iter().filter(of).find(|r| {
+                        r.strategy == *strategy
+                            && r.value == *c
+                            && r.outer.as_ref().is_some_and(|o| o.1 == *line)
+                    });
+                    let (number, text, title) = found.map_or((None, "-".into(), None), cell);
+                    let (background, white) = match number {
+                        Some(x) if hi > lo => heat((x - lo) / (hi - lo)),
+                        Some(_) => heat(0.0),
+                        None => ("#eeeeee".into(), false),
+                    };
+                    let title = title.map_or(String::new(), |t| format!(r#" title="{}""#, esc(&t)));
+                    let _ = write!(
+                        out,
+                        r#"<td class="cell" style="background:{background};color:{}"{title}>{}</td>"#,
+                        if white { "#fff" } else { "#222" },
+                        esc(&text)
+                    );
+                }
+                out.push_str("</tr>");
+            }
+            out.push_str("</table>");
+        }
+    }
+    out.push_str("</body></html>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_heat_scale_runs_from_light_to_dark() {
+        assert_eq!(heat(0.0), ("#ffffcc".into(), false));
+        assert_eq!(heat(1.0), ("#253494".into(), true));
+        assert_eq!(heat(0.5).0, "#41b6c4");
+        // Darker all the way.
+        let lum = |t: f64| {
+            let c = heat(t).0;
+            let v = |i: usize| u8::from_str_radix(&c[i..i + 2], 16).unwrap() as f64;
+            0.2126 * v(1) + 0.7152 * v(3) + 0.0722 * v(5)
+        };
+        for k in 0..20 {
+            assert!(lum(k as f64 / 20.0) > lum((k + 1) as f64 / 20.0), "{k}");
+        }
+    }
 
     #[test]
     fn nice_axes() {

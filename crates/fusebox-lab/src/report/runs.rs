@@ -343,7 +343,8 @@ pub fn legend(seeds: Range<u64>) -> String {
 
 /// Said of a scenario none of whose values is drawn from the seed.
 pub const NOT_RANDOM: &str = "note: nothing in this scenario is drawn from the seed (fixed \
-     arrivals, no latency tail, no fault jitter, no outage ranges): every run is the same";
+     arrivals, no latency tail or distribution, no fault jitter, no outage ranges): every run is \
+     the same";
 
 /// The scenario in one line, as written (a jittered fault at its written
 /// times, with its jitter; an outage model with its ranges): `150 requests
@@ -401,6 +402,6 @@ pub fn describe(sc: &Scenario) -> String {
     format!(
         "{arrivals}, {} workers, downstream {} healthy, {fault}{jitter}",
         sc.workers,
-        format_duration(sc.downstream.latency)
+        sc.downstream.latency_text()
     )
 }

@@ -199,7 +199,7 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
         sc.request_count(),
         sc.rate,
         sc.workers,
-        format_duration(sc.downstream.latency),
+        sc.downstream.latency_text(),
         fault
     );
     let cols = columns(report);

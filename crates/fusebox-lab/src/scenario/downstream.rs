@@ -69,6 +69,196 @@ impl FaultOutcome {
     }
 }
 
+/// A latency drawn per call: `latency = { lognormal = { p50 = "5ms", p99 =
+/// "40ms" } }` or `latency = { histogram = { le = [..], counts = [..] } }`
+/// of `[downstream]` (its healthy calls) or of a fault (its failing
+/// calls). A plain `latency = "5ms"` is constant and has none.
+///
+/// A call's draw is a hash of the scenario's `seed`, the request and the
+/// attempt ([`Scenario::plan`](super::Scenario::plan)): the same call
+/// takes the same time in every strategy, mode and run of that seed.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::scenario::LatencyDist;
+/// use std::time::Duration;
+///
+/// let ms = Duration::from_millis;
+/// let h = LatencyDist::Histogram { le: vec![ms(10), ms(20)], counts: vec![50.0, 50.0] };
+/// // Uniform inside a bucket: the median is the first bucket's end.
+/// assert_eq!(h.quantile(0.5), ms(10));
+/// assert_eq!(h.quantile(0.75), ms(15));
+/// let l = LatencyDist::LogNormal { p50: ms(5), p99: ms(40) };
+/// assert_eq!(l.median(), ms(5));
+/// assert_eq!(l.sample(7), l.sample(7));
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum LatencyDist {
+    /// `lognormal = { p50, p99 }`: a log-normal with that median and 99th
+    /// percentile (`p99 = p50`: constant).
+    LogNormal {
+        /// The median.
+        p50: Duration,
+        /// The 99th percentile, at least the median.
+        p99: Duration,
+    },
+    /// `histogram = { le = ["1ms", "5ms", ..], counts = [..] }` (or
+    /// `cumulative = [..]`, a Prometheus histogram's `_bucket` values): the
+    /// buckets' upper bounds, increasing, and how many calls fell in each
+    /// (the first from 0); a draw picks a bucket by its count, then a
+    /// latency uniformly inside it.
+    Histogram {
+        /// The buckets' upper bounds, increasing.
+        le: Vec<Duration>,
+        /// The calls in each bucket (not cumulative), not all zero.
+        counts: Vec<f64>,
+    },
+}
+
+/// The longest latency a draw gives (a log-normal has no end).
+const MAX_DRAW: Duration = Duration::from_secs(3600);
+
+/// A standard normal from the hash `n` (Box-Muller over two of its
+/// splitmix draws): the lab's one normal draw.
+pub(crate) fn standard_normal(n: u64) -> f64 {
+    let u = |k: u64| {
+        let z = super::splitmix(n.wrapping_mul(2).wrapping_add(k));
+        ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    (-2.0 * u(0).ln()).sqrt() * (std::f64::consts::TAU * u(1)).cos()
+}
+
+/// The standard normal's 99th percentile.
+const Z99: f64 = 2.326_347_874;
+
+impl LatencyDist {
+    /// The latency of the draw whose hash is `key`.
+    pub fn sample(&self, key: u64) -> Duration {
+        match self {
+            LatencyDist::LogNormal { p50, p99 } => {
+                let (a, b) = (p50.as_secs_f64().ln(), p99.as_secs_f64().ln());
+                let sigma = ((b - a) / Z99).max(0.0);
+                let secs = (a + sigma * standard_normal(key)).exp();
+                Duration::from_secs_f64(secs.min(MAX_DRAW.as_secs_f64()))
+            }
+            LatencyDist::Histogram { .. } => {
+                let z = super::splitmix(key);
+                self.quantile((z >> 11) as f64 / (1u64 << 53) as f64)
+            }
+        }
+    }
+
+    /// The `q`-quantile (`q` in `[0, 1]`): for a histogram, exact (its
+    /// buckets uniform inside); for a log-normal, from the normal's
+    /// quantile function (an approximation to better than 1e-3 in `z`).
+    pub fn quantile(&self, q: f64) -> Duration {
+        let q = q.clamp(0.0, 1.0);
+        match self {
+            LatencyDist::LogNormal { p50, p99 } => {
+                let (a, b) = (p50.as_secs_f64().ln(), p99.as_secs_f64().ln());
+                let sigma = ((b - a) / Z99).max(0.0);
+                let secs = (a + sigma * normal_quantile(q)).exp();
+                Duration::from_secs_f64(secs.min(MAX_DRAW.as_secs_f64()))
+            }
+            LatencyDist::Histogram { le, counts } => {
+                let total: f64 = counts.iter().sum();
+                let target = q * total;
+                let mut below = 0.0;
+                let mut lower = Duration::ZERO;
+                for (&upper, &n) in le.iter().zip(counts) {
+                    if n > 0.0 && target < below + n {
+                        let into = ((target - below) / n).clamp(0.0, 1.0);
+                        return lower + (upper - lower).mul_f64(into);
+                    }
+                    below += n;
+                    lower = upper;
+                }
+                // q = 1: the end of the last bucket with calls.
+                le.iter()
+                    .zip(counts)
+                    .rev()
+                    .find(|(_, &n)| n > 0.0)
+                    .map_or(Duration::ZERO, |(&u, _)| u)
+            }
+        }
+    }
+
+    /// The median: what the lab takes as "the" latency where it needs one
+    /// (a `slow` fault grows from the healthy median; reports print it).
+    pub fn median(&self) -> Duration {
+        match self {
+            LatencyDist::LogNormal { p50, .. } => *p50,
+            LatencyDist::Histogram { .. } => self.quantile(0.5),
+        }
+    }
+
+    /// `lognormal p50 5ms p99 40ms`, or `histogram of 4 buckets to 100ms`.
+    pub fn describe(&self) -> String {
+        use super::duration::format_duration as f;
+        match self {
+            LatencyDist::LogNormal { p50, p99 } => {
+                format!("lognormal p50 {} p99 {}", f(*p50), f(*p99))
+            }
+            LatencyDist::Histogram { le, .. } => format!(
+                "histogram of {} buckets to {}",
+                le.len(),
+                le.last().map_or("0s".into(), |d| f(*d))
+            ),
+        }
+    }
+}
+
+/// The standard normal's quantile function (Acklam's rational
+/// approximation; relative error below 1.2e-9).
+fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let p = p.clamp(1e-300, 1.0 - 1e-16);
+    let low = 0.024_25;
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    if p < low {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - low {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
 /// One `[[downstream.faults]]` entry: calls starting in `[from, until)` fail.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Fault {
@@ -84,6 +274,11 @@ pub struct Fault {
     /// `replicas`: the replicas (numbered from 1) whose calls it hits; `None`
     /// = all of them (a fleet scenario's broken network path hits some only).
     pub replicas: Option<Vec<usize>>,
+    /// `latency = { lognormal = .. }` or `{ histogram = .. }` (`error` and
+    /// `reset` faults): a failing call's latency drawn per call, in place
+    /// of `latency` (then its median). `None`: every call takes `latency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_dist: Option<LatencyDist>,
 }
 
 impl Fault {
@@ -99,7 +294,8 @@ impl Fault {
     ///
     /// let ms = Duration::from_millis;
     /// let f = Fault { from: ms(1000), until: ms(2000), latency: ms(105),
-    ///                 outcome: FaultOutcome::Slow, replicas: None };
+    ///                 outcome: FaultOutcome::Slow, replicas: None,
+    ///                 latency_dist: None };
     /// assert_eq!(f.grown(ms(5), ms(1000)), ms(5));
     /// assert_eq!(f.grown(ms(5), ms(1500)), ms(55));
     /// ```
@@ -113,6 +309,14 @@ impl Fault {
             a - (a - b) * into / span
         };
         Duration::from_nanos(grown as u64)
+    }
+
+    /// How long a failing call whose draw is `key` takes: its draw from
+    /// [`latency_dist`](Self::latency_dist), or `latency`.
+    pub fn latency_for(&self, key: u64) -> Duration {
+        self.latency_dist
+            .as_ref()
+            .map_or(self.latency, |d| d.sample(key))
     }
 
     /// Whether it hits the calls of replica `replica` (numbered from 0).
@@ -136,8 +340,14 @@ pub struct Tail {
 /// The dependency: `[downstream]`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Downstream {
-    /// A healthy call succeeds after this (but for the `tail`'s share).
+    /// A healthy call succeeds after this (but for the `tail`'s share);
+    /// with a [`latency_dist`](Self::latency_dist), its median.
     pub latency: Duration,
+    /// `latency = { lognormal = .. }` or `{ histogram = .. }`: a healthy
+    /// call's latency drawn per call (the `tail`'s share aside). `None`:
+    /// constant, `latency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_dist: Option<LatencyDist>,
     /// `[[downstream.tail]]`: the shares of healthy calls that take longer
     /// (or shorter), in file order; their shares add up to at most 1. Empty:
     /// every healthy call takes `latency`.
@@ -199,17 +409,11 @@ impl Server {
     /// through the log-normal's quantile function).
     pub fn service(&self, n: u64) -> Duration {
         const Z90: f64 = 1.281_551_565_5;
-        const Z99: f64 = 2.326_347_874;
         let (a, b) = (self.p90.as_secs_f64().ln(), self.p99.as_secs_f64().ln());
         let sigma = ((b - a) / (Z99 - Z90)).max(0.0);
         let mu = a - Z90 * sigma;
-        let u = |k: u64| {
-            let z = super::splitmix(n.wrapping_mul(2).wrapping_add(k));
-            ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        };
-        // Box-Muller: a standard normal from two uniforms.
-        let normal = (-2.0 * u(0).ln()).sqrt() * (std::f64::consts::TAU * u(1)).cos();
-        Duration::from_secs_f64((mu + sigma * normal).exp().min(3600.0))
+        let normal = standard_normal(n);
+        Duration::from_secs_f64((mu + sigma * normal).exp().min(MAX_DRAW.as_secs_f64()))
     }
 
     /// How much longer than its service time alone a call takes when it
@@ -282,7 +486,8 @@ impl ServerQueue {
     ///                       latency_per_inflight: None, knee: None };
     /// // One worker of the two from 0 to 1 s.
     /// let half = Fault { from: ms(0), until: ms(1000), latency: ms(0),
-    ///                    outcome: FaultOutcome::Capacity { workers: 1 }, replicas: None };
+    ///                    outcome: FaultOutcome::Capacity { workers: 1 }, replicas: None,
+    ///                    latency_dist: None };
     /// let mut queue = ServerQueue::with_faults(server, &[half]);
     /// assert_eq!(queue.plan(ms(0), None).duration, ms(100));
     /// assert_eq!(queue.plan(ms(0), None).duration, ms(200)); // waits for the one worker
@@ -431,7 +636,8 @@ pub struct PoolPlan {
 /// let ms = Duration::from_millis;
 /// let config = HttpConfig { pool_max: Some(1), ..HttpConfig::default() };
 /// let d = Downstream { latency: ms(10), tail: vec![], faults: vec![],
-///                      transport: Transport::Http(config), server: None };
+///                      transport: Transport::Http(config), server: None,
+///                      latency_dist: None };
 /// let mut pool = Pool::new(config);
 /// let answer = |_at: Duration, _left: Option<Duration>| CallPlan {
 ///     duration: ms(10), result: CallResult::Success };
@@ -540,6 +746,33 @@ impl Pool {
     }
 }
 
+/// The draws of one call ([`Scenario::draw`](super::Scenario::draw)):
+/// its latency if healthy, and the hash its fault's latency is drawn with
+/// ([`Fault::latency_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallDraw {
+    /// What it takes outside a fault.
+    pub healthy: Duration,
+    /// What a fault's latency distribution draws it with.
+    pub fault_key: u64,
+}
+
+impl CallDraw {
+    /// A call taking `healthy` outside a fault, and a fault's median (or
+    /// constant) latency in one: what a call without a seed's draws takes.
+    pub fn fixed(healthy: Duration) -> CallDraw {
+        CallDraw {
+            healthy,
+            fault_key: MEDIAN_KEY,
+        }
+    }
+}
+
+/// [`CallDraw::fixed`]'s fault key. Not the median exactly for every
+/// distribution: only where no draw is made (a call of
+/// [`Downstream::plan`], outside a scenario).
+const MEDIAN_KEY: u64 = 0;
+
 /// How one downstream call ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CallResult {
@@ -583,7 +816,7 @@ impl Downstream {
     ///
     /// let ms = Duration::from_millis;
     /// let d = Downstream {
-    ///     latency: ms(10),
+    ///     latency: ms(10), latency_dist: None,
     ///     tail: vec![Tail { share: 0.01, latency: ms(1000) }],
     ///     faults: vec![], transport: Transport::Call, server: None,
     /// };
@@ -591,14 +824,29 @@ impl Downstream {
     /// assert_eq!(d.healthy(0.5), ms(10));
     /// ```
     pub fn healthy(&self, u: f64) -> Duration {
+        self.tail_at(u).unwrap_or(self.latency)
+    }
+
+    /// Its healthy latency as reports say it: `5ms`, or its distribution
+    /// (`lognormal p50 5ms p99 40ms`).
+    pub fn latency_text(&self) -> String {
+        match &self.latency_dist {
+            None => super::format_duration(self.latency),
+            Some(d) => d.describe(),
+        }
+    }
+
+    /// The latency of the tail entry the draw `u` falls in, if any (see
+    /// [`healthy`](Self::healthy)).
+    pub fn tail_at(&self, u: f64) -> Option<Duration> {
         let mut below = 0.0;
         for t in &self.tail {
             below += t.share;
             if u < below {
-                return t.latency;
+                return Some(t.latency);
             }
         }
-        self.latency
+        None
     }
 
     /// The fault active at `start`, if any (for replica 0: the only one
@@ -632,22 +880,26 @@ impl Downstream {
     /// with the result, or never (`None`: it hangs). The model's plans and
     /// the HTTP downstream's answers both come from here.
     pub fn answer(&self, replica: usize, start: Duration) -> (Option<Duration>, CallResult) {
-        self.answer_with(replica, start, self.latency)
+        self.answer_with(replica, start, CallDraw::fixed(self.latency))
     }
 
-    /// [`answer`](Self::answer) for a call whose healthy latency is
-    /// `healthy` (its draw from the tail, [`healthy`](Self::healthy)): what
-    /// it takes outside a fault (a `slow` fault grows from `latency`).
+    /// [`answer`](Self::answer) for a call of the draws `draw`: what it
+    /// takes outside a fault (its draw from the tail and the latency's
+    /// distribution, [`healthy`](Self::healthy); a `slow` fault grows from
+    /// `latency`), and the key its fault's latency is drawn with.
     pub fn answer_with(
         &self,
         replica: usize,
         start: Duration,
-        healthy: Duration,
+        draw: CallDraw,
     ) -> (Option<Duration>, CallResult) {
+        let healthy = draw.healthy;
         match self.fault_on(replica, start) {
             None => (Some(healthy), CallResult::Success),
             Some(f) => match f.outcome {
-                FaultOutcome::Error | FaultOutcome::Reset => (Some(f.latency), CallResult::Error),
+                FaultOutcome::Error | FaultOutcome::Reset => {
+                    (Some(f.latency_for(draw.fault_key)), CallResult::Error)
+                }
                 FaultOutcome::Hang => (None, CallResult::Timeout),
                 FaultOutcome::Down => (Some(Duration::ZERO), CallResult::Error),
                 FaultOutcome::Slow => (Some(f.grown(self.latency, start)), CallResult::Success),
@@ -671,19 +923,19 @@ impl Downstream {
 
     /// [`plan`](Self::plan) for a call of `replica` (from 0).
     pub fn plan_on(&self, replica: usize, start: Duration, timeout: Option<Duration>) -> CallPlan {
-        self.plan_with(replica, start, timeout, self.latency)
+        self.plan_with(replica, start, timeout, CallDraw::fixed(self.latency))
     }
 
-    /// [`plan_on`](Self::plan_on) for a call whose healthy latency is
-    /// `healthy` ([`answer_with`](Self::answer_with)).
+    /// [`plan_on`](Self::plan_on) for a call of the draws `draw`
+    /// ([`answer_with`](Self::answer_with)).
     pub fn plan_with(
         &self,
         replica: usize,
         start: Duration,
         timeout: Option<Duration>,
-        healthy: Duration,
+        draw: CallDraw,
     ) -> CallPlan {
-        let (latency, result) = self.answer_with(replica, start, healthy);
+        let (latency, result) = self.answer_with(replica, start, draw);
         match (latency, timeout) {
             (Some(l), Some(t)) if l > t => CallPlan {
                 duration: t,
@@ -721,6 +973,7 @@ mod tests {
             server: None,
             transport: Transport::Call,
             latency: ms(5),
+            latency_dist: None,
             tail: Vec::new(),
             faults: vec![
                 Fault {
@@ -729,6 +982,7 @@ mod tests {
                     latency: ms(150),
                     outcome: FaultOutcome::Error,
                     replicas: None,
+                    latency_dist: None,
                 },
                 Fault {
                     from: ms(2000),
@@ -736,6 +990,7 @@ mod tests {
                     latency: ms(0),
                     outcome: FaultOutcome::Hang,
                     replicas: None,
+                    latency_dist: None,
                 },
             ],
         }
@@ -816,6 +1071,7 @@ mod tests {
             latency: Duration::ZERO,
             outcome: FaultOutcome::Capacity { workers },
             replicas: None,
+            latency_dist: None,
         };
         let mut queue = ServerQueue::with_faults(server, &[fault(1)]);
         // Both workers take a call before the fault; the second finishes

@@ -5,7 +5,7 @@ use super::duration::Dur;
 use super::error::{int_in, Ctx, ScenarioError};
 use super::strategy::RawStrategy;
 use super::{
-    Client, Downstream, Fault, FaultOutcome, Fleet, Problem, Redis, Scenario, Sharing,
+    Client, Downstream, Fault, FaultOutcome, Fleet, LatencyDist, Problem, Redis, Scenario, Sharing,
     StrategySpec, Tail, DEFAULT_SEED, MAX_QUEUE, MAX_REPLICAS, MAX_RETRIES, MAX_WORKERS,
 };
 use serde::Deserialize;
@@ -70,7 +70,8 @@ struct RawFleet {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDownstream {
-    latency: Spanned<Dur>,
+    /// Read by [`latency`]: a duration or a distribution.
+    latency: Spanned<toml::Value>,
     hosts: Option<Spanned<i64>>,
     transport: Option<Spanned<String>>,
     pool_max_idle: Option<Spanned<i64>>,
@@ -115,8 +116,8 @@ struct RawFault {
     onset: Option<Spanned<toml::Value>>,
     length: Option<Spanned<toml::Value>>,
     length_dist: Option<Spanned<toml::Value>>,
-    /// Every outcome but `capacity` needs it.
-    latency: Option<Spanned<Dur>>,
+    /// Every outcome but `capacity` needs it; read by [`latency`].
+    latency: Option<Spanned<toml::Value>>,
     outcome: Spanned<String>,
     /// `capacity` only: the server's workers during the fault.
     workers: Option<Spanned<i64>>,
@@ -284,7 +285,7 @@ impl RawScenario {
                     ))
                 }
             };
-            let (outcome, latency) = fault_keys(ctx, f, outcome)?;
+            let (outcome, latency, latency_dist) = fault_keys(ctx, f, outcome)?;
             // A fault's hosts are its lanes as a fleet's replicas are (a
             // scenario has one or the other, see `check`).
             let lanes = match (&r.replicas, &r.hosts) {
@@ -325,6 +326,7 @@ impl RawScenario {
                 latency,
                 outcome,
                 replicas,
+                latency_dist,
             });
         }
         let rate_until = match &self.rate_until {
@@ -441,6 +443,7 @@ impl RawScenario {
             (Some(t), _) => return Err(ctx.err(t.span(), "trace", "is for arrivals = \"trace\"")),
             (None, _) => None,
         };
+        let healthy = latency(ctx, &self.downstream.latency, "downstream.latency")?;
         let mut scenario = Scenario {
             name,
             seed,
@@ -457,7 +460,8 @@ impl RawScenario {
                 .as_ref()
                 .map_or(Duration::from_millis(500), |w| w.get_ref().0),
             downstream: Downstream {
-                latency: self.downstream.latency.get_ref().0,
+                latency: healthy.0,
+                latency_dist: healthy.1,
                 tail,
                 faults,
                 transport: transport(ctx, &self.downstream)?,
@@ -693,7 +697,7 @@ fn fault_keys(
     ctx: &Ctx<'_>,
     f: &Spanned<RawFault>,
     outcome: FaultOutcome,
-) -> Result<(FaultOutcome, Duration), ScenarioError> {
+) -> Result<(FaultOutcome, Duration, Option<LatencyDist>), ScenarioError> {
     let r = f.get_ref();
     let written = r.outcome.get_ref();
     match (outcome, &r.latency, &r.workers) {
@@ -703,7 +707,7 @@ fn fault_keys(
             "a fault with outcome = \"no_accept\" fails a new connection at the \
              [downstream] connect_timeout: leave latency out",
         )),
-        (FaultOutcome::NoAccept, None, None) => Ok((outcome, Duration::ZERO)),
+        (FaultOutcome::NoAccept, None, None) => Ok((outcome, Duration::ZERO, None)),
         (FaultOutcome::Capacity { .. }, Some(l), _) => Err(ctx.err(
             l.span(),
             "downstream.faults.latency",
@@ -723,6 +727,7 @@ fn fault_keys(
                     workers: workers as usize,
                 },
                 Duration::ZERO,
+                None,
             ))
         }
         (_, _, Some(w)) => Err(ctx.err(
@@ -738,8 +743,196 @@ fn fault_keys(
             "downstream.faults.latency",
             format!("missing: a fault with outcome = {written:?} needs latency"),
         )),
-        (_, Some(l), None) => Ok((outcome, l.get_ref().0)),
+        (_, Some(l), None) => {
+            let (median, dist) = latency(ctx, l, "downstream.faults.latency")?;
+            let drawn = matches!(outcome, FaultOutcome::Error | FaultOutcome::Reset);
+            if dist.is_some() && !drawn {
+                return Err(ctx.err(
+                    l.span(),
+                    "downstream.faults.latency",
+                    format!(
+                        "a distribution is for a fault whose calls fail after their latency \
+                         (outcome = \"error\" or \"reset\"), not outcome = {written:?}: give \
+                         one duration"
+                    ),
+                ));
+            }
+            Ok((outcome, median, dist))
+        }
     }
+}
+
+/// Reads a `latency`: a duration (`"5ms"`, constant), `{ lognormal = {
+/// p50, p99 } }` or `{ histogram = { le, counts } }` (or `cumulative` in
+/// place of `counts`); with its median, the latency the lab takes where it
+/// needs one. Its bound by the run is checked in [`Scenario::check`].
+fn latency(
+    ctx: &Ctx<'_>,
+    v: &Spanned<toml::Value>,
+    key: &str,
+) -> Result<(Duration, Option<LatencyDist>), ScenarioError> {
+    let bad = |k: &str, message: String| ctx.err(v.span(), &format!("{key}{k}"), message);
+    let usage = || {
+        format!(
+            "must be a duration such as \"5ms\", {{ lognormal = {{ p50 = \"5ms\", p99 = \
+             \"40ms\" }} }} or {{ histogram = {{ le = [\"1ms\", \"10ms\"], counts = [90, 10] \
+             }} }}, not {}",
+            v.get_ref()
+        )
+    };
+    let dur = |k: &str, x: &toml::Value| {
+        x.as_str()
+            .ok_or_else(|| format!("must be a duration such as \"5ms\", not {x}"))
+            .and_then(super::duration::parse_value)
+            .map_err(|e| bad(k, e))
+    };
+    let table = match v.get_ref() {
+        toml::Value::String(_) => return Ok((dur("", v.get_ref())?, None)),
+        toml::Value::Table(t) if t.len() == 1 => t,
+        _ => return Err(bad("", usage())),
+    };
+    let (kind, body) = table.iter().next().expect("one key");
+    let Some(body) = body.as_table() else {
+        return Err(bad(&format!(".{kind}"), usage()));
+    };
+    let keys = |allowed: &[&str]| match body.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(k) => Err(bad(
+            &format!(".{kind}.{k}"),
+            format!("unknown key (one of: {})", allowed.join(", ")),
+        )),
+        None => Ok(()),
+    };
+    let need = |k: &str| {
+        body.get(k).ok_or_else(|| {
+            bad(
+                &format!(".{kind}.{k}"),
+                format!("missing: a {kind} latency needs {k}"),
+            )
+        })
+    };
+    let dist = match kind.as_str() {
+        "lognormal" => {
+            keys(&["p50", "p99"])?;
+            let p50 = dur(".lognormal.p50", need("p50")?)?;
+            let p99 = dur(".lognormal.p99", need("p99")?)?;
+            if p50.is_zero() {
+                return Err(bad(".lognormal.p50", "must be above zero".into()));
+            }
+            if p99 < p50 {
+                return Err(bad(
+                    ".lognormal.p99",
+                    format!(
+                        "{} is below p50 = {}: must be at least p50",
+                        super::format_duration(p99),
+                        super::format_duration(p50)
+                    ),
+                ));
+            }
+            LatencyDist::LogNormal { p50, p99 }
+        }
+        "histogram" => {
+            keys(&["le", "counts", "cumulative"])?;
+            let list = |k: &str| {
+                need(k)?.as_array().ok_or_else(|| {
+                    bad(
+                        &format!(".histogram.{k}"),
+                        format!("must be a list, not {}", body[k]),
+                    )
+                })
+            };
+            let le_key = ".histogram.le";
+            let le = list("le")?
+                .iter()
+                .map(|x| dur(le_key, x))
+                .collect::<Result<Vec<_>, _>>()?;
+            if le.is_empty() {
+                return Err(bad(
+                    le_key,
+                    "must name at least one bucket (its upper bound)".into(),
+                ));
+            }
+            if let Some(w) = le.windows(2).find(|w| w[1] <= w[0]) {
+                return Err(bad(
+                    le_key,
+                    format!(
+                        "the bounds must increase: {} after {}",
+                        super::format_duration(w[1]),
+                        super::format_duration(w[0])
+                    ),
+                ));
+            }
+            let (which, cumulative) = match (body.get("counts"), body.get("cumulative")) {
+                (Some(_), Some(_)) => {
+                    return Err(bad(
+                        ".histogram.cumulative",
+                        "a histogram takes counts (per bucket) or cumulative (Prometheus's \
+                         _bucket values), not both"
+                            .into(),
+                    ))
+                }
+                (None, Some(_)) => ("cumulative", true),
+                _ => ("counts", false),
+            };
+            let k = format!(".histogram.{which}");
+            let numbers = list(which)?
+                .iter()
+                .map(|x| match x {
+                    toml::Value::Integer(n) if *n >= 0 => Ok(*n as f64),
+                    toml::Value::Float(f) if f.is_finite() && *f >= 0.0 => Ok(*f),
+                    other => Err(bad(
+                        &k,
+                        format!("must be counts of calls, 0 or more, not {other}"),
+                    )),
+                })
+                .collect::<Result<Vec<f64>, _>>()?;
+            if numbers.len() != le.len() {
+                return Err(bad(
+                    &k,
+                    format!(
+                        "has {} values for {} buckets (le): one per bucket",
+                        numbers.len(),
+                        le.len()
+                    ),
+                ));
+            }
+            let counts = if cumulative {
+                if let Some(w) = numbers.windows(2).find(|w| w[1] < w[0]) {
+                    return Err(bad(
+                        &k,
+                        format!("must not decrease (each counts the calls up to its bound): {} after {}", w[1], w[0]),
+                    ));
+                }
+                let mut prev = 0.0;
+                numbers
+                    .iter()
+                    .map(|&c| {
+                        let n = c - prev;
+                        prev = c;
+                        n
+                    })
+                    .collect()
+            } else {
+                numbers
+            };
+            if counts.iter().sum::<f64>() <= 0.0 {
+                return Err(bad(
+                    &k,
+                    "has no calls: at least one bucket's count must be above 0".into(),
+                ));
+            }
+            LatencyDist::Histogram { le, counts }
+        }
+        other => {
+            return Err(bad(
+                "",
+                format!(
+                    "{other:?} is not one of \"lognormal\", \"histogram\" ({})",
+                    usage()
+                ),
+            ))
+        }
+    };
+    Ok((dist.median(), Some(dist)))
 }
 
 /// A fault's times as written: fixed, or an outage drawn per seed.

@@ -17,8 +17,8 @@ pub mod strategy;
 pub mod sweep;
 
 pub use downstream::{
-    CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Knee, Pool, PoolPlan,
-    Server, ServerQueue, Tail, Transport,
+    CallDraw, CallPlan, CallResult, Downstream, Fault, FaultOutcome, HttpConfig, Knee, LatencyDist,
+    Pool, PoolPlan, Server, ServerQueue, Tail, Transport,
 };
 pub use duration::{format_duration, parse_duration};
 pub use error::ScenarioError;
@@ -130,11 +130,21 @@ fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A hash of `seed`, `a` and `b`: what a seeded draw is made from.
+fn hash(seed: u64, a: u64, b: u64) -> u64 {
+    splitmix(splitmix(splitmix(seed) ^ a) ^ b)
+}
+
 /// A uniform draw in [0, 1) from `seed`, `a` and `b`.
 fn unit(seed: u64, a: u64, b: u64) -> f64 {
-    let z = splitmix(splitmix(splitmix(seed) ^ a) ^ b);
-    (z >> 11) as f64 / (1u64 << 53) as f64
+    (hash(seed, a, b) >> 11) as f64 / (1u64 << 53) as f64
 }
+
+/// What the draws of a healthy call's latency distribution and of a
+/// fault's are tagged with (xor the request's index, below
+/// [`MAX_REQUESTS`]).
+const HEALTHY_LATENCY_DRAW: u64 = 0x1A7E_0000_0000_0000;
+const FAULT_LATENCY_DRAW: u64 = 0xFA1A_0000_0000_0000;
 
 /// A validated experiment: arrivals, worker pool, downstream, client, strategies.
 #[derive(Debug, Clone, PartialEq)]
@@ -711,14 +721,20 @@ impl Scenario {
     }
 
     /// Whether anything in the scenario is drawn from its `seed`: Poisson
-    /// arrivals, a latency tail, a fault's jitter, an outage's onset or
-    /// length. Without any, every seed
+    /// arrivals, a latency tail or distribution, a fault's jitter, an
+    /// outage's onset or length. Without any, every seed
     /// gives the same run.
     pub fn is_random(&self) -> bool {
         matches!(self.arrivals, Arrivals::Poisson(_) | Arrivals::Bursty(..))
             || !self.downstream.tail.is_empty()
             || !self.fault_jitter.is_empty()
             || self.outages.iter().any(Outage::is_random)
+            || self.downstream.latency_dist.is_some()
+            || self
+                .downstream
+                .faults
+                .iter()
+                .any(|f| f.latency_dist.is_some())
     }
 
     /// Number of requests: every `i` with `arrival(i) < duration`.
@@ -770,19 +786,38 @@ impl Scenario {
             replica,
             start,
             self.client.timeout,
-            self.healthy_latency(request, attempt),
+            self.draw(request, attempt),
         )
     }
 
+    /// The draws of the `attempt`-th call of request `request` (see
+    /// [`plan`](Self::plan)): its healthy latency, and the key of its
+    /// fault's latency.
+    pub fn draw(&self, request: usize, attempt: u32) -> CallDraw {
+        let (r, a) = (request as u64, u64::from(attempt));
+        CallDraw {
+            healthy: self.healthy_latency(request, attempt),
+            fault_key: hash(self.seed, FAULT_LATENCY_DRAW ^ r, a),
+        }
+    }
+
     /// The healthy latency of the `attempt`-th call of request `request`
-    /// (see [`plan`](Self::plan)).
+    /// (see [`plan`](Self::plan)): a tail entry's for the tail's shares of
+    /// the calls, else a draw from `[downstream] latency`'s distribution,
+    /// else `latency`.
     pub fn healthy_latency(&self, request: usize, attempt: u32) -> Duration {
         let d = &self.downstream;
-        if d.tail.is_empty() {
-            return d.latency;
-        }
+        let (r, a) = (request as u64, u64::from(attempt));
         // Over the seed, the request and the attempt.
-        d.healthy(unit(self.seed, request as u64, u64::from(attempt)))
+        let tail = if d.tail.is_empty() {
+            None
+        } else {
+            d.tail_at(unit(self.seed, r, a))
+        };
+        tail.unwrap_or_else(|| match &d.latency_dist {
+            None => d.latency,
+            Some(dist) => dist.sample(hash(self.seed, HEALTHY_LATENCY_DRAW ^ r, a)),
+        })
     }
 
     /// The HTTP client's pool as virtual mode models it ([`Pool`]): with
@@ -823,10 +858,12 @@ impl Scenario {
     }
 
     /// Whether the scenario is about tail latency: its downstream has a
-    /// latency tail or a strategy hedges. Its reports add the figures of
+    /// latency tail or distribution, or a strategy hedges. Its reports add the figures of
     /// the whole run's latency (p50, p99, p99.9) and of the hedges.
     pub fn has_tail(&self) -> bool {
-        !self.downstream.tail.is_empty() || self.strategies.iter().any(|s| s.hedge.is_some())
+        !self.downstream.tail.is_empty()
+            || self.downstream.latency_dist.is_some()
+            || self.strategies.iter().any(|s| s.hedge.is_some())
     }
 
     /// The fault period: from the earliest fault start to the latest fault end.
@@ -1189,6 +1226,41 @@ impl Scenario {
                     format_duration(self.downstream.latency)
                 ),
             );
+        }
+        if let Some(dist) = &self.downstream.latency_dist {
+            if self.downstream.server.is_some() {
+                return fail(
+                    "downstream.latency",
+                    None,
+                    "the server draws its own service times (p90, p99): give latency as one \
+                     duration"
+                        .into(),
+                );
+            }
+            if dist.quantile(0.99) > self.duration {
+                return fail(
+                    "downstream.latency",
+                    None,
+                    format!(
+                        "its p99, {}, is longer than the run (duration = {run})",
+                        format_duration(dist.quantile(0.99))
+                    ),
+                );
+            }
+        }
+        for (i, f) in self.downstream.faults.iter().enumerate() {
+            if let Some(dist) = &f.latency_dist {
+                if dist.quantile(0.99) > self.duration {
+                    return fail(
+                        "downstream.faults.latency",
+                        Some(i),
+                        format!(
+                            "its p99, {}, is longer than the run (duration = {run})",
+                            format_duration(dist.quantile(0.99))
+                        ),
+                    );
+                }
+            }
         }
         let mut shares = 0.0;
         for (i, t) in self.downstream.tail.iter().enumerate() {
