@@ -389,6 +389,24 @@ impl Inner {
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
         let path = self.path();
+        if path & (TIME_CALLS | OFF | SAMPLED | TELL_REFUSALS) == 0 {
+            // The open path of a breaker no one hears refusals of: the
+            // clock, the word, the open period, and nothing else in this
+            // frame (the rest is out of line, so that this one saves no
+            // registers).
+            let now = self.now();
+            return match self.core.reject_fast(now) {
+                Some(rejected) => Err(rejected),
+                None => self.admit_at(now),
+            };
+        }
+        self.acquire_heard(path)
+    }
+
+    /// [`Inner::acquire_slow`] for a breaker that times its calls, is off,
+    /// or tells refusals to someone.
+    #[inline(never)]
+    fn acquire_heard(&self, path: u16) -> Result<Ticket, Rejected> {
         if path & (TIME_CALLS | OFF | SAMPLED) != 0 {
             if path & OFF != 0 {
                 return Ok(self.bypass(path));
