@@ -354,6 +354,26 @@ impl Inner {
         }
     }
 
+    /// The breaker's time for the open path: on the default clock, its
+    /// reading plus [`Inner::offset`] without the look at [`Inner::seen`]
+    /// (the default clock is monotonic, but for the cores' disagreement on
+    /// the TSC, a fraction of a microsecond, which [`Inner::now`] would
+    /// absorb into `offset` as well: a refusal decided on a reading that
+    /// much behind is one the breaker could have made that much earlier);
+    /// any other clock's through [`Inner::now`]. What the open path decides
+    /// does not move the breaker's time: the next admission past the open
+    /// period reads it with [`Inner::now`].
+    #[inline(always)]
+    fn refusal_now(&self) -> Nanos {
+        match &self.clock {
+            // Relaxed: as in `now`.
+            None => MonotonicClock
+                .now_nanos()
+                .saturating_add(self.offset.load(Ordering::Relaxed)),
+            Some(_) => self.now(),
+        }
+    }
+
     #[inline]
     pub(crate) fn acquire(&self) -> Result<Ticket, Rejected> {
         match self.fast_ticket() {
@@ -394,7 +414,7 @@ impl Inner {
             // clock, the word, the open period, and nothing else in this
             // frame (the rest is out of line, so that this one saves no
             // registers).
-            let now = self.now();
+            let now = self.refusal_now();
             return match self.core.reject_fast(now) {
                 Some(rejected) => Err(rejected),
                 None => self.admit_at(now),
