@@ -218,7 +218,12 @@ mod source {
     #[inline]
     pub(super) fn now_nanos() -> u64 {
         match TSC.get() {
-            Some(t) => t.at.saturating_add(t.clock.delta_as_nanos(t.raw, t.clock.raw())),
+            Some(t) => {
+                // The counter first: nothing to keep across its call but `t`.
+                let now = t.clock.raw();
+                // Cannot overflow: both are nanoseconds of this process's life.
+                t.at + t.clock.delta_as_nanos(t.raw, now)
+            }
             None => before_switch(),
         }
     }
