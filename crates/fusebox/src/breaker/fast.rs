@@ -404,37 +404,35 @@ impl Inner {
 
     /// Admission when [`Inner::fast_ticket`] could not decide: a closed
     /// breaker timing its calls (every one; with [`SAMPLED`] one that
-    /// `fast_ticket` found to be of the sample), then the open path (the
-    /// clock, the word, the open period), then the rest.
+    /// `fast_ticket` found to be of the sample), the open path of a
+    /// breaker no one hears refusals of (the clock, the word, the open
+    /// period), and the rest out of line ([`Inner::acquire_heard`]), so
+    /// that this frame saves few registers.
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
         let path = self.path();
         if path & (TIME_CALLS | OFF | SAMPLED | TELL_REFUSALS) == 0 {
-            // The open path of a breaker no one hears refusals of: the
-            // clock, the word, the open period, and nothing else in this
-            // frame (the rest is out of line, so that this one saves no
-            // registers).
             let now = self.refusal_now();
             return match self.core.reject_fast(now) {
                 Some(rejected) => Err(rejected),
                 None => self.admit_at(now),
             };
         }
-        self.acquire_heard(path)
-    }
-
-    /// [`Inner::acquire_slow`] for a breaker that times its calls, is off,
-    /// or tells refusals to someone.
-    #[inline(never)]
-    fn acquire_heard(&self, path: u16) -> Result<Ticket, Rejected> {
-        if path & (TIME_CALLS | OFF | SAMPLED) != 0 {
-            if path & OFF != 0 {
-                return Ok(self.bypass(path));
-            }
+        if path & (TIME_CALLS | OFF | SAMPLED) != 0 && path & OFF == 0 {
             if let Some(mut ticket) = self.core.admit_fast() {
                 ticket.start = self.start_time();
                 return Ok(ticket);
             }
+        }
+        self.acquire_heard(path)
+    }
+
+    /// [`Inner::acquire_slow`] for a breaker that is off, tells refusals
+    /// to someone, or times calls outside the closed state.
+    #[inline(never)]
+    fn acquire_heard(&self, path: u16) -> Result<Ticket, Rejected> {
+        if path & OFF != 0 {
+            return Ok(self.bypass(path));
         }
         let now = self.now();
         if let Some(rejected) = self.core.reject_fast(now) {
