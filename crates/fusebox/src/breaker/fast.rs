@@ -415,10 +415,12 @@ impl Inner {
             let now = self.refusal_now();
             return match self.core.reject_fast(now) {
                 Some(rejected) => Err(rejected),
-                None => self.admit_at(now),
+                // Past the open period (or no longer open): the admission
+                // reads the breaker's time with the full guard.
+                None => self.admit_at(self.now()),
             };
         }
-        if path & (TIME_CALLS | OFF | SAMPLED) != 0 && path & OFF == 0 {
+        if path & (TIME_CALLS | SAMPLED) != 0 && path & OFF == 0 {
             if let Some(mut ticket) = self.core.admit_fast() {
                 ticket.start = self.start_time();
                 return Ok(ticket);
