@@ -21,10 +21,11 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use fusebox_bench::harness::run_threads;
+use fusebox_bench::harness::{run_threads, settle_clock};
 use fusebox_bench::scenarios::all;
 
 fn benches(c: &mut Criterion) {
+    settle_clock();
     for sc in all() {
         if sc.fixed_calls.is_some() {
             continue;

@@ -20,10 +20,11 @@ cd "$(dirname "$0")/../../.."
 OUT=${1:-crates/fusebox-bench/results/instructions.txt}
 CALLS=${CALLS:-20000}
 SCENARIOS=${SCENARIOS:-"closed_1t open_1t mixed_1t errors1_1t errors5_1t errors10_1t policies instrumented_1t stack_1t bulkhead_1t keyed_1t hedge_1t"}
-# fusebox's entries of these scenarios again in a default build (std's
-# `Instant` as the clock instead of the bench crate's `quanta`), as
-# `ENTRY[std clock]`: the paths that read the clock per call. Set but empty:
-# none (`-`, not `:-`, so that "" is not replaced by the default).
+# fusebox's entries of these scenarios again in a build without fusebox's
+# default feature `quanta` (std's `Instant` as the clock instead of the
+# time-stamp counter), as `ENTRY[std clock]`: the paths that read the clock
+# per call. Set but empty: none (`-`, not `:-`, so that "" is not replaced
+# by the default).
 STD_SCENARIOS=${STD_SCENARIOS-"open_1t errors5_1t policies"}
 
 if ! command -v valgrind >/dev/null 2>&1; then

@@ -307,6 +307,21 @@ pub fn seed_for_thread(thread: usize) -> u64 {
     0x2545_F491_4F6C_DD1D_u64.wrapping_mul(thread as u64 + 1)
 }
 
+/// Waits (at most 2 s) until fusebox's default clock reads its calibrated
+/// source (see `fusebox::MonotonicClock::calibrated`), so that every
+/// measurement is of the steady state, not of the readings taken while the
+/// time-stamp counter is calibrated.
+pub fn settle_clock() {
+    use fusebox::Clock;
+    let _ = fusebox::MonotonicClock.now();
+    for _ in 0..200 {
+        if fusebox::MonotonicClock::calibrated() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Times `iters` calls on each of `threads` threads sharing `subject`; all
 /// threads start together (barrier) and the longest thread's time is returned,
 /// as in governor's multi-threaded benchmarks. With one thread, runs on the

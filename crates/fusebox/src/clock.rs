@@ -72,21 +72,25 @@ pub trait Clock: Send + Sync + 'static {
 ///
 /// # Source and precision
 ///
-/// With the feature `quanta` (opt-in), time comes from the [`quanta`] crate
-/// (the clock of metrics-rs and moka): on x86-64 with an invariant TSC
-/// (`constant_tsc` + `nonstop_tsc`, and `rdtscp`) a reading is one `rdtsc`
-/// scaled to nanoseconds by a multiply and a shift, calibrated once per
-/// process against the OS monotonic clock (the first reading blocks for that
-/// calibration: usually 10-20 ms, never more than 200 ms). Precision is a
-/// few nanoseconds; the calibrated rate may drift from the OS clock by parts
-/// per million, which no breaker setting can see. Where the TSC cannot be
-/// trusted (no invariant TSC, which is also what a hypervisor that does not
-/// pass it through reports), quanta reads the OS monotonic clock instead:
-/// the same source and cost as [`Instant`]. On aarch64 it reads the
-/// system counter. Like [`Instant`], it does not count time the machine
-/// spends suspended.
+/// With the feature `quanta` (on by default), time comes from the
+/// [`quanta`] crate (the clock of metrics-rs and moka): on x86-64 with an
+/// invariant TSC (`constant_tsc` + `nonstop_tsc`, and `rdtscp`) a reading
+/// is one `rdtsc` scaled to nanoseconds by a multiply and a shift,
+/// calibrated once per process against the OS monotonic clock. The
+/// calibration (usually 10-20 ms, never more than 200 ms) runs on a thread
+/// of its own, started by the process's first reading; until it is done
+/// (see [`MonotonicClock::calibrated`]) readings come from [`Instant`], and
+/// the TSC's readings carry on from the last of them, so no call waits for
+/// it. Should that thread not start, every reading comes from [`Instant`].
+/// Precision is a few nanoseconds; the calibrated rate may drift from the
+/// OS clock by parts per million, which no breaker setting can see. Where
+/// the TSC cannot be trusted (no invariant TSC, which is also what a
+/// hypervisor that does not pass it through reports), quanta reads the OS
+/// monotonic clock instead: the same source and cost as [`Instant`]. On
+/// aarch64 it reads the system counter. Like [`Instant`], it does not count
+/// time the machine spends suspended.
 ///
-/// Without the feature (the default), time is
+/// Without the feature (`default-features = false`), time is
 /// [`Instant::elapsed`] from a process-wide origin: `clock_gettime` through
 /// the vDSO on Linux, 20-40 ns a reading on virtual machines.
 ///
@@ -121,6 +125,32 @@ pub trait Clock: Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MonotonicClock;
 
+impl MonotonicClock {
+    /// Whether readings come from the time-stamp counter's calibrated
+    /// source yet (feature `quanta`, on by default): `false` from the
+    /// process's start until the calibration that the first reading starts
+    /// is done (10-200 ms, on a thread of its own; readings meanwhile come
+    /// from std's `Instant`), `true` after. Always `true` without the
+    /// feature. For a benchmark that wants to measure the steady state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox::{Clock, MonotonicClock};
+    /// use std::time::Duration;
+    /// let _ = MonotonicClock.now(); // starts the calibration
+    /// for _ in 0..200 {
+    ///     if MonotonicClock::calibrated() {
+    ///         break;
+    ///     }
+    ///     std::thread::sleep(Duration::from_millis(10));
+    /// }
+    /// ```
+    pub fn calibrated() -> bool {
+        source::calibrated()
+    }
+}
+
 impl Clock for MonotonicClock {
     fn now(&self) -> Duration {
         Duration::from_nanos(self.now_nanos())
@@ -132,51 +162,102 @@ impl Clock for MonotonicClock {
     }
 }
 
-/// quanta's clock, calibrated once, measured from one raw origin.
+/// The time-stamp counter through quanta, calibrated off the call path: the
+/// first reading starts the calibration on a thread of its own and every
+/// reading until it is done comes from std's `Instant` (the [`os`]
+/// source, whose origin is the process's first reading). The counter's
+/// readings are then laid on the same line: std's reading at the moment
+/// of the switch plus the counter's time since, so the breaker's time runs
+/// on across the switch (off by the time between the two readings taken
+/// for it, nanoseconds).
 #[cfg(all(feature = "quanta", not(loom)))]
 mod source {
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::OnceLock;
 
-    struct Source {
+    struct Tsc {
         clock: quanta::Clock,
-        origin: u64,
+        /// The counter's raw reading at the switch ...
+        raw: u64,
+        /// ... and std's reading taken right after it.
+        at: u64,
     }
 
-    #[inline]
-    fn source() -> &'static Source {
-        static SOURCE: OnceLock<Source> = OnceLock::new();
-        SOURCE.get_or_init(|| {
-            let clock = quanta::Clock::new();
-            let origin = clock.raw();
-            Source { clock, origin }
-        })
+    static TSC: OnceLock<Tsc> = OnceLock::new();
+
+    /// Bit of a [`raw`] reading taken before the switch: the rest is a
+    /// reading of std's clock, not of the counter (whose readings reach
+    /// bit 63 after a century of uptime at 3 GHz).
+    const STD: u64 = 1 << 63;
+
+    /// std's reading; the first one starts the calibration.
+    #[cold]
+    #[inline(never)]
+    fn before_switch() -> u64 {
+        static STARTED: AtomicBool = AtomicBool::new(false);
+        let now = super::os::now_nanos();
+        // Relaxed: only one thread may spawn; nothing else rides on it.
+        if !STARTED.swap(true, Ordering::Relaxed) {
+            // Should the thread not start (a sandbox without threads),
+            // every reading stays on std's clock.
+            let _ = std::thread::Builder::new()
+                .name("fusebox-clock".into())
+                .spawn(|| {
+                    // Blocks for the calibration (10-200 ms) when there is
+                    // an invariant TSC; returns at once otherwise (quanta
+                    // reads the OS clock then).
+                    let clock = quanta::Clock::new();
+                    let raw = clock.raw();
+                    let at = super::os::now_nanos();
+                    let _ = TSC.set(Tsc { clock, raw, at });
+                });
+        }
+        now
     }
 
     #[inline]
     pub(super) fn now_nanos() -> u64 {
-        let s = source();
-        // Saturates at 0 should the raw counter read below the origin.
-        s.clock.delta_as_nanos(s.origin, s.clock.raw())
+        match TSC.get() {
+            Some(t) => {
+                // The counter first: nothing to keep across its call but `t`.
+                let now = t.clock.raw();
+                // Cannot overflow: both are nanoseconds of this process's life.
+                t.at + t.clock.delta_as_nanos(t.raw, now)
+            }
+            None => before_switch(),
+        }
     }
 
-    /// The raw counter (TSC ticks), unscaled.
+    /// The raw counter (TSC ticks), unscaled; before the switch, std's
+    /// reading tagged [`STD`].
     #[inline]
     pub(crate) fn raw() -> u64 {
-        source().clock.raw()
+        match TSC.get() {
+            Some(t) => t.clock.raw(),
+            None => before_switch() | STD,
+        }
     }
 
     /// Nanoseconds from the [`raw`] reading `start` to now, 0 if now is
     /// not later.
     #[inline]
     pub(crate) fn since(start: u64) -> u64 {
-        let s = source();
-        s.clock.delta_as_nanos(start, s.clock.raw())
+        match TSC.get() {
+            Some(t) if start & STD == 0 => t.clock.delta_as_nanos(start, t.clock.raw()),
+            _ => now_nanos().saturating_sub(start & !STD),
+        }
+    }
+
+    /// Whether readings come from the counter yet (the calibration is done).
+    pub(super) fn calibrated() -> bool {
+        TSC.get().is_some()
     }
 }
 
-/// std's `Instant`, measured from one origin per process.
-#[cfg(not(all(feature = "quanta", not(loom))))]
-mod source {
+/// std's `Instant`, measured from one origin per process: the default
+/// clock's source without `quanta`, and with it until the counter is
+/// calibrated.
+mod os {
     use std::sync::OnceLock;
     use std::time::Instant;
 
@@ -184,6 +265,12 @@ mod source {
         static ORIGIN: OnceLock<Instant> = OnceLock::new();
         super::nanos(ORIGIN.get_or_init(Instant::now).elapsed())
     }
+}
+
+/// std's `Instant` alone (see [`os`]).
+#[cfg(not(all(feature = "quanta", not(loom))))]
+mod source {
+    pub(super) use super::os::now_nanos;
 
     /// [`now_nanos`]: std's clock has no cheaper reading.
     #[inline]
@@ -196,6 +283,11 @@ mod source {
     #[inline]
     pub(crate) fn since(start: u64) -> u64 {
         now_nanos().saturating_sub(start)
+    }
+
+    /// Nothing to calibrate.
+    pub(super) fn calibrated() -> bool {
+        true
     }
 }
 
@@ -346,4 +438,35 @@ pub(crate) fn nanos(d: Duration) -> u64 {
     d.as_secs()
         .saturating_mul(1_000_000_000)
         .saturating_add(u64::from(d.subsec_nanos()))
+}
+
+#[cfg(all(test, feature = "quanta", not(loom)))]
+mod switch_tests {
+    use super::{raw_now, raw_since, source, MonotonicClock};
+    use std::time::Duration;
+
+    #[test]
+    fn readings_run_on_across_the_switch_to_the_counter() {
+        let first = source::now_nanos(); // starts the calibration, if no test did
+        let start = raw_now();
+        let mut last = first;
+        for _ in 0..400 {
+            if MonotonicClock::calibrated() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            let now = source::now_nanos();
+            assert!(now >= last, "{now} < {last} before the switch");
+            last = now;
+        }
+        assert!(MonotonicClock::calibrated(), "calibrated within 2 s");
+        let after = source::now_nanos();
+        // At most the cores' disagreement (see `MonotonicClock`) backwards.
+        assert!(after + 1_000_000 >= last, "{after} ran back from {last}");
+        std::thread::sleep(Duration::from_millis(20));
+        // A duration started on either source is measured across the switch.
+        let took = raw_since(start);
+        assert!(took >= 20_000_000, "{took} ns cover the 20 ms slept");
+        assert!(source::now_nanos() - first >= took - 1_000_000);
+    }
 }

@@ -39,9 +39,9 @@
 //! `Router`), `fleet` (replicas sharing breaker state through Redis;
 //! `fleet-tls` adds `rediss://`; `test-util` adds `fleet::LocalRedis`, a
 //! throwaway `redis-server` for tests), `ratelimit` (rate limiters, on
-//! `governor`), `limit` (the adaptive concurrency limit), `throttle` (adaptive throttling), `quanta` (a TSC clock: cheaper readings, see
+//! `governor`), `limit` (the adaptive concurrency limit), `throttle` (adaptive throttling), `quanta` (on by default: a TSC clock, cheaper readings, see
 //! [`MonotonicClock`]). With no
-//! feature, fusebox depends on `arc-swap` alone (the breaker's live settings).
+//! feature (`default-features = false`), fusebox depends on `arc-swap` alone (the breaker's live settings).
 //!
 //! The [`guide`] has a chapter per subject: the breaker's rules, the other
 //! policies, tower, HTTP, registry files, observability, the fleet and the

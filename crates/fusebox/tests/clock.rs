@@ -121,3 +121,40 @@ fn call_durations_on_the_default_clock_cover_the_call() {
     assert!(heard.0.lock().unwrap()[3] >= LONG);
     assert_eq!(b.state(), fusebox::State::Open, "a slow probe reopens");
 }
+
+/// The open path on the default clock (which decides a refusal without the
+/// look at the last reading seen that admissions make) gives the exact rest
+/// of the open period: between the readings taken around it, to the
+/// nanosecond, up to the cores' disagreement.
+#[test]
+fn refusals_on_the_default_clock_give_the_rest_of_the_open_period() {
+    let open_for = Duration::from_secs(30);
+    let breaker = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_for(open_for)
+        .build()
+        .unwrap();
+    let clock = MonotonicClock;
+    let before_trip = clock.now();
+    breaker.try_acquire().unwrap().failure();
+    let after_trip = clock.now();
+    for _ in 0..1000 {
+        let before = clock.now();
+        let rejected = breaker.try_acquire().unwrap_err();
+        let after = clock.now();
+        let rest = rejected.retry_after().expect("open, not forced open");
+        // The period ends between `before_trip + open_for` and
+        // `after_trip + open_for`; the refusal read the clock between
+        // `before` and `after`.
+        let tolerance = Duration::from_nanos(TOLERANCE_NANOS);
+        assert!(
+            rest <= (after_trip + open_for).saturating_sub(before) + tolerance,
+            "{rest:?} is more than the rest of the period"
+        );
+        assert!(
+            rest + tolerance >= (before_trip + open_for).saturating_sub(after),
+            "{rest:?} is less than the rest of the period"
+        );
+    }
+    assert_eq!(breaker.snapshot().rejected, 1000);
+}

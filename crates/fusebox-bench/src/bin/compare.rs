@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use fusebox_bench::alloc::{count, CountingAlloc};
-use fusebox_bench::harness::{run_threads, seed_for_thread, Subject};
+use fusebox_bench::harness::{run_threads, seed_for_thread, settle_clock, Subject};
 use fusebox_bench::scenarios::{all, Scenario};
 
 #[global_allocator]
@@ -210,6 +210,7 @@ fn main() {
         .into_iter()
         .filter(|s| o.only.as_deref().is_none_or(|n| n == s.name))
         .collect();
+    settle_clock();
     if scenarios.is_empty() {
         eprintln!(
             "compare: no scenario named {:?}; known: {}",

@@ -366,6 +366,26 @@ impl Inner {
         }
     }
 
+    /// The breaker's time for the open path: on the default clock, its
+    /// reading plus [`Inner::offset`] without the look at [`Inner::seen`]
+    /// (the default clock is monotonic, but for the cores' disagreement on
+    /// the TSC, a fraction of a microsecond, which [`Inner::now`] would
+    /// absorb into `offset` as well: a refusal decided on a reading that
+    /// much behind is one the breaker could have made that much earlier);
+    /// any other clock's through [`Inner::now`]. What the open path decides
+    /// does not move the breaker's time: the next admission past the open
+    /// period reads it with [`Inner::now`].
+    #[inline(always)]
+    fn refusal_now(&self) -> Nanos {
+        match &self.clock {
+            // Relaxed: as in `now`.
+            None => MonotonicClock
+                .now_nanos()
+                .saturating_add(self.offset.load(Ordering::Relaxed)),
+            Some(_) => self.now(),
+        }
+    }
+
     #[inline]
     pub(crate) fn acquire(&self) -> Result<Ticket, Rejected> {
         match self.fast_ticket() {
@@ -396,19 +416,37 @@ impl Inner {
 
     /// Admission when [`Inner::fast_ticket`] could not decide: a closed
     /// breaker timing its calls (every one; with [`SAMPLED`] one that
-    /// `fast_ticket` found to be of the sample), then the open path (the
-    /// clock, the word, the open period), then the rest.
+    /// `fast_ticket` found to be of the sample), the open path of a
+    /// breaker no one hears refusals of (the clock, the word, the open
+    /// period), and the rest out of line ([`Inner::acquire_heard`]), so
+    /// that this frame saves few registers.
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
         let path = self.path();
-        if path & (TIME_CALLS | OFF | SAMPLED) != 0 {
-            if path & OFF != 0 {
-                return Ok(self.bypass(path));
-            }
+        if path & (TIME_CALLS | OFF | SAMPLED | TELL_REFUSALS) == 0 {
+            let now = self.refusal_now();
+            return match self.core.reject_fast(now) {
+                Some(rejected) => Err(rejected),
+                // Past the open period (or no longer open): the admission
+                // reads the breaker's time with the full guard.
+                None => self.admit_at(self.now()),
+            };
+        }
+        if path & (TIME_CALLS | SAMPLED) != 0 && path & OFF == 0 {
             if let Some(mut ticket) = self.core.admit_fast() {
                 ticket.start = self.start_time();
                 return Ok(ticket);
             }
+        }
+        self.acquire_heard(path)
+    }
+
+    /// [`Inner::acquire_slow`] for a breaker that is off, tells refusals
+    /// to someone, or times calls outside the closed state.
+    #[inline(never)]
+    fn acquire_heard(&self, path: u16) -> Result<Ticket, Rejected> {
+        if path & OFF != 0 {
+            return Ok(self.bypass(path));
         }
         let now = self.now();
         if let Some(rejected) = self.core.reject_fast(now) {
