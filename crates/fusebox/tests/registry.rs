@@ -3,8 +3,8 @@
 //! reconfiguration and reload, dependencies and their pipelines.
 
 use fusebox::registry::{
-    BreakerEntry, BulkheadConfig, DependencyConfig, Fusebox, FuseboxConfig, Observer, Reconfigured,
-    RetryConfig, Tags,
+    BreakerEntry, DependencyConfig, Fusebox, FuseboxConfig, Observer, Reconfigured, RetryConfig,
+    Tags,
 };
 use fusebox::{Backoff, BreakerConfig, Builder, CircuitBreaker, ManualClock, Pipeline, State};
 use std::sync::{Arc, Mutex};
@@ -1138,7 +1138,7 @@ fn a_bulkhead_of_no_slots_is_refused_wherever_it_is_set() {
     let mut config = FuseboxConfig::default();
     config.bulkheads.insert(
         "db".into(),
-        BulkheadConfig {
+        fusebox::registry::BulkheadConfig {
             max_concurrent: Some(0),
             ..Default::default()
         },
@@ -1552,7 +1552,7 @@ mod limits {
             "search".into(),
             DependencyConfig {
                 limit: Some(limit),
-                bulkhead: Some(BulkheadConfig {
+                bulkhead: Some(fusebox::registry::BulkheadConfig {
                     max_concurrent: Some(100),
                     ..Default::default()
                 }),
