@@ -293,3 +293,113 @@ fn two_params_make_a_grid() {
     let out = lab(&["--param", "rate=10..20:10", "--param", "workers=1..2:1"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("at most two --param"));
 }
+
+fn fleet(file: &str) -> Scenario {
+    let path = format!("{}/scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
+    Scenario::parse(file, &std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn fleet_parameters_change_the_fleet() {
+    let sc = fleet("fleet20-window-shared.toml");
+    let f = |sc: &Scenario| sc.fleet.clone().unwrap();
+    let ms = |n| ParamValue::Dur(Duration::from_millis(n));
+    assert_eq!(
+        f(&apply(&sc, "sync_every", ms(250)).unwrap()).sync_every,
+        Duration::from_millis(250)
+    );
+    assert_eq!(
+        f(&apply(&sc, "propagation", ms(20)).unwrap()).propagation,
+        Duration::from_millis(20)
+    );
+    assert_eq!(
+        f(&apply(&sc, "quorum", ParamValue::Num(4.0)).unwrap()).quorum,
+        4
+    );
+    let v = apply(&sc, "replicas", ParamValue::Num(10.0)).unwrap();
+    // The rate stays the fleet's (round-robin over 10 now), workers each replica's.
+    assert_eq!((v.replicas(), v.rate, v.workers), (10, sc.rate, sc.workers));
+    assert_eq!(v.replica_of(13), 3);
+}
+
+#[test]
+fn a_sync_every_sweep_over_a_shared_fleet_changes_its_figures() {
+    // The window's verdicts are summed over the fleet every sync_every: the
+    // longer it is, the later the fleet sees its 10 calls and trips.
+    let sc = fleet("fleet20-window-shared.toml");
+    let sweep = Sweep::parse("sync_every=0.1s..1s:0.9s").unwrap();
+    let rows = run(&sc, &sweep, Mode::Virtual, || {}).unwrap();
+    let fb = sc
+        .strategies
+        .iter()
+        .position(|s| s.kind.as_str() == "fusebox")
+        .unwrap();
+    let calls: Vec<usize> = rows.iter().map(|r| r.1[fb].calls_during_fault).collect();
+    assert!(calls[0] < calls[1], "{calls:?}");
+    // Each row is a run of the scenario with that sync_every.
+    let modified = apply(&sc, "sync_every", rows[1].0).unwrap();
+    let direct = Summary::of(
+        &modified,
+        &engine::run(&modified, &modified.strategies[fb], Mode::Virtual, None).unwrap(),
+    );
+    assert_eq!(rows[1].1[fb], direct);
+    // Local breakers share nothing: sync_every changes none of their figures.
+    let local = fleet("fleet20-window-local.toml");
+    let rows = run(&local, &sweep, Mode::Virtual, || {}).unwrap();
+    assert_eq!(rows[0].1, rows[1].1);
+}
+
+#[test]
+fn a_quorum_sweep_over_a_starving_fleet_changes_its_figures() {
+    let sc = fleet("starve-shared.toml");
+    let sweep = Sweep::parse("quorum=1..3:2").unwrap();
+    let rows = run(&sc, &sweep, Mode::Virtual, || {}).unwrap();
+    // Quorum 1: replica 3's trips open the whole fleet, which calls less.
+    assert!(
+        rows[0].1[0].calls_during_fault < rows[1].1[0].calls_during_fault,
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn bad_fleet_parameters_are_errors_naming_them() {
+    let sc = fleet("fleet20-shared.toml");
+    let err = apply(&sc, "quorum", ParamValue::Num(21.0)).unwrap_err();
+    assert!(
+        err.contains("quorum = 21")
+            && err.contains("fleet.quorum")
+            && err.contains("replicas = 20"),
+        "{err}"
+    );
+    // Fewer replicas than the quorum, or than a fault names.
+    let starve = fleet("starve-shared.toml");
+    let err = apply(&starve, "replicas", ParamValue::Num(2.0)).unwrap_err();
+    assert!(
+        err.contains("replicas = 2") && err.contains("fleet.quorum"),
+        "{err}"
+    );
+    let err = apply(&starve, "replicas", ParamValue::Num(5.0)).unwrap_err();
+    assert!(
+        err.contains("replicas = 5") && err.contains("replica 7"),
+        "{err}"
+    );
+    for (name, bad) in [
+        ("sync_every", ParamValue::Num(1.0)),
+        ("sync_every", ParamValue::Dur(Duration::ZERO)),
+        ("propagation", ParamValue::Dur(Duration::from_secs(10))),
+        ("replicas", ParamValue::Num(0.0)),
+        ("replicas", ParamValue::Num(2.5)),
+        ("quorum", ParamValue::Num(0.0)),
+    ] {
+        let err = apply(&sc, name, bad).unwrap_err();
+        assert!(err.contains(name), "{name} = {bad}: {err}");
+    }
+    // No [fleet]: every fleet parameter is refused, named.
+    let plain = &Scenario::embedded()[0];
+    for name in ["replicas", "quorum", "sync_every", "propagation"] {
+        let err = apply(plain, name, ParamValue::Num(2.0)).unwrap_err();
+        assert!(err.contains(name) && err.contains("no [fleet]"), "{err}");
+    }
+    let sweep = Sweep::parse("quorum=1..21:10").unwrap();
+    assert!(run(&sc, &sweep, Mode::Virtual, || {}).is_err());
+}

@@ -1,12 +1,14 @@
 //! `NAME=FROM..TO:STEP`: one parameter of a scenario, varied over a range.
 //!
 //! Scenario-wide parameters (`rate`, `workers`, `queue`, `timeout`, `retries`)
-//! change the scenario; any other name is a strategy key (`open_for`,
-//! `consecutive_failures`, `half_open_probes`, ...) and changes every strategy that has it. Every
-//! value is checked by [`Scenario::check`], as a scenario file would be.
+//! change the scenario; the fleet's (`replicas`, `quorum`, `sync_every`,
+//! `propagation`) change its `[fleet]` table; any other name is a strategy
+//! key (`open_for`, `consecutive_failures`, `half_open_probes`, ...) and
+//! changes every strategy that has it. Every value is checked by
+//! [`Scenario::check`], as a scenario file would be.
 
 use super::duration::parse_value;
-use super::{ParamValue, Scenario, MAX_QUEUE, MAX_RETRIES, MAX_WORKERS};
+use super::{ParamValue, Scenario, MAX_QUEUE, MAX_REPLICAS, MAX_RETRIES, MAX_WORKERS};
 
 /// Largest number of values one sweep may have.
 const MAX_VALUES: usize = 10_000;
@@ -108,7 +110,36 @@ impl Sweep {
     }
 }
 
+/// The parameters of a scenario's `[fleet]` table that [`apply`] sets.
+pub const FLEET_PARAMS: [&str; 4] = ["replicas", "quorum", "sync_every", "propagation"];
+
 /// `scenario` with parameter `name` set to `value`, checked like a file.
+///
+/// A fleet parameter ([`FLEET_PARAMS`]) needs a scenario with a `[fleet]`;
+/// `replicas` keeps the scenario's `rate` (the fleet's, in all, shared
+/// round-robin) and `workers` (each replica's), so the rate per replica is
+/// `rate / replicas`.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::scenario::sweep::apply;
+/// use fusebox_lab::scenario::{ParamValue, Scenario, EMBEDDED};
+/// use std::time::Duration;
+///
+/// let text = EMBEDDED[0].1.replace(
+///     "[downstream]",
+///     "[fleet]\nreplicas = 3\nsharing = \"fleet\"\n\n[downstream]",
+/// );
+/// let sc = Scenario::parse("fleet.toml", &text).unwrap();
+/// let v = apply(&sc, "sync_every", ParamValue::Dur(Duration::from_millis(250)))?;
+/// assert_eq!(v.fleet.unwrap().sync_every, Duration::from_millis(250));
+/// let err = apply(&sc, "quorum", ParamValue::Num(4.0)).unwrap_err();
+/// assert!(err.contains("quorum = 4") && err.contains("replicas = 3"), "{err}");
+/// let err = apply(&Scenario::embedded()[0], "quorum", ParamValue::Num(1.0)).unwrap_err();
+/// assert!(err.contains("quorum") && err.contains("no [fleet]"), "{err}");
+/// # Ok::<(), String>(())
+/// ```
 pub fn apply(scenario: &Scenario, name: &str, value: ParamValue) -> Result<Scenario, String> {
     let mut sc = scenario.clone();
     let count = |max: usize| match value {
@@ -133,6 +164,20 @@ pub fn apply(scenario: &Scenario, name: &str, value: ParamValue) -> Result<Scena
                 ))
             }
         },
+        "replicas" | "quorum" | "sync_every" | "propagation" => {
+            let Some(f) = sc.fleet.as_mut() else {
+                return Err(format!(
+                    "{name} is a fleet parameter, and scenario {:?} has no [fleet] table",
+                    scenario.name
+                ));
+            };
+            match name {
+                "replicas" => f.replicas = count(MAX_REPLICAS)?,
+                "quorum" => f.quorum = count(MAX_REPLICAS)?,
+                "sync_every" => f.sync_every = value.duration(name)?,
+                _ => f.propagation = value.duration(name)?,
+            }
+        }
         _ => {
             let mut any = false;
             for s in &mut sc.strategies {
@@ -140,7 +185,8 @@ pub fn apply(scenario: &Scenario, name: &str, value: ParamValue) -> Result<Scena
             }
             if !any {
                 return Err(format!(
-                    "no strategy of scenario {:?} has a parameter {name:?} (scenario-wide: rate, workers, queue, timeout, retries)",
+                    "no strategy of scenario {:?} has a parameter {name:?} (scenario-wide: rate, workers, queue, timeout, retries; \
+                     with a [fleet]: replicas, quorum, sync_every, propagation)",
                     scenario.name
                 ));
             }
@@ -148,6 +194,14 @@ pub fn apply(scenario: &Scenario, name: &str, value: ParamValue) -> Result<Scena
     }
     sc.check()
         .map_err(|p| format!("{name} = {value}: key `{}`: {}", p.key, p.message))?;
+    // As in files: breakers that share their trips need a fixed open period
+    // (a sweep may make a fleet of one a fleet of several).
+    if sc.shares_trips() {
+        for s in &sc.strategies {
+            s.fleet_open_for()
+                .map_err(|e| format!("{name} = {value}: {e}"))?;
+        }
+    }
     // Drawn arrivals follow the swept rate; a trace's do not.
     if name == "rate" && matches!(sc.arrivals, super::Arrivals::Trace(..)) {
         return Err(
