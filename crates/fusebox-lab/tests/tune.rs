@@ -5,7 +5,7 @@
 use fusebox::metrics::{encode_text, Metrics};
 use fusebox::registry::{Fusebox, FuseboxConfig};
 use fusebox::{CircuitBreaker, ManualClock, Timing};
-use fusebox_lab::scenario::Scenario;
+use fusebox_lab::scenario::{LatencyDist, Scenario};
 use fusebox_lab::tune::objective::Objective;
 use fusebox_lab::tune::space::{Policy, Space};
 use fusebox_lab::tune::{evaluate, grid, search, Options};
@@ -184,6 +184,10 @@ fn a_profile_from_metrics_gives_a_block_the_registry_accepts() {
         "5",
         "--toml",
         block.to_str().unwrap(),
+        "--json",
+        dir.join("tune.json").to_str().unwrap(),
+        "--csv",
+        dir.join("tune.csv").to_str().unwrap(),
         "-q",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -192,9 +196,9 @@ fn a_profile_from_metrics_gives_a_block_the_registry_accepts() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // The profile: 500 calls in 10 s, a 5 ms median, a 10 % tail.
+    // The profile: 500 calls in 10 s, the scrape's histogram.
     assert!(stdout.contains("at 50/s"), "{stdout}");
-    assert!(stdout.contains("downstream 5ms healthy"), "{stdout}");
+    assert!(stdout.contains("downstream histogram of"), "{stdout}");
     let text = std::fs::read_to_string(&block).unwrap();
     assert!(stdout.contains(&text), "{stdout}");
     let config = FuseboxConfig::from_toml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -202,6 +206,46 @@ fn a_profile_from_metrics_gives_a_block_the_registry_accepts() {
     assert!(dep.breaker.open_for.is_some(), "{text}");
     let fusebox = Fusebox::from_config(config).unwrap();
     assert_eq!(fusebox.names(), ["partner"]);
+    // --json: the Pareto set with exactly one chosen candidate, whose
+    // settings are the block's; --csv: the same set, one row each.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("tune.json")).unwrap()).unwrap();
+    assert_eq!(doc["chosen"]["toml"].as_str(), Some(text.as_str()));
+    let set = doc["pareto"].as_array().unwrap();
+    assert!(!set.is_empty());
+    // The chosen settings are in the set unless another ties them on the
+    // objective's target and beats them on a limit's figure.
+    let chosen: Vec<&serde_json::Value> = set.iter().filter(|c| c["chosen"] == true).collect();
+    assert!(chosen.len() <= 1, "{doc:#}");
+    for c in &chosen {
+        assert_eq!(c["settings"], doc["chosen"]["settings"]);
+    }
+    let settings = &doc["chosen"]["settings"];
+    if let Some(open_for) = settings["open_for"].as_str() {
+        assert!(
+            text.contains(&format!("open_for = \"{open_for}\"")),
+            "{text}\n{settings}"
+        );
+    }
+    assert!(settings["policy"].is_string(), "{settings}");
+    // The objective's target figure, with its spread over the 4 runs.
+    let lost = &doc["chosen"]["figures"]["lost"];
+    assert!(lost["median"].is_number() && lost["runs"] == 5, "{lost}");
+    let csv = std::fs::read_to_string(dir.join("tune.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("rank,chosen,feasible,settings,") && header.contains("lost_median"),
+        "{header}"
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), set.len(), "{csv}");
+    for (i, (row, c)) in rows.iter().zip(set).enumerate() {
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(cells[0], (i + 1).to_string(), "{csv}");
+        assert_eq!(cells[1] == "true", c["chosen"] == true, "{csv}");
+        assert_eq!(cells[2] == "true", c["feasible"] == true, "{csv}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -211,14 +255,26 @@ fn the_profile_reads_the_rate_and_the_tail_of_the_scrape() {
     let s = Scrape::of(&scrape(), "partner").unwrap();
     assert_eq!(s.calls, 500.0);
     let p = Profile::between(None, &s, Duration::from_secs(10)).unwrap();
-    assert_eq!(
-        (p.rate, p.latency, p.timed),
-        (50.0, Duration::from_millis(5), 500.0)
-    );
-    // The 40 ms calls fall in the bucket up to 50 ms.
-    assert_eq!(p.tail.len(), 1, "{:?}", p.tail);
-    assert_eq!(p.tail[0].share, 0.1);
-    assert_eq!(p.tail[0].latency, Duration::from_millis(50));
+    assert_eq!((p.rate, p.timed), (50.0, 500.0));
+    let ms = Duration::from_millis;
+    let LatencyDist::Histogram { le, counts } = &p.latency_dist else {
+        panic!("{:?}", p.latency_dist)
+    };
+    // 450 calls of 5 ms in the bucket up to 5 ms, the 50 of 40 ms in the
+    // one up to 50 ms, nothing elsewhere.
+    let at = |bound| counts[le.iter().position(|&l| l == bound).unwrap()];
+    assert_eq!((at(ms(5)), at(ms(50))), (450.0, 50.0), "{le:?} {counts:?}");
+    assert_eq!(counts.iter().sum::<f64>(), 500.0);
+    // Spread evenly over their buckets: the median inside the first, the
+    // p95 inside the one of the 40 ms calls.
+    assert!(p.latency > ms(2) && p.latency <= ms(5), "{:?}", p.latency);
+    let p95 = p.latency_dist.quantile(0.95);
+    assert!(p95 > ms(25) && p95 <= ms(50), "{p95:?}");
+    // The scenario it gives draws from that histogram.
+    let sc = p.apply(&outage_scenario()).unwrap();
+    assert_eq!(sc.downstream.latency_dist.as_ref(), Some(&p.latency_dist));
+    assert!(sc.downstream.tail.is_empty());
+    assert_eq!(sc.rate, 50.0);
     // Two scrapes: the increase between them.
     let before = Scrape {
         calls: 250.0,

@@ -235,6 +235,16 @@ struct TuneArgs {
     /// Also write the [dependencies.NAME] block here.
     #[arg(long, value_name = "PATH")]
     toml: Option<PathBuf>,
+    /// Also write the Pareto set as CSV, one row per candidate (rank,
+    /// chosen, feasible, settings, then median,p10,p90 of each figure of
+    /// the objective over the search runs).
+    #[arg(long, value_name = "PATH")]
+    csv: Option<PathBuf>,
+    /// Also write the whole result as JSON: the search, the Pareto set
+    /// (each candidate's settings as keys and its figures), the chosen
+    /// settings' figures on the fresh outages, and the block.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,

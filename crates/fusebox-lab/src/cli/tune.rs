@@ -105,8 +105,14 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
         .map_err(|e| bad(e.replace("--runs", "--runs + --check-runs")))?;
     let search_seeds = all.start..all.start + args.runs;
     let fresh = search_seeds.end..all.end;
-    if let Some(path) = &args.toml {
-        super::check_output("--toml", path)?;
+    for (flag, path) in [
+        ("--toml", &args.toml),
+        ("--csv", &args.csv),
+        ("--json", &args.json),
+    ] {
+        if let Some(path) = path {
+            super::check_output(flag, path)?;
+        }
     }
     let jobs = args
         .jobs
@@ -294,11 +300,129 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     );
     out.push_str(&block);
     print!("{out}");
+    let write = |flag: &str, path: &std::path::Path, text: &str| {
+        std::fs::write(path, text)
+            .map_err(|e| CliError::Io(format!("{flag} {}: cannot write: {e}", path.display())))
+    };
     if let Some(path) = &args.toml {
-        std::fs::write(path, &block)
-            .map_err(|e| CliError::Io(format!("--toml {}: cannot write: {e}", path.display())))?;
+        write("--toml", path, &block)?;
+    }
+    if let Some(path) = &args.csv {
+        write("--csv", path, &pareto_csv(&space, &measures, &front, best))?;
+    }
+    if let Some(path) = &args.json {
+        let settings = |c: &Candidate| settings_json(&space, &c.point);
+        let figures = |c: &Candidate| {
+            let mut o = serde_json::Map::new();
+            for m in &measures {
+                o.insert(m.name.into(), c.spread(m).json());
+            }
+            serde_json::Value::Object(o)
+        };
+        let set: Vec<serde_json::Value> = front
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                serde_json::json!({
+                    "rank": i + 1,
+                    "chosen": std::ptr::eq(*c, best),
+                    "feasible": c.score.feasible(),
+                    "settings": settings(c),
+                    "figures": figures(c),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "scenario": sc.name,
+            "traffic": describe(&sc),
+            "objective": objective.to_string(),
+            "search": {
+                "how": how,
+                "candidates": found.candidates.len(),
+                "runs_each": args.runs,
+                "seeds": [search_seeds.start, search_seeds.end - 1],
+                "seconds": searched.as_secs_f64(),
+            },
+            "pareto": set,
+            "chosen": {
+                "settings": settings(&chosen),
+                "fresh_seeds": [fresh.start, fresh.end - 1],
+                "figures": figures(&chosen),
+                "runs_within_limits": chosen.runs_within_limits(&objective),
+                "feasible": chosen.score.feasible(),
+                "toml": block,
+            },
+        });
+        write(
+            "--json",
+            path,
+            &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"),
+        )?;
     }
     Ok(())
+}
+
+/// The settings of `point` as JSON: `policy`, its breaker keys as the
+/// registry's file writes them, `timeout` and `max_concurrent` (`null`:
+/// none).
+fn settings_json(space: &Space, point: &crate::tune::space::Point) -> serde_json::Value {
+    let mut o = serde_json::Map::new();
+    o.insert("policy".into(), space.policies[point.policy].name().into());
+    for (k, v) in space.breaker_keys(point) {
+        o.insert(k.into(), serde_json::to_value(v).unwrap_or_default());
+    }
+    o.insert(
+        "timeout".into(),
+        match space.timeout(point) {
+            Ok(Some(d)) => crate::scenario::format_duration(d).into(),
+            _ => serde_json::Value::Null,
+        },
+    );
+    o.insert(
+        "max_concurrent".into(),
+        space
+            .max_concurrent(point)
+            .map_or(serde_json::Value::Null, Into::into),
+    );
+    serde_json::Value::Object(o)
+}
+
+/// The Pareto set as CSV: `rank,chosen,feasible,settings`, then each
+/// figure's `NAME_median,NAME_p10,NAME_p90` (empty when no run has it).
+fn pareto_csv(
+    space: &Space,
+    measures: &[&crate::tune::objective::Measure],
+    front: &[&Candidate],
+    best: &Candidate,
+) -> String {
+    use crate::report::sweep::{field, number};
+    let mut out = String::from("rank,chosen,feasible,settings");
+    for m in measures {
+        let _ = write!(out, ",{0}_median,{0}_p10,{0}_p90", m.name);
+    }
+    out.push('\n');
+    for (i, c) in front.iter().enumerate() {
+        let _ = write!(
+            out,
+            "{},{},{},{}",
+            i + 1,
+            std::ptr::eq(*c, best),
+            c.score.feasible(),
+            field(&space.describe(&c.point))
+        );
+        for m in measures {
+            let s = c.spread(m);
+            let _ = write!(
+                out,
+                ",{},{},{}",
+                number(s.median),
+                number(s.p10),
+                number(s.p90)
+            );
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The chosen settings' figures on the fresh outages, one line each, and

@@ -221,7 +221,7 @@ pub fn data(
 }
 
 /// A CSV field: quoted when it holds a comma, a quote or a line break.
-fn field(s: &str) -> String {
+pub(crate) fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -230,7 +230,7 @@ fn field(s: &str) -> String {
 }
 
 /// A number of a cell for CSV (empty when missing).
-fn number(c: Cell) -> String {
+pub(crate) fn number(c: Cell) -> String {
     match c.json() {
         serde_json::Value::Null => String::new(),
         v => v.to_string(),

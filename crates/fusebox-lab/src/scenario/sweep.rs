@@ -202,12 +202,15 @@ pub fn apply(scenario: &Scenario, name: &str, value: ParamValue) -> Result<Scena
                 .map_err(|e| format!("{name} = {value}: {e}"))?;
         }
     }
-    // Drawn arrivals follow the swept rate; a trace's do not.
-    if name == "rate" && matches!(sc.arrivals, super::Arrivals::Trace(..)) {
-        return Err(
-            "rate cannot be swept with arrivals = \"trace\": the trace sets the rate".into(),
-        );
+    // Drawn arrivals follow the swept rate (the only parameter they are
+    // drawn from); a trace's do not.
+    if name == "rate" {
+        if matches!(sc.arrivals, super::Arrivals::Trace(..)) {
+            return Err(
+                "rate cannot be swept with arrivals = \"trace\": the trace sets the rate".into(),
+            );
+        }
+        sc.redraw_arrivals();
     }
-    sc.redraw_arrivals();
     Ok(sc)
 }

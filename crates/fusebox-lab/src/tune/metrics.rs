@@ -7,11 +7,12 @@
 //! A rate needs a span of time: the counters' increase between two scrapes
 //! over the time between them, or one scrape's counters over the time they
 //! have counted (the service's uptime). The latency becomes the
-//! downstream's: its median bucket's upper bound as the healthy `latency`,
-//! and each slower bucket a `[[downstream.tail]]` share at its upper bound
-//! (the `+Inf` bucket at twice the largest bound).
+//! downstream's: the histogram itself, as `latency = { histogram = .. }`
+//! (each bucket's calls spread evenly over it, as Prometheus's
+//! `histogram_quantile` reads a bucket; the `+Inf` bucket ends at twice
+//! the largest finite bound).
 
-use crate::scenario::{Scenario, Tail};
+use crate::scenario::{LatencyDist, Scenario};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -188,10 +189,10 @@ impl Scrape {
 pub struct Profile {
     /// Requests per second.
     pub rate: f64,
-    /// The healthy latency (the median bucket's bound).
+    /// The healthy latency's median (of [`latency_dist`](Self::latency_dist)).
     pub latency: Duration,
-    /// The slower buckets' shares.
-    pub tail: Vec<Tail>,
+    /// The healthy latency: the scrape's histogram over the span.
+    pub latency_dist: LatencyDist,
     /// Calls the histogram timed in the span.
     pub timed: f64,
 }
@@ -207,17 +208,23 @@ impl Profile {
     /// # Examples
     ///
     /// ```
+    /// use fusebox_lab::scenario::LatencyDist;
     /// use fusebox_lab::tune::metrics::{Profile, Scrape};
     /// use std::time::Duration;
     ///
     /// let text = "fusebox_calls_total{name=\"db\",outcome=\"success\"} 500\n\
-    ///     fusebox_call_duration_seconds_bucket{name=\"db\",le=\"0.005\"} 90\n\
+    ///     fusebox_call_duration_seconds_bucket{name=\"db\",le=\"0.01\"} 90\n\
     ///     fusebox_call_duration_seconds_bucket{name=\"db\",le=\"0.05\"} 99\n\
     ///     fusebox_call_duration_seconds_bucket{name=\"db\",le=\"+Inf\"} 100\n";
     /// let p = Profile::between(None, &Scrape::of(text, "db")?, Duration::from_secs(10))?;
-    /// assert_eq!((p.rate, p.latency), (50.0, Duration::from_millis(5)));
-    /// assert_eq!(p.tail.len(), 2);
-    /// assert_eq!((p.tail[0].share, p.tail[0].latency), (0.09, Duration::from_millis(50)));
+    /// let ms = Duration::from_millis;
+    /// assert_eq!(p.rate, 50.0);
+    /// // 90 calls spread over 0..10 ms, 9 over 10..50 ms, 1 over 50..100 ms.
+    /// assert_eq!(
+    ///     p.latency_dist,
+    ///     LatencyDist::Histogram { le: vec![ms(10), ms(50), ms(100)], counts: vec![90.0, 9.0, 1.0] }
+    /// );
+    /// assert!(p.latency > ms(5) && p.latency < ms(6));
     /// # Ok::<(), String>(())
     /// ```
     pub fn between(
@@ -232,17 +239,18 @@ impl Profile {
                 span.as_secs_f64()
             ));
         }
-        // Per-bucket counts in the span, from the cumulative ones.
-        let cumulative: Vec<(f64, f64)> = after
-            .buckets
-            .iter()
-            .map(|&(le, n)| {
-                let was = before
-                    .and_then(|b| b.buckets.iter().find(|x| x.0 == le))
-                    .map_or(0.0, |x| x.1);
-                (le, (n - was).max(0.0))
-            })
-            .collect();
+        // Cumulative counts in the span, by bound (a bound named twice
+        // counted once, negative and non-finite bounds but +Inf left out).
+        let mut cumulative: Vec<(f64, f64)> = Vec::new();
+        for &(le, n) in &after.buckets {
+            if le.is_nan() || le < 0.0 || cumulative.last().is_some_and(|x| x.0 == le) {
+                continue;
+            }
+            let was = before
+                .and_then(|b| b.buckets.iter().find(|x| x.0 == le))
+                .map_or(0.0, |x| x.1);
+            cumulative.push((le, (n - was).max(0.0)));
+        }
         let total = cumulative.last().map_or(0.0, |x| x.1);
         if total.is_nan() || total <= 0.0 {
             return Err(
@@ -256,30 +264,34 @@ impl Profile {
             .rev()
             .find(|x| x.0.is_finite())
             .map_or(1.0, |x| x.0);
-        let bound = |le: f64| {
-            let secs = if le.is_finite() { le } else { 2.0 * largest };
-            Duration::from_secs_f64(secs)
-        };
-        let median = cumulative
-            .iter()
-            .position(|x| x.1 * 2.0 >= total)
-            .unwrap_or(cumulative.len() - 1);
-        let mut tail = Vec::new();
-        let mut below = cumulative[median].1;
-        for &(le, n) in &cumulative[median + 1..] {
-            let share = (n - below) / total;
-            below = n;
-            if share > 0.0 {
-                tail.push(Tail {
-                    share: (share * 1e6).round() / 1e6,
-                    latency: bound(le),
-                });
+        let (mut le, mut counts) = (Vec::new(), Vec::new());
+        let mut below = 0.0;
+        for &(bound, n) in &cumulative {
+            let secs = if bound.is_finite() {
+                bound
+            } else {
+                2.0 * largest
+            };
+            let bound = Duration::from_secs_f64(secs.min(3600.0));
+            // Counts in the span can fall behind (a counter reset between
+            // the scrapes): never below 0.
+            let n_in = ((n - below).max(0.0) * 1e6).round() / 1e6;
+            below = below.max(n);
+            match (le.last(), counts.last_mut()) {
+                // A +Inf bucket after a bound of 0, or bounds past an hour:
+                // their calls in the last bucket kept.
+                (Some(&l), Some(last)) if bound <= l => *last += n_in,
+                _ => {
+                    le.push(bound);
+                    counts.push(n_in);
+                }
             }
         }
+        let latency_dist = LatencyDist::Histogram { le, counts };
         Ok(Profile {
             rate: ((calls / span.as_secs_f64()) * 1e3).round() / 1e3,
-            latency: bound(cumulative[median].0),
-            tail,
+            latency: latency_dist.median(),
+            latency_dist,
             timed: total,
         })
     }
@@ -302,11 +314,16 @@ impl Profile {
         sc.rate = self.rate;
         sc.rate_until = None;
         sc.downstream.latency = self.latency;
-        sc.downstream.tail = self.tail.clone();
+        sc.downstream.latency_dist = Some(self.latency_dist.clone());
+        sc.downstream.tail.clear();
         sc.check().map_err(|p| {
             format!(
-                "--from-metrics: the profile (rate {}/s, latency {:?}) does not fit scenario {:?}: key `{}`: {}",
-                self.rate, self.latency, scenario.name, p.key, p.message
+                "--from-metrics: the profile (rate {}/s, latency {}) does not fit scenario {:?}: key `{}`: {}",
+                self.rate,
+                self.latency_dist.describe(),
+                scenario.name,
+                p.key,
+                p.message
             )
         })?;
         sc.redraw_arrivals();
