@@ -250,7 +250,7 @@ fn a_profile_from_metrics_gives_a_block_the_registry_accepts() {
 }
 
 #[test]
-fn the_profile_reads_the_rate_and_the_tail_of_the_scrape() {
+fn the_profile_reads_the_rate_and_the_histogram_of_the_scrape() {
     use fusebox_lab::tune::metrics::{Profile, Scrape};
     let s = Scrape::of(&scrape(), "partner").unwrap();
     assert_eq!(s.calls, 500.0);
@@ -293,6 +293,8 @@ fn the_profile_reads_the_rate_and_the_tail_of_the_scrape() {
 fn bad_flags_are_named() {
     let sc = lab("scenarios/seed000-50rps-outage.toml");
     let sc = sc.to_str().unwrap();
+    let fleet = lab("scenarios/fleet20-shared.toml");
+    let fleet = fleet.to_str().unwrap().to_string();
     for (args, named) in [
         (
             vec![sc, "--objective", "p99<=300ms, min lost"],
@@ -309,6 +311,11 @@ fn bad_flags_are_named() {
             "failure_rate",
         ),
         (vec![sc, "--policies", "rate"], "--policies"),
+        // A fleet's settings on a scenario without a fleet, and a quorum
+        // above the fleet's replicas.
+        (vec![sc, "--space", "quorum=2"], "no [fleet]"),
+        (vec![&fleet, "--space", "quorum=1..21:1"], "replicas = 20"),
+        (vec![&fleet, "--space", "sync_every=0s"], "sync_every"),
         (
             vec!["--from-metrics", "/nonexistent/metrics.txt"],
             "--dependency",
@@ -330,4 +337,62 @@ fn bad_flags_are_named() {
         assert!(stderr.contains(named), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+}
+
+/// A fleet whose breakers share their trips is tuned with its `[fleet]`
+/// settings: each candidate runs with its `sync_every` and `quorum` (the
+/// same figures as the scenario with them set as `sweep` sets them), and
+/// they change what the fleet does.
+#[test]
+fn a_shared_fleet_is_tuned_with_its_sync_and_quorum() {
+    use fusebox_lab::engine::{self, Mode};
+    use fusebox_lab::report::Summary;
+    use fusebox_lab::scenario::sweep::apply;
+    use fusebox_lab::scenario::ParamValue;
+    let sc = Scenario::load(&lab("scenarios/fleet20-shared.toml")).unwrap();
+    assert!(sc.shares_trips());
+    let mut space = Space::default_for(sc.workers).with_fleet(sc.replicas());
+    space.policies = vec![Policy::Consecutive];
+    for fixed in [
+        "consecutive_failures=5",
+        "open_for=500ms",
+        "half_open_probes=1",
+        "successes_to_close=1",
+        "timeout=none",
+        "max_concurrent=none",
+        "sync_every=1s",
+        "quorum=1..20:19",
+    ] {
+        space.set(fixed).unwrap();
+    }
+    let points = grid(&space).unwrap();
+    assert_eq!(points.len(), 2);
+    let objective = Objective::parse("min lost").unwrap();
+    let found = evaluate(&sc, &space, &objective, &points, 1..2, 1, |_| {}).unwrap();
+    let calls = Objective::parse("min calls").unwrap().target;
+    let mut seen = Vec::new();
+    for c in &found {
+        let fleet = space.fleet(&c.point).unwrap();
+        assert_eq!(fleet.sync_every, Duration::from_secs(1));
+        let set = apply(&sc, "quorum", ParamValue::Num(fleet.quorum as f64)).unwrap();
+        let set = set.with_seed(1);
+        let spec = space.spec(&c.point, "x".into()).unwrap();
+        let run = Summary::of(
+            &set,
+            &engine::run(&set, &spec, Mode::Virtual, None).unwrap(),
+        );
+        assert_eq!(
+            c.spread(objective.target).text(),
+            format!("{0} [{0}-{0}]", run.lost_after_recovery),
+            "quorum {}",
+            fleet.quorum
+        );
+        seen.push((
+            fleet.quorum,
+            c.spread(calls).text(),
+            c.spread(objective.target).text(),
+        ));
+    }
+    // A quorum of all 20 replicas opens the fleet later than a quorum of 1.
+    assert_ne!(seen[0].1, seen[1].1, "{seen:?}");
 }

@@ -62,9 +62,9 @@ fn scenario(args: &TuneArgs) -> Result<Scenario, CliError> {
         let profile = Profile::between(before.as_ref(), &after, span).map_err(bad)?;
         sc = profile.apply(&sc).map_err(bad)?;
     }
-    if sc.replicas() > 1 || sc.hosts > 1 {
+    if sc.hosts > 1 {
         return Err(bad(format!(
-            "scenario {:?}: tune takes a service of one replica calling one host (no [fleet], no hosts)",
+            "scenario {:?}: tune takes a service calling one host (no hosts)",
             sc.name
         )));
     }
@@ -91,6 +91,9 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
         Objective::parse(args.objective.as_deref().unwrap_or(DEFAULT_OBJECTIVE)).map_err(bad)?;
     let sc = scenario(args)?;
     let mut space = Space::default_for(sc.workers);
+    if sc.shares_trips() {
+        space = space.with_fleet(sc.replicas());
+    }
     if let Some(list) = &args.policies {
         space.policies = Policy::parse_list(list).map_err(bad)?;
     }
@@ -168,14 +171,17 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     };
     let searched = started.elapsed();
     let ranked = found.ranked();
-    let best = ranked[0];
+    let best = found.chosen(&objective);
     // The winner and the file's own breakers, on fresh outages.
-    let mut specs = vec![space.spec(&best.point, "chosen".into()).map_err(bad)?];
+    let mut specs = vec![(
+        space.spec(&best.point, "chosen".into()).map_err(bad)?,
+        space.fleet(&best.point),
+    )];
     specs.extend(
         sc.strategies
             .iter()
             .filter(|s| !matches!(s.kind, StrategyKind::Peer(_)))
-            .cloned(),
+            .map(|s| (s.clone(), None)),
     );
     let checked = run_specs(&sc, &objective, &specs, fresh.clone(), jobs, |n| pb.inc(n));
     pb.finish_and_clear();
@@ -260,7 +266,7 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
             "-- the scenario's own strategies on the same fresh outages, beside the chosen settings"
         );
         let mut headers: Vec<&str> = vec!["chosen"];
-        headers.extend(specs[1..].iter().map(|s| s.name.as_str()));
+        headers.extend(specs[1..].iter().map(|s| s.0.name.as_str()));
         let labels: Vec<String> = measures.iter().map(|m| m.name.to_string()).collect();
         let cells: Vec<Vec<String>> = measures
             .iter()
@@ -384,6 +390,13 @@ fn settings_json(space: &Space, point: &crate::tune::space::Point) -> serde_json
             .max_concurrent(point)
             .map_or(serde_json::Value::Null, Into::into),
     );
+    if let Some(f) = space.fleet(point) {
+        o.insert(
+            "sync_every".into(),
+            crate::scenario::format_duration(f.sync_every).into(),
+        );
+        o.insert("quorum".into(), f.quorum.into());
+    }
     serde_json::Value::Object(o)
 }
 
@@ -447,7 +460,10 @@ fn robustness(objective: &Objective, chosen: &Candidate) -> Vec<String> {
 /// The chosen settings run once with real threads (`--verify`), beside
 /// the same outage in virtual time.
 fn verify(sc: &Scenario, space: &Space, best: &Candidate, seed: u64) -> Result<String, String> {
-    let sc = sc.with_seed(seed);
+    let mut sc = sc.with_seed(seed);
+    if let Some(f) = space.fleet(&best.point) {
+        sc = f.apply(&sc);
+    }
     let spec = space.spec(&best.point, "chosen".into())?;
     let outage = sc.fault_span();
     let real = Summary::of(&sc, &engine::run(&sc, &spec, Mode::Real, None)?);

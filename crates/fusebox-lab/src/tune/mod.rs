@@ -29,7 +29,7 @@ use crate::report::runs::Spread;
 use crate::report::Summary;
 use crate::scenario::{Scenario, StrategySpec};
 use objective::{Goal, Measure, Objective, Score, MEASURES};
-use space::{Point, Space, KEYS};
+use space::{FleetSettings, Point, Space, FLEET_KEYS, KEYS};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -96,7 +96,7 @@ impl Candidate {
 /// let space = Space::default_for(8);
 /// let objective = Objective::parse("min lost")?;
 /// // consecutive_failures = 5, open_for = 500ms, one probe: the file's "fusebox".
-/// let point = space.normal(Point { policy: 0, at: [4, 0, 0, 0, 0, 9, 0, 0, 0, 0] });
+/// let point = space.normal(Point { policy: 0, at: [4, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0] });
 /// let c = &evaluate(sc, &space, &objective, &[point], 1..2, 1, |_| {})?[0];
 /// let file = Summary::of(sc, &engine::run(sc, &sc.strategies[2], Mode::Virtual, None)?);
 /// assert_eq!(c.spread(objective.target).text(), format!("{0} [{0}-{0}]", file.lost_after_recovery));
@@ -114,8 +114,8 @@ pub fn evaluate(
     let specs = points
         .iter()
         .enumerate()
-        .map(|(i, p)| space.spec(p, format!("candidate {i}")))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(i, p)| Ok((space.spec(p, format!("candidate {i}"))?, space.fleet(p))))
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(points
         .iter()
         .zip(run_specs(scenario, objective, &specs, seeds, jobs, tick))
@@ -128,12 +128,13 @@ pub fn evaluate(
 }
 
 /// Runs every strategy of `specs` on each seed of `seeds` in virtual
-/// time, on up to `jobs` threads: per strategy, per figure of
+/// time (with its fleet settings, if it has any, in the scenario's
+/// `[fleet]`), on up to `jobs` threads: per strategy, per figure of
 /// [`MEASURES`], one cell per run, and its score.
 pub fn run_specs(
     scenario: &Scenario,
     objective: &Objective,
-    specs: &[StrategySpec],
+    specs: &[(StrategySpec, Option<FleetSettings>)],
     seeds: Range<u64>,
     jobs: usize,
     tick: impl Fn(u64) + Sync,
@@ -154,9 +155,18 @@ pub fn run_specs(
                         let sc = scenario.with_seed(seed);
                         let outage = sc.fault_span();
                         for (i, cells) in &mut out {
-                            let run = engine::run(&sc, &specs[*i], Mode::Virtual, None)
+                            let (spec, fleet) = &specs[*i];
+                            let own;
+                            let sc = match fleet {
+                                Some(f) => {
+                                    own = f.apply(&sc);
+                                    &own
+                                }
+                                None => &sc,
+                            };
+                            let run = engine::run(sc, spec, Mode::Virtual, None)
                                 .expect("virtual runs do not fail");
-                            let sum = Summary::of(&sc, &run);
+                            let sum = Summary::of(sc, &run);
                             for (m, c) in MEASURES.iter().zip(cells.iter_mut()) {
                                 c.push(m.of(&sum, outage));
                             }
@@ -236,6 +246,20 @@ impl Search {
     /// The best candidate.
     pub fn best(&self) -> &Candidate {
         self.ranked()[0]
+    }
+
+    /// The candidate `tune` chooses: the best of the Pareto set of
+    /// `objective` ([`pareto`]): it scores as [`best`](Self::best) does
+    /// on the medians (the limits missed by as much, the same target) and
+    /// no candidate beats it on every figure, where `best` may be beaten by
+    /// one that ties on the target and has, say, a lower fault-time latency
+    /// (`best` wins such a tie on the target's mean over the runs).
+    pub fn chosen(&self, objective: &Objective) -> &Candidate {
+        let ranked = self.ranked();
+        pareto(objective, &ranked)
+            .first()
+            .copied()
+            .unwrap_or(ranked[0])
     }
 }
 
@@ -332,6 +356,11 @@ pub fn search(
         .map(|_| {
             let mut at = [0; KEYS.len()];
             for (d, dim) in space.dims.iter().enumerate() {
+                // The fleet's ladders of a space without one take no draw:
+                // the draws of such a space are what they were without them.
+                if d >= FLEET_KEYS && dim.values.len() == 1 {
+                    continue;
+                }
                 let rungs = dim.values.len().div_ceil(steps[d]);
                 at[d] = (draws.below(rungs) * steps[d]).min(dim.values.len() - 1);
             }

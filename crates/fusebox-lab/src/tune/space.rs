@@ -10,7 +10,7 @@
 //! are kept at rung 0, so two points that make the same breaker are equal.
 
 use crate::scenario::sweep::{value, Sweep};
-use crate::scenario::{Client, ParamValue, StrategyKind, StrategySpec};
+use crate::scenario::{Client, ParamValue, Scenario, StrategyKind, StrategySpec};
 use fusebox::BreakerConfig;
 use std::fmt::Write;
 use std::time::Duration;
@@ -80,8 +80,10 @@ impl Policy {
 
 /// The settings searched, in the order of a [`Point`]'s rungs: the
 /// library's breaker keys, then `timeout` and `max_concurrent` (the
-/// bulkhead), which may also be unset (`none`).
-pub const KEYS: [&str; 10] = [
+/// bulkhead), which may also be unset (`none`), then a fleet's
+/// `sync_every` and `quorum` (searched only for a fleet whose breakers
+/// share their trips: [`Space::with_fleet`]).
+pub const KEYS: [&str; 12] = [
     "consecutive_failures",
     "failure_rate",
     "count_window",
@@ -92,10 +94,16 @@ pub const KEYS: [&str; 10] = [
     "successes_to_close",
     "timeout",
     "max_concurrent",
+    "sync_every",
+    "quorum",
 ];
 
 const TIMEOUT: usize = 8;
 const BULKHEAD: usize = 9;
+const SYNC_EVERY: usize = 10;
+const QUORUM: usize = 11;
+/// Where the fleet's keys start in [`KEYS`].
+pub const FLEET_KEYS: usize = SYNC_EVERY;
 const COUNT_WINDOW: usize = 2;
 const MIN_CALLS: usize = 4;
 
@@ -124,6 +132,10 @@ pub struct Space {
     pub policies: Vec<Policy>,
     /// A ladder per key of [`KEYS`], in that order.
     pub dims: Vec<Dim>,
+    /// The fleet's replicas, for a fleet whose breakers share their trips
+    /// ([`with_fleet`](Self::with_fleet)): then `sync_every` and `quorum`
+    /// are searched. `None`: their ladders are one unset rung.
+    pub replicas: Option<usize>,
 }
 
 fn ladder(spec: &str) -> Vec<Option<ParamValue>> {
@@ -201,8 +213,44 @@ impl Space {
                     key: KEYS[BULKHEAD],
                     values: bulkhead,
                 },
+                Dim {
+                    key: KEYS[SYNC_EVERY],
+                    values: vec![None],
+                },
+                Dim {
+                    key: KEYS[QUORUM],
+                    values: vec![None],
+                },
             ],
+            replicas: None,
         }
+    }
+
+    /// This space for a fleet of `replicas` whose breakers share their
+    /// trips: `sync_every` 100 ms..2 s by 100 ms and `quorum` 1..=replicas
+    /// searched too (the `[fleet]` table's keys, which a service sets with
+    /// `Fleet::builder().sync_every(..).quorum(..)`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::tune::space::Space;
+    ///
+    /// let mut space = Space::default_for(4).with_fleet(3);
+    /// assert_eq!(space.dims[10].key, "sync_every");
+    /// assert_eq!((space.dims[10].values.len(), space.dims[11].values.len()), (20, 3));
+    /// assert!(space.set("quorum=4").unwrap_err().contains("replicas = 3"));
+    /// assert!(Space::default_for(4).set("quorum=1").unwrap_err().contains("fleet"));
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn with_fleet(mut self, replicas: usize) -> Space {
+        let replicas = replicas.max(1);
+        self.dims[SYNC_EVERY].values = ladder("k=100ms..2s:100ms");
+        self.dims[QUORUM].values = (1..=replicas)
+            .map(|n| Some(ParamValue::Num(n as f64)))
+            .collect();
+        self.replicas = Some(replicas);
+        self
     }
 
     /// Applies `--space KEY=FROM..TO:STEP` (a new ladder, `sweep
@@ -238,6 +286,12 @@ impl Space {
                 KEYS.join(", ")
             )
         })?;
+        if d >= SYNC_EVERY && self.replicas.is_none() {
+            return Err(format!(
+                "--space {spec:?}: {key} is a fleet setting, and the scenario has no [fleet] whose \
+                 breakers share their trips (sharing = \"fleet\", replicas above 1)"
+            ));
+        }
         let values = if range.trim() == "none" {
             if d != TIMEOUT && d != BULKHEAD {
                 return Err(format!(
@@ -259,6 +313,30 @@ impl Space {
     /// Every rung of ladder `d`, at the default rungs of the others, built
     /// by the library (for each policy that reads it).
     fn check(&self, d: usize) -> Result<(), String> {
+        if d >= SYNC_EVERY {
+            let replicas = self.replicas.unwrap_or(1);
+            for v in &self.dims[d].values {
+                match (d, v) {
+                    (SYNC_EVERY, Some(ParamValue::Dur(t)))
+                        if !t.is_zero() && *t <= Duration::from_secs(3600) => {}
+                    (SYNC_EVERY, v) => {
+                        return Err(format!(
+                            "sync_every = {}: a duration in 1ms..=1h",
+                            v.map_or("none".into(), |v| v.to_string())
+                        ))
+                    }
+                    (_, Some(ParamValue::Num(x)))
+                        if x.fract() == 0.0 && *x >= 1.0 && *x <= replicas as f64 => {}
+                    (_, v) => {
+                        return Err(format!(
+                            "quorum = {}: a whole number in 1..=replicas (replicas = {replicas})",
+                            v.map_or("none".into(), |v| v.to_string())
+                        ))
+                    }
+                }
+            }
+            return Ok(());
+        }
         for p in 0..self.policies.len() {
             if !self.policies[p].uses(d) {
                 continue;
@@ -380,6 +458,19 @@ impl Space {
         self.number(point, BULKHEAD).map(|x| x as usize)
     }
 
+    /// The fleet settings of `point`, for a space
+    /// [`with_fleet`](Self::with_fleet): its `sync_every` and `quorum`.
+    pub fn fleet(&self, point: &Point) -> Option<FleetSettings> {
+        self.replicas?;
+        match (self.get(point, SYNC_EVERY), self.number(point, QUORUM)) {
+            (Some(ParamValue::Dur(sync_every)), Some(q)) => Some(FleetSettings {
+                sync_every,
+                quorum: q as usize,
+            }),
+            _ => None,
+        }
+    }
+
     /// A lab strategy of `point`, named `name`.
     ///
     /// # Errors
@@ -416,6 +507,14 @@ impl Space {
             self.get(point, BULKHEAD)
                 .map_or("none".into(), |v| v.to_string())
         );
+        if let Some(f) = self.fleet(point) {
+            let _ = write!(
+                out,
+                " sync_every={} quorum={}",
+                crate::scenario::format_duration(f.sync_every),
+                f.quorum
+            );
+        }
         out
     }
 
@@ -432,7 +531,7 @@ impl Space {
     /// use fusebox_lab::tune::space::{Point, Space};
     ///
     /// let space = Space::default_for(8);
-    /// let point = space.normal(Point { policy: 0, at: [4, 0, 0, 0, 0, 9, 0, 0, 15, 4] });
+    /// let point = space.normal(Point { policy: 0, at: [4, 0, 0, 0, 0, 9, 0, 0, 15, 4, 0, 0] });
     /// let block = space.toml_block(&point, "partner", &Client::default());
     /// assert!(block.contains("consecutive_failures = 5"), "{block}");
     /// assert!(block.contains("open_for = \"500ms\""), "{block}");
@@ -462,7 +561,53 @@ impl Space {
         if profile.retries > 0 {
             let _ = writeln!(out, "retry = {{ max_attempts = {} }}", profile.retries + 1);
         }
+        if let Some(f) = self.fleet(point) {
+            // The registry's file has no fleet table: the service builds it.
+            let _ = writeln!(
+                out,
+                "# the fleet these breakers share (FuseboxBuilder::fleet): \
+                 Fleet::builder().sync_every(Duration::from_millis({})).quorum({})",
+                f.sync_every.as_millis(),
+                f.quorum
+            );
+        }
         out
+    }
+}
+
+/// A fleet's settings a candidate runs with: its `[fleet]` table's
+/// `sync_every` and `quorum` ([`Space::fleet`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FleetSettings {
+    /// `sync_every`.
+    pub sync_every: Duration,
+    /// `quorum`.
+    pub quorum: usize,
+}
+
+impl FleetSettings {
+    /// `scenario` with these settings in its `[fleet]` (as it is without one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::Scenario;
+    /// use fusebox_lab::tune::space::FleetSettings;
+    /// use std::time::Duration;
+    ///
+    /// let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/fleet20-shared.toml")).unwrap();
+    /// let sc = Scenario::parse("fleet20-shared.toml", &text).unwrap();
+    /// let f = FleetSettings { sync_every: Duration::from_millis(200), quorum: 2 };
+    /// let fleet = f.apply(&sc).fleet.unwrap();
+    /// assert_eq!((fleet.sync_every, fleet.quorum), (Duration::from_millis(200), 2));
+    /// ```
+    pub fn apply(&self, scenario: &Scenario) -> Scenario {
+        let mut sc = scenario.clone();
+        if let Some(f) = sc.fleet.as_mut() {
+            f.sync_every = self.sync_every;
+            f.quorum = self.quorum;
+        }
+        sc
     }
 }
 
