@@ -720,3 +720,29 @@ fn fleet_latency_charts_by_replica_group() {
         + page.matches("<td class=\"article tr\">").count();
     assert_eq!(cells, columns(&r).len());
 }
+
+/// A reader that stops reading (`fusebox-lab run | head`) ends the
+/// printing, not the run: no panic, exit 0, and the files asked for are
+/// still written.
+#[test]
+fn a_closed_stdout_ends_the_printing_not_the_run() {
+    let dir = std::env::temp_dir().join(format!("fusebox-lab-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("report.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fusebox-lab"))
+        .args(["run", "--clock", "virtual", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes before the first line is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(doc.is_object() || doc.is_array(), "{doc}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

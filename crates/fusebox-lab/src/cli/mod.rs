@@ -323,6 +323,21 @@ fn check_output(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Writes `text` to standard output. A reader that has gone (`fusebox-lab
+/// run | head`) ends the printing, not the run: the rest of the output is
+/// dropped and the files asked for are still written.
+fn emit(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::Io(format!(
+            "cannot write to standard output: {e}"
+        ))),
+        Ok(()) => Ok(()),
+    }
+}
+
 /// What went wrong, and which exit code it gets.
 #[derive(Debug)]
 enum CliError {

@@ -56,7 +56,7 @@ fn run_many(scenarios: Vec<Scenario>, mode: Mode, n: u64, args: &RunArgs) -> Res
     pb.finish_and_clear();
     let reports = reports.map_err(CliError::Io)?;
     for r in &reports {
-        println!("{}", r.text());
+        super::emit(&format!("{}\n", r.text()))?;
     }
     if let Some(path) = &args.json {
         std::fs::write(path, runs::json_text(&reports))
@@ -145,12 +145,12 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
     pb.finish_and_clear();
     let reports = reports.map_err(CliError::Io)?;
     for r in &reports {
-        println!("{}", report::table::render_scenario(r));
+        super::emit(&format!("{}\n", report::table::render_scenario(r)))?;
     }
     // Fleets that differ only in their `[fleet]` settings, side by side.
     let side_by_side = report::table::render_side_by_side(&reports);
     if !side_by_side.is_empty() {
-        println!("{side_by_side}");
+        super::emit(&format!("{side_by_side}\n"))?;
     }
     if let Some(path) = &args.json {
         std::fs::write(path, report::json::text(&reports))

@@ -162,11 +162,11 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
             }
         };
         pb.suspend(|| {
-            if let Some(label) = label {
-                println!("== with {label}");
-            }
-            print!("{text}");
-        });
+            let head = label
+                .as_ref()
+                .map_or(String::new(), |l| format!("== with {l}\n"));
+            super::emit(&format!("{head}{text}"))
+        })?;
         let mut these = table::data(sc, &rows, &figures, many);
         if let (Some(o), Some(label)) = (&outer, label) {
             let value = label[o.name.len() + 3..].to_string();

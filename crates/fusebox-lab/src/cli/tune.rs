@@ -305,7 +305,7 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
         "-- for fusebox's registry (Fusebox::from_config / FuseboxConfig::from_toml):"
     );
     out.push_str(&block);
-    print!("{out}");
+    super::emit(&out)?;
     let write = |flag: &str, path: &std::path::Path, text: &str| {
         std::fs::write(path, text)
             .map_err(|e| CliError::Io(format!("{flag} {}: cannot write: {e}", path.display())))
