@@ -347,3 +347,122 @@ fn a_run_too_short_for_the_latest_outage_and_its_recovery_is_refused() {
         "{e}"
     );
 }
+
+/// The outage scenario with its fault's `outcome = "error"` replaced by
+/// `outcome` (a TOML value), and a client timeout for the hangs.
+fn with_outcome(outcome: &str) -> Result<Scenario, fusebox_lab::scenario::ScenarioError> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{OUTAGE}.toml"));
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains("outcome = \"error\""));
+    let text = text.replacen("outcome = \"error\"", &format!("outcome = {outcome}"), 1)
+        + "\n[client]\ntimeout = \"300ms\"\n";
+    Scenario::parse("kinds.toml", &text)
+}
+
+/// `outcome = [..]`: each run's outcome is drawn from the list, each as
+/// often as another, the same for the same seed; the outage's times are
+/// the draws they are with one outcome; the report of many runs says the
+/// list; and the runs differ by it as their outcomes do.
+#[test]
+fn an_outage_draws_its_outcome_from_a_list_for_each_run() {
+    use fusebox_lab::scenario::FaultOutcome;
+    let sc = with_outcome("[\"error\", \"hang\", \"slow\"]").unwrap();
+    let one = with_outcome("\"error\"").unwrap();
+    assert!(sc.is_random());
+    let mut counts = std::collections::HashMap::new();
+    for seed in 1..=300 {
+        let f = &sc.with_seed(seed).downstream.faults[0];
+        let g = &one.with_seed(seed).downstream.faults[0];
+        assert_eq!((f.from, f.until), (g.from, g.until), "seed {seed}");
+        assert_eq!(f.outcome, sc.with_seed(seed).downstream.faults[0].outcome);
+        *counts.entry(f.outcome).or_insert(0) += 1;
+    }
+    assert_eq!(counts.len(), 3, "{counts:?}");
+    for k in [FaultOutcome::Error, FaultOutcome::Hang, FaultOutcome::Slow] {
+        let n = counts[&k];
+        assert!(
+            (70..=130).contains(&n),
+            "{k:?} drawn {n} times of 300: {counts:?}"
+        );
+    }
+    // A run's figures follow its drawn outcome: a slow outage that stays
+    // under the timeout fails no call, an error outage fails some.
+    let seed_of = |k: FaultOutcome| {
+        (1..=300)
+            .find(|&s| sc.with_seed(s).downstream.faults[0].outcome == k)
+            .unwrap()
+    };
+    let failed = |seed: u64| {
+        let run = sc.with_seed(seed);
+        let r = ScenarioReport::run(run, Mode::Virtual, None, |_| {}, || {}).unwrap();
+        r.summaries[0].downstream_errors
+    };
+    assert!(failed(seed_of(FaultOutcome::Error)) > 0);
+    assert_eq!(failed(seed_of(FaultOutcome::Slow)), 0);
+    let report = RunsReport::run(sc.clone(), Mode::Virtual, 4, || {}).unwrap();
+    assert!(
+        report
+            .text()
+            .contains("outcome drawn from error, hang, slow"),
+        "{}",
+        report.text()
+    );
+    // A fault at fixed times draws its outcome too, and keeps its times.
+    let fixed = Scenario::parse(
+        "fixed.toml",
+        &outage("3s", "from = \"500ms\"\nuntil = \"1500ms\"").replacen(
+            "outcome = \"error\"",
+            "outcome = [\"error\", \"reset\"]",
+            1,
+        ),
+    )
+    .unwrap();
+    let drawn: std::collections::HashSet<_> = (1..=40)
+        .map(|s| {
+            let f = &fixed.with_seed(s).downstream.faults[0];
+            assert_eq!(
+                (f.from, f.until),
+                (Duration::from_millis(500), Duration::from_millis(1500))
+            );
+            f.outcome
+        })
+        .collect();
+    assert_eq!(drawn.len(), 2, "{drawn:?}");
+    // One outcome in a list is that outcome, fixed.
+    let single = with_outcome("[\"error\"]").unwrap();
+    assert_eq!(single.outages[0].kinds.len(), 0);
+}
+
+#[test]
+fn a_bad_outcome_list_is_named() {
+    for (outcome, says) in [
+        ("[]", "must be an outcome"),
+        ("[\"error\", \"capacity\"]", "cannot be drawn"),
+        ("[\"error\", \"error\"]", "twice"),
+        ("[\"error\", 3]", "outcome names"),
+        ("[\"error\", \"stall\"]", "\"stall\" is not one of"),
+        ("7", "must be an outcome"),
+    ] {
+        let e = with_outcome(outcome).unwrap_err().to_string();
+        assert!(
+            e.contains("downstream.faults.outcome") && e.contains(says),
+            "{outcome}: {e}"
+        );
+    }
+    // A distribution is for the outcomes that fail after their latency.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{OUTAGE}.toml"));
+    let text = std::fs::read_to_string(path).unwrap().replacen(
+        "latency = \"150ms\"        # a faulty call fails after this\noutcome = \"error\"",
+        "latency = { lognormal = { p50 = \"100ms\", p99 = \"300ms\" } }\noutcome = [\"error\", \"hang\"]",
+        1,
+    ) + "\n[client]\ntimeout = \"300ms\"\n";
+    let e = Scenario::parse("kinds.toml", &text)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("downstream.faults.latency") && e.contains("\"hang\""),
+        "{e}"
+    );
+}

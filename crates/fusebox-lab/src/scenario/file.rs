@@ -118,7 +118,9 @@ struct RawFault {
     length_dist: Option<Spanned<toml::Value>>,
     /// Every outcome but `capacity` needs it; read by [`latency`].
     latency: Option<Spanned<toml::Value>>,
-    outcome: Spanned<String>,
+    /// One outcome, or a list an outage's is drawn from: read by
+    /// [`outcomes`].
+    outcome: Spanned<toml::Value>,
     /// `capacity` only: the server's workers during the fault.
     workers: Option<Spanned<i64>>,
     replicas: Option<Spanned<Vec<i64>>>,
@@ -267,25 +269,43 @@ impl RawScenario {
                     until,
                 });
             }
-            let outcome = match r.outcome.get_ref().as_str() {
-                "error" => FaultOutcome::Error,
-                "hang" => FaultOutcome::Hang,
-                "down" => FaultOutcome::Down,
-                "reset" => FaultOutcome::Reset,
-                "slow" => FaultOutcome::Slow,
-                "capacity" => FaultOutcome::Capacity { workers: 0 },
-                "no_accept" => FaultOutcome::NoAccept,
-                other => {
+            let listed = outcomes(ctx, &r.outcome)?;
+            // A list is checked as each of its outcomes would be; the
+            // fault keeps the first's (the seed's draw replaces it below).
+            let mut keys = None;
+            for &o in &listed {
+                let k = fault_keys(ctx, f, o)?;
+                keys.get_or_insert(k);
+            }
+            let (outcome, latency, latency_dist) = keys.expect("outcomes gives at least one");
+            if listed.len() > 1 {
+                if let Some(j) = &r.jitter {
                     return Err(ctx.err(
-                        r.outcome.span(),
-                        "downstream.faults.outcome",
-                        format!(
-                            "{other:?} is not one of \"error\", \"hang\", \"down\", \"reset\", \"slow\", \"capacity\", \"no_accept\""
-                        ),
-                    ))
+                        j.span(),
+                        "downstream.faults.jitter",
+                        "a fault whose outcome is drawn from a list is an outage model: give its \
+                         start and length as onset = \"MIN..MAX\" and length = \"MIN..MAX\" \
+                         in place of jitter",
+                    ));
                 }
-            };
-            let (outcome, latency, latency_dist) = fault_keys(ctx, f, outcome)?;
+                let kinds = super::Kinds::of(&listed);
+                match outages.last_mut() {
+                    Some(o) if o.fault == k => o.kinds = kinds,
+                    _ => outages.push(super::Outage {
+                        fault: k,
+                        onset: super::DurRange {
+                            min: from,
+                            max: from,
+                        },
+                        length: super::DurRange {
+                            min: until.saturating_sub(from),
+                            max: until.saturating_sub(from),
+                        },
+                        length_dist: super::LengthDist::Uniform,
+                        kinds,
+                    }),
+                }
+            }
             // A fault's hosts are its lanes as a fleet's replicas are (a
             // scenario has one or the other, see `check`).
             let lanes = match (&r.replicas, &r.hosts) {
@@ -699,7 +719,7 @@ fn fault_keys(
     outcome: FaultOutcome,
 ) -> Result<(FaultOutcome, Duration, Option<LatencyDist>), ScenarioError> {
     let r = f.get_ref();
-    let written = r.outcome.get_ref();
+    let written = outcome.as_str();
     match (outcome, &r.latency, &r.workers) {
         (FaultOutcome::NoAccept, Some(l), _) => Err(ctx.err(
             l.span(),
@@ -1031,7 +1051,71 @@ fn outage(ctx: &Ctx<'_>, f: &Spanned<RawFault>, k: usize) -> Result<Times, Scena
         onset,
         length,
         length_dist,
+        kinds: super::Kinds::default(),
     }))
+}
+
+/// Reads a fault's `outcome`: one name, or a list of the outcomes
+/// ([`Kinds::DRAWABLE`](super::Kinds::DRAWABLE)) a run's is drawn from.
+fn outcomes(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<Vec<FaultOutcome>, ScenarioError> {
+    const KEY: &str = "downstream.faults.outcome";
+    let one = |name: &str| {
+        match name {
+        "error" => Ok(FaultOutcome::Error),
+        "hang" => Ok(FaultOutcome::Hang),
+        "down" => Ok(FaultOutcome::Down),
+        "reset" => Ok(FaultOutcome::Reset),
+        "slow" => Ok(FaultOutcome::Slow),
+        "capacity" => Ok(FaultOutcome::Capacity { workers: 0 }),
+        "no_accept" => Ok(FaultOutcome::NoAccept),
+        other => Err(ctx.err(
+            v.span(),
+            KEY,
+            format!(
+                "{other:?} is not one of \"error\", \"hang\", \"down\", \"reset\", \"slow\", \"capacity\", \"no_accept\""
+            ),
+        )),
+    }
+    };
+    match v.get_ref() {
+        toml::Value::String(name) => Ok(vec![one(name)?]),
+        toml::Value::Array(list) if !list.is_empty() => {
+            let mut out = Vec::new();
+            for x in list {
+                let Some(name) = x.as_str() else {
+                    return Err(ctx.err(
+                        v.span(),
+                        KEY,
+                        format!("a list of outcome names, not {x}"),
+                    ));
+                };
+                let o = one(name)?;
+                if !super::Kinds::DRAWABLE.contains(&o) {
+                    return Err(ctx.err(
+                        v.span(),
+                        KEY,
+                        format!(
+                            "{name:?} cannot be drawn from a list (a list takes \"error\", \"hang\", \
+                             \"down\", \"reset\", \"slow\")"
+                        ),
+                    ));
+                }
+                if out.contains(&o) {
+                    return Err(ctx.err(v.span(), KEY, format!("names {name:?} twice")));
+                }
+                out.push(o);
+            }
+            Ok(out)
+        }
+        other => Err(ctx.err(
+            v.span(),
+            KEY,
+            format!(
+                "must be an outcome such as \"error\", or a list a run's outcome is drawn \
+                 from such as [\"error\", \"hang\"], not {other}"
+            ),
+        )),
+    }
 }
 
 /// Reads a fault's `jitter` (a duration); its limits are checked with the
@@ -1113,7 +1197,7 @@ fn transport(ctx: &Ctx<'_>, d: &RawDownstream) -> Result<Transport, ScenarioErro
         if let Some(f) = d
             .faults
             .iter()
-            .find(|f| f.get_ref().outcome.get_ref() == "no_accept")
+            .find(|f| f.get_ref().outcome.get_ref().as_str() == Some("no_accept"))
         {
             return Err(ctx.err(
                 f.get_ref().outcome.span(),

@@ -341,12 +341,17 @@ pub struct Outage {
     pub length: DurRange,
     /// `length_dist`.
     pub length_dist: LengthDist,
+    /// `outcome = ["error", "hang", ..]`: the outcomes the fault's is drawn
+    /// from for each run, one as likely as another (empty: the fault's
+    /// own, as written).
+    pub kinds: Kinds,
 }
 
 impl Outage {
-    /// Whether anything in it is drawn (a range of more than one value).
+    /// Whether anything in it is drawn (a range of more than one value, or
+    /// more than one outcome).
     pub fn is_random(&self) -> bool {
-        !(self.onset.is_fixed() && self.length.is_fixed())
+        !(self.onset.is_fixed() && self.length.is_fixed() && self.kinds.len() <= 1)
     }
 
     /// The latest it can end: the latest onset plus the longest length.
@@ -360,12 +365,91 @@ impl Outage {
             LengthDist::LogUniform if !self.length.is_fixed() => " (log-uniform)",
             _ => "",
         };
-        format!("outage from {} lasting {}{dist}", self.onset, self.length)
+        let kinds = if self.kinds.len() > 1 {
+            let names: Vec<&str> = self.kinds.iter().map(FaultOutcome::as_str).collect();
+            format!(", outcome drawn from {}", names.join(", "))
+        } else {
+            String::new()
+        };
+        format!(
+            "outage from {} lasting {}{dist}{kinds}",
+            self.onset, self.length
+        )
+    }
+}
+
+/// The outcomes an outage's is drawn from: `outcome = ["error", "hang",
+/// "slow"]` (any of `error`, `hang`, `down`, `reset`, `slow`), kept in
+/// that order whatever the file's.
+///
+/// # Examples
+///
+/// ```
+/// use fusebox_lab::scenario::{FaultOutcome, Kinds};
+///
+/// let k = Kinds::of(&[FaultOutcome::Slow, FaultOutcome::Error]);
+/// assert_eq!(k.len(), 2);
+/// assert_eq!(k.iter().collect::<Vec<_>>(), [FaultOutcome::Error, FaultOutcome::Slow]);
+/// // A draw `u` in [0, 1) picks one, each as likely.
+/// assert_eq!((k.pick(0.3), k.pick(0.7)), (Some(FaultOutcome::Error), Some(FaultOutcome::Slow)));
+/// assert!(Kinds::DRAWABLE.contains(&FaultOutcome::Hang));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Kinds(u8);
+
+impl Kinds {
+    /// The outcomes a list may name, in the order a set keeps them.
+    pub const DRAWABLE: [FaultOutcome; 5] = [
+        FaultOutcome::Error,
+        FaultOutcome::Hang,
+        FaultOutcome::Down,
+        FaultOutcome::Reset,
+        FaultOutcome::Slow,
+    ];
+
+    /// The set of `outcomes` (those not [`DRAWABLE`](Self::DRAWABLE) left out).
+    pub fn of(outcomes: &[FaultOutcome]) -> Kinds {
+        let mut bits = 0;
+        for (i, k) in Self::DRAWABLE.iter().enumerate() {
+            if outcomes.contains(k) {
+                bits |= 1 << i;
+            }
+        }
+        Kinds(bits)
+    }
+
+    /// How many.
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The outcomes, in [`DRAWABLE`](Self::DRAWABLE)'s order.
+    pub fn iter(self) -> impl Iterator<Item = FaultOutcome> {
+        Self::DRAWABLE
+            .into_iter()
+            .enumerate()
+            .filter(move |(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, k)| k)
+    }
+
+    /// The one a uniform draw `u` in `[0, 1)` picks (`None`: empty).
+    pub fn pick(self, u: f64) -> Option<FaultOutcome> {
+        let n = self.len();
+        let i = ((u * n as f64) as usize).min(n.saturating_sub(1));
+        self.iter().nth(i)
     }
 }
 
 /// What the outages' draws are tagged with (beside [`JITTER_DRAW`]).
 const OUTAGE_DRAW: u64 = 0x0A7A_0000_0000;
+
+/// What the draws of an outage's outcome ([`Kinds`]) are tagged with.
+const KIND_DRAW: u64 = 0x0C1D_0000_0000;
 
 /// A fault's `jitter`: its `from` and its `until` are each moved by an
 /// independent uniform draw in `[-by, +by]` from the scenario's `seed`,
@@ -687,9 +771,14 @@ impl Scenario {
             let u = |which: u64| unit(self.seed, OUTAGE_DRAW, 2 * o.fault as u64 + which);
             let from = o.onset.at(u(0), false);
             let length = o.length.at(u(1), o.length_dist == LengthDist::LogUniform);
+            // A draw of its own: the times' draws are as they were without it.
+            let kind = o.kinds.pick(unit(self.seed, KIND_DRAW, o.fault as u64));
             if let Some(f) = self.downstream.faults.get_mut(o.fault) {
                 f.from = from;
                 f.until = from + length;
+                if let Some(k) = kind {
+                    f.outcome = k;
+                }
             }
         }
     }
