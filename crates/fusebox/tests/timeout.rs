@@ -96,3 +96,49 @@ fn error_source_chain() {
     let e: TimeoutError<std::io::Error> = TimeoutError::Elapsed(Elapsed::new(Duration::ZERO));
     assert!(e.source().is_none());
 }
+
+/// A future that is ready at its first poll never arms the timer: it runs
+/// outside any runtime (where creating a tokio timer panics).
+#[test]
+fn a_ready_future_needs_no_timer() {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut fut = std::pin::pin!(timeout(Duration::from_millis(10), async { 7 }));
+    assert_eq!(fut.as_mut().poll(&mut cx), std::task::Poll::Ready(Ok(7)));
+    #[cfg(feature = "tower")]
+    {
+        use tower::{Layer, Service};
+        let mut svc = fusebox::tower::TimeoutLayer::new(Duration::from_millis(10)).layer(
+            tower::service_fn(|x: u32| async move { Ok::<_, std::io::Error>(x + 1) }),
+        );
+        let mut call = std::pin::pin!(svc.call(1));
+        match call.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(Ok(2)) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// The deadline runs from the call, not from the first time the future
+/// waits: a call polled 60 ms late with 70 ms of work left times out at
+/// 100 ms.
+#[cfg(feature = "tower")]
+#[tokio::test(start_paused = true)]
+async fn the_deadline_runs_from_the_call_not_from_the_first_wait() {
+    use tower::{Layer, Service};
+    let mut svc = fusebox::tower::TimeoutLayer::new(Duration::from_millis(100)).layer(
+        tower::service_fn(|_: ()| async {
+            sleep(Duration::from_millis(70)).await;
+            Ok::<_, std::io::Error>(())
+        }),
+    );
+    let start = Instant::now();
+    let call = svc.call(());
+    tokio::time::advance(Duration::from_millis(60)).await;
+    let err = call.await.unwrap_err();
+    assert!(err.downcast_ref::<Elapsed>().is_some(), "{err}");
+    assert_eq!(start.elapsed(), Duration::from_millis(100));
+    // In time: answered, at 70 ms.
+    let start = Instant::now();
+    svc.call(()).await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(70));
+}

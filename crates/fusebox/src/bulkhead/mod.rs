@@ -772,7 +772,9 @@ impl Inner {
         // least one sees the other's write (store-buffering), so either the
         // waiter finds the free slot or we see it waiting and wake it.
         self.in_use.fetch_sub(1, Ordering::Release);
-        if self.max_wait().is_zero() {
+        // Relaxed: see `Bulkhead::set_max_wait` (the nanoseconds compared
+        // as they are: no Duration to build on every release).
+        if self.max_wait.load(Ordering::Relaxed) == 0 {
             // Nobody waits on a bulkhead that never waits: no handshake. (A
             // call that began waiting before `set_max_wait(0)` gives up at
             // its own deadline.)

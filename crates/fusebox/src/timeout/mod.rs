@@ -182,18 +182,90 @@ impl<E: std::error::Error + 'static> std::error::Error for TimeoutError<E> {
 }
 
 #[cfg(feature = "tokio")]
+pub(crate) use with_tokio::Deadline;
+#[cfg(feature = "tokio")]
 pub use with_tokio::{timeout, Timeout};
 
 #[cfg(feature = "tokio")]
 mod with_tokio {
     use super::{Elapsed, TimeoutError};
     use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
     use std::time::Duration;
+
+    pin_project_lite::pin_project! {
+        /// `future` with a deadline `after` from its creation. The timer is
+        /// armed only when the future first waits: one that is ready at its
+        /// first poll (the closed path of a healthy, in-process service)
+        /// reads the clock once and never touches the runtime's timer. An
+        /// answer ready at the deadline wins the tie.
+        pub(crate) struct Deadline<F> {
+            #[pin]
+            future: F,
+            #[pin]
+            sleep: Option<tokio::time::Sleep>,
+            // The start, not the deadline: the sum is left to the slow path.
+            start: tokio::time::Instant,
+            after: Duration,
+        }
+    }
+
+    impl<F> Deadline<F> {
+        /// `future` bounded by `after` from now (tokio's clock: paused time
+        /// in tests is followed).
+        pub(crate) fn new(after: Duration, future: F) -> Self {
+            Deadline {
+                future,
+                sleep: None,
+                start: tokio::time::Instant::now(),
+                after,
+            }
+        }
+
+        /// When it times out.
+        pub(crate) fn deadline(&self) -> tokio::time::Instant {
+            deadline_of(self.start, self.after)
+        }
+
+        /// The timeout it was given.
+        pub(crate) fn after(&self) -> Duration {
+            self.after
+        }
+    }
+
+    /// `start + after`, or about 30 years off when an Instant cannot hold
+    /// it (as tokio's own `sleep`).
+    fn deadline_of(start: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
+        start
+            .checked_add(after)
+            .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
+    }
+
+    impl<F: Future> Future for Deadline<F> {
+        type Output = Result<F::Output, Elapsed>;
+
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            let mut this = self.project();
+            if let Poll::Ready(v) = this.future.poll(cx) {
+                return Poll::Ready(Ok(v));
+            }
+            if this.sleep.is_none() {
+                let deadline = deadline_of(*this.start, *this.after);
+                this.sleep.set(Some(tokio::time::sleep_until(deadline)));
+            }
+            match this.sleep.as_pin_mut().map(|s| s.poll(cx)) {
+                Some(Poll::Ready(())) => Poll::Ready(Err(Elapsed::new(*this.after))),
+                _ => Poll::Pending,
+            }
+        }
+    }
 
     /// Runs `fut` with a deadline of `after`; on timeout the future is dropped.
     ///
-    /// Uses tokio's timer (needs a tokio runtime with time enabled; follows
-    /// paused time in tests).
+    /// Uses tokio's timer (needs a tokio runtime with time enabled once
+    /// `fut` waits: a future that is ready at its first poll arms no timer;
+    /// follows paused time in tests).
     ///
     /// # Errors
     ///
@@ -214,9 +286,7 @@ mod with_tokio {
     /// # }
     /// ```
     pub async fn timeout<F: Future>(after: Duration, fut: F) -> Result<F::Output, Elapsed> {
-        tokio::time::timeout(after, fut)
-            .await
-            .map_err(|_| Elapsed::new(after))
+        Deadline::new(after, fut).await
     }
 
     /// A timeout policy: a fixed deadline for every call it wraps.

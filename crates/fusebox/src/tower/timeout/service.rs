@@ -116,15 +116,20 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    /// The deadline runs from here; the timer is armed only when the
+    /// response first waits, so an answer that is ready at once costs one
+    /// clock reading and no timer.
+    ///
     /// # Panics
     ///
-    /// Outside a tokio runtime with the time driver enabled (the timer is
-    /// created here), like tower's own timeout.
+    /// The response future, when it first waits outside a tokio runtime
+    /// with the time driver enabled (the timer is armed then), like
+    /// tower's own timeout.
     // Not inlined: the caller's future then gets this one written straight
     // into its place, instead of built aside and copied in.
     #[inline(never)]
     fn call(&mut self, request: Request) -> Self::Future {
         let response = self.inner.call(request);
-        ResponseFuture::new(response, tokio::time::sleep(self.timeout), self.timeout)
+        ResponseFuture::new(crate::timeout::Deadline::new(self.timeout, response))
     }
 }
