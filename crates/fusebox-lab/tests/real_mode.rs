@@ -51,13 +51,17 @@ fn real_run_accounts_for_every_request() {
 #[ignore = "real time: ~20 s, timing depends on machine load"]
 fn real_mode_matches_virtual_mode() {
     for sc in &Scenario::embedded() {
-        assert_real_agrees_with_virtual(sc);
+        assert_real_agrees_with_virtual(sc, Duration::from_millis(30));
     }
 }
 
 /// The article's two experiments over HTTP (`seed000-50rps-http.toml`,
 /// `seed000-100rps-http.toml`: a server process on 127.0.0.1, reqwest with a
-/// pool of 8) against virtual mode, within the same bounds (~20 s):
+/// pool of 8) against virtual mode (~20 s): counts within ±5, transitions
+/// within ±15 ms. Virtual mode models the hop's cost per call (`[downstream]
+/// overhead = "2ms"`), so the open periods that end exactly on an arrival
+/// end after it in both modes; on a quiet machine the transitions agree
+/// within a few ms, which leaves the bound some room for a loaded one:
 /// `cargo test --release -p fusebox-lab -- --ignored http`.
 #[test]
 #[ignore = "real time: ~20 s, timing depends on machine load"]
@@ -67,7 +71,7 @@ fn http_transport_matches_virtual_mode() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("scenarios")
             .join(format!("{name}.toml"));
-        assert_real_agrees_with_virtual(&Scenario::load(&path).unwrap());
+        assert_real_agrees_with_virtual(&Scenario::load(&path).unwrap(), Duration::from_millis(15));
     }
 }
 
@@ -113,11 +117,14 @@ fn http_text(duration: &str, keys: &str, [from, until, latency]: [&str; 3]) -> S
         .replace("latency = \"150ms\"", &format!("latency = {latency:?}"))
 }
 
-/// Real mode's counts within ±5 of virtual mode's, transitions within ±30 ms.
-fn assert_real_agrees_with_virtual(sc: &Scenario) {
+/// Real mode's counts within ±5 of virtual mode's, transitions within
+/// ±`within`; prints both, and each transition's difference.
+fn assert_real_agrees_with_virtual(sc: &Scenario, within: Duration) {
     for spec in &sc.strategies {
         let v = Summary::of(sc, &engine::run(sc, spec, Mode::Virtual, None).unwrap());
-        let r = Summary::of(sc, &engine::run(sc, spec, Mode::Real, None).unwrap());
+        let real = engine::run(sc, spec, Mode::Real, None).unwrap();
+        print_call_overhead(sc, &real);
+        let r = Summary::of(sc, &real);
         let counts = |s: &Summary| {
             [
                 s.downstream_calls,
@@ -149,12 +156,35 @@ fn assert_real_agrees_with_virtual(sc: &Scenario) {
                 a.from, a.to, a.at, b.at, d
             );
             assert_eq!((a.from, a.to), (b.from, b.to));
-            assert!(
-                d <= Duration::from_millis(30),
-                "{}: {a:?} vs {b:?}",
-                spec.name
-            );
+            assert!(d <= within, "{}: {a:?} vs {b:?}", spec.name);
         }
+    }
+}
+
+/// How much longer than the dependency's latency a real run's calls took
+/// (the HTTP hop's own cost, over HTTP; what `[downstream] overhead` models
+/// in virtual mode): its median and largest, against the plan of the
+/// downstream alone (the overhead aside) for each call's start. Cancelled
+/// and timed-out calls are left out.
+fn print_call_overhead(sc: &Scenario, real: &engine::RunResult) {
+    let mut extra: Vec<Duration> = real
+        .calls
+        .iter()
+        .filter(|c| !c.cancelled)
+        .filter_map(|c| {
+            let plan = sc.downstream.plan(c.start, sc.client.timeout);
+            let took = c.end.checked_sub(c.start)?;
+            (plan.result == c.result && c.result != scenario::CallResult::Timeout)
+                .then(|| took.saturating_sub(plan.duration))
+        })
+        .collect();
+    extra.sort_unstable();
+    if let (Some(median), Some(max)) = (extra.get(extra.len() / 2), extra.last()) {
+        println!(
+            "  real calls over their latency: median {median:?}, max {max:?} ({} calls; modelled: {:?})",
+            extra.len(),
+            sc.downstream.overhead()
+        );
     }
 }
 
