@@ -51,17 +51,18 @@ fn real_run_accounts_for_every_request() {
 #[ignore = "real time: ~20 s, timing depends on machine load"]
 fn real_mode_matches_virtual_mode() {
     for sc in &Scenario::embedded() {
-        assert_real_agrees_with_virtual(sc, Duration::from_millis(30));
+        assert_real_agrees_with_virtual(sc);
     }
 }
 
 /// The article's two experiments over HTTP (`seed000-50rps-http.toml`,
 /// `seed000-100rps-http.toml`: a server process on 127.0.0.1, reqwest with a
-/// pool of 8) against virtual mode (~20 s): counts within ±5, transitions
-/// within ±15 ms. Virtual mode models the hop's cost per call (`[downstream]
-/// overhead = "2ms"`), so the open periods that end exactly on an arrival
-/// end after it in both modes; on a quiet machine the transitions agree
-/// within a few ms, which leaves the bound some room for a loaded one:
+/// pool of 8) against virtual mode, within the same bounds (~20 s).
+/// Virtual mode models the hop's cost per call (`[downstream] overhead =
+/// "2ms"`), so an open period that ends exactly on an arrival ends after it
+/// in both modes, and on a quiet machine the transitions agree within a few
+/// ms; the bound leaves room for a loaded machine, where a single call
+/// delayed by the scheduler moves a transition by that much:
 /// `cargo test --release -p fusebox-lab -- --ignored http`.
 #[test]
 #[ignore = "real time: ~20 s, timing depends on machine load"]
@@ -71,7 +72,7 @@ fn http_transport_matches_virtual_mode() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("scenarios")
             .join(format!("{name}.toml"));
-        assert_real_agrees_with_virtual(&Scenario::load(&path).unwrap(), Duration::from_millis(15));
+        assert_real_agrees_with_virtual(&Scenario::load(&path).unwrap());
     }
 }
 
@@ -117,9 +118,9 @@ fn http_text(duration: &str, keys: &str, [from, until, latency]: [&str; 3]) -> S
         .replace("latency = \"150ms\"", &format!("latency = {latency:?}"))
 }
 
-/// Real mode's counts within ±5 of virtual mode's, transitions within
-/// ±`within`; prints both, and each transition's difference.
-fn assert_real_agrees_with_virtual(sc: &Scenario, within: Duration) {
+/// Real mode's counts within ±5 of virtual mode's, transitions within ±30
+/// ms; prints both, and each transition's difference.
+fn assert_real_agrees_with_virtual(sc: &Scenario) {
     for spec in &sc.strategies {
         let v = Summary::of(sc, &engine::run(sc, spec, Mode::Virtual, None).unwrap());
         let real = engine::run(sc, spec, Mode::Real, None).unwrap();
@@ -156,7 +157,11 @@ fn assert_real_agrees_with_virtual(sc: &Scenario, within: Duration) {
                 a.from, a.to, a.at, b.at, d
             );
             assert_eq!((a.from, a.to), (b.from, b.to));
-            assert!(d <= within, "{}: {a:?} vs {b:?}", spec.name);
+            assert!(
+                d <= Duration::from_millis(30),
+                "{}: {a:?} vs {b:?}",
+                spec.name
+            );
         }
     }
 }
