@@ -1046,6 +1046,16 @@ fn http_overhead_parses_defaults_to_zero_and_shifts_virtual_calls() {
     use fusebox_lab::scenario::CallResult;
     assert_eq!(timed("151ms"), (ms(151), CallResult::Timeout));
     assert_eq!(timed("152ms"), (ms(152), CallResult::Error));
+
+    // The virtual report's header says what it added; without it, nothing.
+    let header = |sc: Scenario| {
+        let r = fusebox_lab::report::ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
+            .unwrap();
+        let text = fusebox_lab::report::table::render_scenario(&r);
+        text.lines().next().unwrap().to_string()
+    };
+    assert!(header(over).contains("5ms healthy + 2ms HTTP overhead per call"));
+    assert!(!header(http).contains("overhead"));
 }
 
 /// `outcome = "no_accept"`: over HTTP only, without a latency (the
