@@ -20,7 +20,10 @@
 //! whose client's pool is modelled has a `pool` key in each strategy's JSON.
 //! `seed000-50rps-outage.toml` (an outage model: onset and length drawn
 //! from ranges) was pinned when it was added, at its file's seed; its JSON
-//! has a `seed` for the fault too.
+//! has a `seed` for the fault too. `seed000-50rps-http.toml`,
+//! `seed000-100rps-http.toml` and `down-http.toml` were pinned again when they took up
+//! `[downstream] overhead = "2ms"` (in virtual mode each of their calls
+//! takes 2 ms longer, and what follows from that).
 
 use fusebox_lab::cli::sweep;
 use fusebox_lab::engine::Mode;

@@ -914,6 +914,7 @@ fn http_transport_keys_load_and_bad_ones_are_named() {
             pool_max_idle: 3,
             connect_timeout: Duration::from_millis(250),
             pool_max: Some(2),
+            overhead: Duration::ZERO,
         })
     );
     let cases = [
@@ -961,6 +962,100 @@ fn http_transport_keys_load_and_bad_ones_are_named() {
         assert_eq!(e.line, Some(line_of(&text, prefix)), "{e}");
         assert!(e.message.contains(message), "{e}");
     }
+}
+
+/// `[downstream] overhead`: an HTTP key, zero unless set, a duration of at
+/// most 1 s; in virtual mode every call takes exactly that much longer
+/// (its result unchanged), the client's timeout still cutting the sum.
+#[test]
+fn http_overhead_parses_defaults_to_zero_and_shifts_virtual_calls() {
+    use fusebox_lab::engine::{self, Mode};
+    use fusebox_lab::scenario::Transport;
+    let with = |keys: &str| base().replace("[downstream]", &format!("[downstream]\n{keys}"));
+    let http = Scenario::parse("x.toml", &with("transport = \"http\"")).unwrap();
+    let over =
+        Scenario::parse("x.toml", &with("transport = \"http\"\noverhead = \"2ms\"")).unwrap();
+    let ms = Duration::from_millis;
+    let Transport::Http(config) = http.downstream.transport else {
+        panic!("not http: {:?}", http.downstream.transport)
+    };
+    assert_eq!(
+        (config.overhead, http.downstream.overhead()),
+        (Duration::ZERO, Duration::ZERO)
+    );
+    assert_eq!(over.downstream.overhead(), ms(2));
+    let cases = [
+        ("overhead = \"2ms\"", "needs transport"),
+        ("transport = \"http\"\noverhead = \"-2ms\"", "negative"),
+        ("transport = \"http\"\noverhead = \"fast\"", "fast"),
+        ("transport = \"http\"\noverhead = 2", "must be a duration"),
+        ("transport = \"http\"\noverhead = \"2s\"", "at most 1s"),
+    ];
+    for (keys, message) in cases {
+        let text = with(keys);
+        let e = error_of(&text);
+        assert_eq!(e.key.as_deref(), Some("downstream.overhead"), "{keys}: {e}");
+        assert_eq!(e.line, Some(line_of(&text, "overhead")), "{keys}: {e}");
+        assert!(e.message.contains(message), "{keys}: {e}");
+    }
+
+    // One strategy, no breaker: call for call, the same start, the same
+    // result, and an end exactly 2 ms later (the fault's 150 ms calls and
+    // the healthy 5 ms ones alike; the workers are never short of idle
+    // ones at 50 req/s, so the starts do not move).
+    let none = &http.strategies[0];
+    let a = engine::run(&http, none, Mode::Virtual, None).unwrap();
+    let b = engine::run(&over, &over.strategies[0], Mode::Virtual, None).unwrap();
+    assert_eq!(a.calls.len(), b.calls.len());
+    assert!(a.calls.iter().any(|c| !c.result.is_ok()));
+    for (x, y) in a.calls.iter().zip(&b.calls) {
+        assert_eq!(
+            (x.request, x.start, x.result),
+            (y.request, y.start, y.result)
+        );
+        assert_eq!(
+            y.end - y.start,
+            x.end - x.start + ms(2),
+            "call at {:?}",
+            x.start
+        );
+    }
+    // Without the HTTP transport's key, virtual mode is as before.
+    let plain = Scenario::parse("x.toml", &base()).unwrap();
+    let p = engine::run(&plain, &plain.strategies[0], Mode::Virtual, None).unwrap();
+    assert!(p
+        .calls
+        .iter()
+        .zip(&a.calls)
+        .all(|(x, y)| (x.start, x.end) == (y.start, y.end)));
+
+    // The client's timeout cuts the sum: a 150 ms failure with 2 ms of
+    // overhead under a 151 ms timeout times out at 151 ms; at 152 ms it
+    // fails as before, 2 ms later.
+    let timed = |t: &str| {
+        let text = with("transport = \"http\"\noverhead = \"2ms\"").replacen(
+            "[[strategy]]",
+            &format!("[client]\ntimeout = \"{t}\"\n\n[[strategy]]"),
+            1,
+        );
+        let sc = Scenario::parse("x.toml", &text).unwrap();
+        let r = engine::run(&sc, &sc.strategies[0], Mode::Virtual, None).unwrap();
+        let c = *r.calls.iter().find(|c| c.start == ms(500)).unwrap();
+        (c.end - c.start, c.result)
+    };
+    use fusebox_lab::scenario::CallResult;
+    assert_eq!(timed("151ms"), (ms(151), CallResult::Timeout));
+    assert_eq!(timed("152ms"), (ms(152), CallResult::Error));
+
+    // The virtual report's header says what it added; without it, nothing.
+    let header = |sc: Scenario| {
+        let r = fusebox_lab::report::ScenarioReport::run(sc, Mode::Virtual, None, |_| {}, || {})
+            .unwrap();
+        let text = fusebox_lab::report::table::render_scenario(&r);
+        text.lines().next().unwrap().to_string()
+    };
+    assert!(header(over).contains("5ms healthy + 2ms HTTP overhead per call"));
+    assert!(!header(http).contains("overhead"));
 }
 
 /// `outcome = "no_accept"`: over HTTP only, without a latency (the

@@ -14,6 +14,10 @@
 //!   index order).
 //! - with `[request] critical`, a worker that takes a request is on its
 //!   critical call that long before its guarded call starts.
+//! - with `transport = "http"` and `[downstream] overhead`, every call takes
+//!   that much longer than the dependency's answer (the HTTP hop's own
+//!   cost, which real mode pays for real); the client's timeout cuts the
+//!   sum.
 //!
 //! Before every admission and verdict the run's [`fusebox::ManualClock`] is set
 //! to the event time, so fusebox sees exactly the simulated time.
@@ -22,7 +26,7 @@ use super::fleet_virtual::VirtualFleet;
 use super::rules::{end_call, queue_admits, start_attempt, start_hedge, Next};
 use super::{CallRecord, FleetRun, RequestRecord, RunResult};
 use crate::guard::{self, Breakers, LabClock, Ticket};
-use crate::scenario::{CallResult, Pool, PoolPlan, Scenario, ServerQueue, StrategySpec};
+use crate::scenario::{CallPlan, CallResult, Pool, PoolPlan, Scenario, ServerQueue, StrategySpec};
 use fusebox::hedge::Hedge;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -286,10 +290,29 @@ pub(super) fn run(scenario: &Scenario, spec: &StrategySpec, name: &str) -> RunRe
                     let timeout = scenario.client.timeout;
                     let lane = ticket.host().unwrap_or(r);
                     let draw = scenario.draw(request, req.attempts);
-                    let mut answer = |at: Duration, left: Option<Duration>| match server.as_mut() {
-                        Some(s) => s.plan(at, left),
-                        None if at == t => plan,
-                        None => scenario.downstream.plan_with(lane, at, left, draw),
+                    // The HTTP hop's own cost (`[downstream] overhead`) is
+                    // part of the call: the dependency's answer is cut at
+                    // what the client's timeout leaves after it.
+                    let overhead = scenario.downstream.overhead();
+                    let mut answer = |at: Duration, left: Option<Duration>| {
+                        let inner = match left {
+                            Some(l) if l < overhead => {
+                                return CallPlan {
+                                    duration: l,
+                                    result: CallResult::Timeout,
+                                }
+                            }
+                            left => left.map(|l| l - overhead),
+                        };
+                        let plan = match server.as_mut() {
+                            Some(s) => s.plan(at, inner),
+                            None if at == t && overhead.is_zero() => plan,
+                            None => scenario.downstream.plan_with(lane, at, inner, draw),
+                        };
+                        CallPlan {
+                            duration: plan.duration + overhead,
+                            ..plan
+                        }
                     };
                     let pooled = match pool.as_mut() {
                         Some(p) => p.call(&scenario.downstream, lane, t, timeout, answer),

@@ -187,11 +187,21 @@ pub fn render_scenario(report: &ScenarioReport) -> String {
             format!("{percent}% of calls {}", format_duration(t.latency))
         })
         .collect();
-    let tail = if tail.is_empty() {
+    let mut tail = if tail.is_empty() {
         String::new()
     } else {
         format!(" ({})", tail.join(", "))
     };
+    // The HTTP hop's cost, which virtual mode adds to every call (real
+    // mode pays it for real).
+    let overhead = sc.downstream.overhead();
+    if report.mode == crate::engine::Mode::Virtual && !overhead.is_zero() {
+        let _ = write!(
+            tail,
+            " + {} HTTP overhead per call",
+            format_duration(overhead)
+        );
+    }
     let _ = writeln!(
         out,
         "== {} ({mode}): {} requests at {}/s, {} workers, downstream {} healthy{tail}, {}",

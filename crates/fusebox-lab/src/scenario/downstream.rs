@@ -592,6 +592,13 @@ pub struct HttpConfig {
     /// has none: it opens a connection whenever no idle one is free).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool_max: Option<usize>,
+    /// `overhead`: what the HTTP hop itself costs a call (the client's
+    /// request and the server's answer on loopback), on top of the
+    /// downstream's latency; 0 by default. Virtual mode adds it to every
+    /// call ([`Downstream::overhead`]); real mode ignores it, since its
+    /// calls pay the hop for real.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub overhead: Duration,
 }
 
 impl Default for HttpConfig {
@@ -600,6 +607,7 @@ impl Default for HttpConfig {
             pool_max_idle: 8,
             connect_timeout: Duration::from_secs(1),
             pool_max: None,
+            overhead: Duration::ZERO,
         }
     }
 }
@@ -847,6 +855,31 @@ impl Downstream {
             }
         }
         None
+    }
+
+    /// What virtual mode adds to every call for the HTTP hop: `[downstream]
+    /// overhead` with `transport = "http"`, else zero ([`HttpConfig::overhead`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::{Downstream, HttpConfig, Transport};
+    /// use std::time::Duration;
+    ///
+    /// let ms = Duration::from_millis;
+    /// let config = HttpConfig { overhead: ms(2), ..HttpConfig::default() };
+    /// let mut d = Downstream { latency: ms(5), latency_dist: None, tail: vec![],
+    ///                          faults: vec![], transport: Transport::Http(config),
+    ///                          server: None };
+    /// assert_eq!(d.overhead(), ms(2));
+    /// d.transport = Transport::Call;
+    /// assert_eq!(d.overhead(), Duration::ZERO);
+    /// ```
+    pub fn overhead(&self) -> Duration {
+        match self.transport {
+            Transport::Http(c) => c.overhead,
+            Transport::Call => Duration::ZERO,
+        }
     }
 
     /// The fault active at `start`, if any (for replica 0: the only one

@@ -77,6 +77,8 @@ struct RawDownstream {
     pool_max_idle: Option<Spanned<i64>>,
     pool_max: Option<Spanned<i64>>,
     connect_timeout: Option<Spanned<Dur>>,
+    /// Read by [`transport`], so that any bad value is named by its full key.
+    overhead: Option<Spanned<toml::Value>>,
     server: Option<Spanned<RawServer>>,
     #[serde(default)]
     tail: Vec<Spanned<RawTail>>,
@@ -1194,6 +1196,9 @@ fn transport(ctx: &Ctx<'_>, d: &RawDownstream) -> Result<Transport, ScenarioErro
         if let Some(p) = &d.pool_max {
             return Err(ctx.err(p.span(), "downstream.pool_max", NEEDS_HTTP));
         }
+        if let Some(o) = &d.overhead {
+            return Err(ctx.err(o.span(), "downstream.overhead", NEEDS_HTTP));
+        }
         if let Some(f) = d
             .faults
             .iter()
@@ -1228,8 +1233,27 @@ fn transport(ctx: &Ctx<'_>, d: &RawDownstream) -> Result<Transport, ScenarioErro
         }
         config.connect_timeout = t;
     }
+    if let Some(o) = &d.overhead {
+        let t = o
+            .get_ref()
+            .as_str()
+            .ok_or_else(|| format!("must be a duration such as \"2ms\", not {}", o.get_ref()))
+            .and_then(super::duration::parse_value)
+            .and_then(|t| {
+                if t > MAX_OVERHEAD {
+                    Err("must be at most 1s (the HTTP hop's own cost per call)".to_string())
+                } else {
+                    Ok(t)
+                }
+            })
+            .map_err(|e| ctx.err(o.span(), "downstream.overhead", e))?;
+        config.overhead = t;
+    }
     Ok(Transport::Http(config))
 }
+
+/// The largest `[downstream] overhead`: a hop's cost per call, not a latency.
+const MAX_OVERHEAD: Duration = Duration::from_secs(1);
 
 const NEEDS_HTTP: &str = "is a key of the HTTP transport: needs transport = \"http\"";
 
