@@ -181,7 +181,7 @@ impl<E: std::error::Error + 'static> std::error::Error for TimeoutError<E> {
     }
 }
 
-#[cfg(feature = "tokio")]
+#[cfg(all(feature = "tokio", feature = "tower"))]
 pub(crate) use with_tokio::Deadline;
 #[cfg(feature = "tokio")]
 pub use with_tokio::{timeout, Timeout};
@@ -224,11 +224,13 @@ mod with_tokio {
         }
 
         /// When it times out.
+        #[cfg(feature = "tower")]
         pub(crate) fn deadline(&self) -> tokio::time::Instant {
             deadline_of(self.start, self.after)
         }
 
         /// The timeout it was given.
+        #[cfg(feature = "tower")]
         pub(crate) fn after(&self) -> Duration {
             self.after
         }
