@@ -465,6 +465,9 @@ fn verify(sc: &Scenario, space: &Space, best: &Candidate, seed: u64) -> Result<S
         sc = f.apply(&sc);
     }
     let spec = space.spec(&best.point, "chosen".into())?;
+    // The chosen settings alone: the file's own strategies are not run
+    // (nor checked for real mode: a shared fleet's peers cannot be).
+    sc.strategies = vec![spec.clone()];
     let outage = sc.fault_span();
     let real = Summary::of(&sc, &engine::run(&sc, &spec, Mode::Real, None)?);
     let virt = Summary::of(&sc, &engine::run(&sc, &spec, Mode::Virtual, None)?);
