@@ -87,6 +87,44 @@ impl<T> Swap<T> {
     }
 }
 
+/// An optional value replaced whole and read lock-free, empty without an
+/// allocation: `arc_swap::ArcSwapOption` (a null pointer while empty), a
+/// mutex under loom (see [`Swap`]).
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct SwapOption<T>(arc_swap::ArcSwapOption<T>);
+
+#[cfg(not(loom))]
+impl<T> SwapOption<T> {
+    pub(crate) fn empty() -> Self {
+        SwapOption(arc_swap::ArcSwapOption::empty())
+    }
+    /// The current value; a later `store` does not change what it points at.
+    pub(crate) fn load(&self) -> arc_swap::Guard<Option<std::sync::Arc<T>>> {
+        self.0.load()
+    }
+    pub(crate) fn store(&self, value: Option<std::sync::Arc<T>>) {
+        self.0.store(value)
+    }
+}
+
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct SwapOption<T>(Mutex<Option<std::sync::Arc<T>>>);
+
+#[cfg(loom)]
+impl<T> SwapOption<T> {
+    pub(crate) fn empty() -> Self {
+        SwapOption(Mutex::new(None))
+    }
+    pub(crate) fn load(&self) -> Option<std::sync::Arc<T>> {
+        lock(&self.0).clone()
+    }
+    pub(crate) fn store(&self, value: Option<std::sync::Arc<T>>) {
+        *lock(&self.0) = value;
+    }
+}
+
 /// One step of a short wait for another thread (a model-checker yield under loom).
 pub(crate) fn spin_wait() {
     #[cfg(loom)]
