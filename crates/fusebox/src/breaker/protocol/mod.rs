@@ -21,8 +21,6 @@ use crate::sync::{
 };
 use std::fmt;
 use std::sync::Arc;
-#[cfg(feature = "fleet")]
-use std::sync::OnceLock;
 use std::time::Duration;
 
 #[cfg(feature = "fleet")]
@@ -223,7 +221,7 @@ pub(crate) struct Core {
     probes_dropped: AtomicU64,
     /// Cumulative closed-state verdicts, once something asked for them.
     #[cfg(feature = "fleet")]
-    tally: OnceLock<Box<TallyCells>>,
+    tally: crate::sync::LazyBox<TallyCells>,
     /// `generation + 1` of a closed period whose rules' cells were found
     /// settled (a count window full of plain successes), or 0: lets such a
     /// success settle without the settings (see [`Core::window_full`]).
@@ -280,7 +278,7 @@ impl Core {
             half_open_asks: AtomicU64::new(0),
             probes_dropped: AtomicU64::new(0),
             #[cfg(feature = "fleet")]
-            tally: OnceLock::new(),
+            tally: crate::sync::LazyBox::new(),
             full: AtomicU64::new(0),
         }
     }
