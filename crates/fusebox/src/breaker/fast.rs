@@ -200,7 +200,7 @@ pub(crate) struct Inner {
     /// A recent reading of the breaker's time (at most [`SEEN_STEP`] behind
     /// the newest), against which backward jumps are detected.
     seen: AtomicU64,
-    pub(crate) name: Option<String>,
+    pub(crate) name: Option<Box<str>>,
 }
 
 impl fmt::Debug for Inner {
@@ -239,7 +239,7 @@ impl Inner {
             hook: SwapOption::empty(),
             offset: AtomicU64::new(0),
             seen: AtomicU64::new(start),
-            name,
+            name: name.map(String::into_boxed_str),
         };
         inner.set_path();
         inner
