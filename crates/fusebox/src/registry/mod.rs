@@ -482,7 +482,7 @@ struct Inner {
     budget: usize,
     clock: Option<SharedClock>,
     observers: Vec<Arc<dyn Observer>>,
-    breakers: RwLock<BTreeMap<String, (CircuitBreaker, Tags)>>,
+    breakers: RwLock<BTreeMap<Box<str>, (CircuitBreaker, Tags)>>,
     bulkheads: Table<Bulkhead>,
     #[cfg(feature = "ratelimit")]
     rate_limiters: Table<crate::ratelimit::RateLimiter>,
@@ -640,7 +640,7 @@ impl Fusebox {
             if let Some((b, _)) = map.get(name) {
                 return b.clone(); // another thread built it first: theirs
             }
-            map.insert(name.to_owned(), (built.clone(), entry.tags.clone()));
+            map.insert(name.into(), (built.clone(), entry.tags.clone()));
         }
         for o in &self.inner.observers {
             o.breaker_added(name, &entry.tags, &built);
@@ -673,7 +673,10 @@ impl Fusebox {
     /// assert_eq!(fusebox.names(), ["a", "b"]);
     /// ```
     pub fn names(&self) -> Vec<String> {
-        read(&self.inner.breakers).keys().cloned().collect()
+        read(&self.inner.breakers)
+            .keys()
+            .map(|n| n.to_string())
+            .collect()
     }
 
     /// Every breaker with its tags and [`Snapshot`], sorted by name.
@@ -691,7 +694,7 @@ impl Fusebox {
     pub fn snapshot(&self) -> Vec<BreakerStatus> {
         let all: Vec<_> = read(&self.inner.breakers)
             .iter()
-            .map(|(n, (b, t))| (n.clone(), b.clone(), t.clone()))
+            .map(|(n, (b, t))| (n.to_string(), b.clone(), t.clone()))
             .collect();
         all.into_iter()
             .map(|(name, breaker, tags)| BreakerStatus {
@@ -1102,7 +1105,7 @@ impl Fusebox {
         read(&self.inner.breakers)
             .iter()
             .filter(|(_, (_, tags))| tags.get(key).map(String::as_str) == Some(value))
-            .map(|(name, _)| name.clone())
+            .map(|(name, _)| name.to_string())
             .collect()
     }
 
@@ -1248,7 +1251,7 @@ impl Fusebox {
         );
         let breakers: Vec<_> = read(&self.inner.breakers)
             .iter()
-            .map(|(n, (b, t))| (n.clone(), b.clone(), t.clone()))
+            .map(|(n, (b, t))| (n.to_string(), b.clone(), t.clone()))
             .collect();
         for (name, breaker, tags) in breakers {
             if removed_breakers.contains(&name) {
@@ -1257,7 +1260,7 @@ impl Fusebox {
             let entry = config.breaker_config(&name);
             let mut changed = apply(&breaker, &entry.settings) == Reconfigured::Applied;
             if entry.tags != tags {
-                if let Some(slot) = write(&self.inner.breakers).get_mut(&name) {
+                if let Some(slot) = write(&self.inner.breakers).get_mut(name.as_str()) {
                     slot.1 = entry.tags.clone();
                 }
                 changed = true;
