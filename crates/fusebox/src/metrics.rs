@@ -112,6 +112,7 @@
 use crate::observe::{Observer, Tags};
 use crate::policy::{FigureKind, Inspect};
 use crate::retry::RetryBudget;
+use crate::sync::LazyBox;
 use crate::sync::{lock, Mutex};
 use crate::{
     Builder, Bulkhead, CallEvent, CircuitBreaker, ConfigError, Listener, Outcome, Rejected, State,
@@ -129,7 +130,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc; // std even under loom: not modelled, and loom's Arc cannot hold `dyn` or be a `self` type
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The calls a [`Metrics`] times for its duration histogram unless told
@@ -259,6 +259,19 @@ struct Series {
 }
 
 impl Series {
+    #[inline]
+    fn call(&self, c: &CallEvent) {
+        self.count(match c.outcome {
+            Outcome::Success => 0,
+            Outcome::Failure => 1,
+            Outcome::Ignore => 2,
+        });
+        if c.timed {
+            self.durations.observe(c.duration);
+        }
+    }
+
+    #[inline]
     fn count(&self, outcome: usize) {
         // Relaxed: independent counters read once per scrape; no other
         // memory is published through them.
@@ -272,7 +285,7 @@ impl Series {
 #[derive(Debug)]
 struct Entry {
     name: Box<str>,
-    series: OnceLock<Box<Series>>,
+    series: LazyBox<Series>,
 }
 
 impl Entry {
@@ -289,6 +302,13 @@ impl Entry {
     #[inline(never)]
     fn first_event(&self) -> &Series {
         self.series.get_or_init(Box::default)
+    }
+
+    /// The first call of the name's listeners (or one racing with it).
+    #[cold]
+    #[inline(never)]
+    fn first_call(&self, c: &CallEvent) {
+        self.first_event().call(c);
     }
 }
 
@@ -607,7 +627,7 @@ impl Metrics {
             None => {
                 let e = Arc::new(Entry {
                     name: name.into(),
-                    series: OnceLock::new(),
+                    series: LazyBox::new(),
                 });
                 counted.insert(ByName(Arc::clone(&e)));
                 e
@@ -1026,14 +1046,10 @@ impl Listener for MetricsListener {
     }
 
     fn on_call(&self, c: &CallEvent) {
-        let series = self.entry.series();
-        series.count(match c.outcome {
-            Outcome::Success => 0,
-            Outcome::Failure => 1,
-            Outcome::Ignore => 2,
-        });
-        if c.timed {
-            series.durations.observe(c.duration);
+        match self.entry.series.get() {
+            Some(series) => series.call(c),
+            // A call of its own, so that the path above saves no register.
+            None => self.entry.first_call(c),
         }
     }
 
