@@ -90,11 +90,11 @@ impl<T> Swap<T> {
 /// An optional value replaced whole and read lock-free, empty without an
 /// allocation: `arc_swap::ArcSwapOption` (a null pointer while empty), a
 /// mutex under loom (see [`Swap`]).
-#[cfg(not(loom))]
+#[cfg(all(not(loom), feature = "fleet"))]
 #[derive(Debug)]
 pub(crate) struct SwapOption<T>(arc_swap::ArcSwapOption<T>);
 
-#[cfg(not(loom))]
+#[cfg(all(not(loom), feature = "fleet"))]
 impl<T> SwapOption<T> {
     pub(crate) fn empty() -> Self {
         SwapOption(arc_swap::ArcSwapOption::empty())
@@ -108,11 +108,11 @@ impl<T> SwapOption<T> {
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(loom, feature = "fleet"))]
 #[derive(Debug)]
 pub(crate) struct SwapOption<T>(Mutex<Option<std::sync::Arc<T>>>);
 
-#[cfg(loom)]
+#[cfg(all(loom, feature = "fleet"))]
 impl<T> SwapOption<T> {
     pub(crate) fn empty() -> Self {
         SwapOption(Mutex::new(None))
