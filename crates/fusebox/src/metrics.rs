@@ -279,13 +279,18 @@ impl Series {
     }
 }
 
-/// A breaker name counted by listeners: its [`Series`], made at the first
-/// event of one of them, so that an idle breaker keeps a name and a
-/// pointer, not a histogram. Until then a scrape writes its series at 0.
+/// A breaker name: its [`Series`] if listeners count it, made at the first
+/// event of one of them (so that an idle breaker keeps a name and a
+/// pointer, not a histogram; until then a scrape writes its series at 0),
+/// and the breaker whose gauges are exported under it, if tracked.
 #[derive(Debug)]
 struct Entry {
     name: Box<str>,
     series: LazyBox<Series>,
+    /// Whether a listener counts the name (its series are exported).
+    /// Written and read under the lock of [`Shared::entries`].
+    counted: std::sync::atomic::AtomicBool,
+    tracked: Mutex<Option<Tracked>>,
 }
 
 impl Entry {
@@ -402,10 +407,10 @@ pub struct Metrics {
 struct Shared {
     /// Whether this set of families is exported: see [`Registration`].
     registration: Registration,
-    /// The names listeners count, each with its series once it has had
-    /// an event.
-    counted: Mutex<std::collections::BTreeSet<ByName>>,
-    tracked: Mutex<BTreeMap<Box<str>, Tracked>>,
+    /// The names listeners count or breakers are tracked under, one entry
+    /// each (entries are never removed while a listener counts the name:
+    /// counters must not go back).
+    entries: Mutex<std::collections::BTreeSet<ByName>>,
     /// Every other policy, read through [`Inspect`], by kind and name.
     inspected: Mutex<BTreeMap<PolicyKey, Arc<dyn Inspect>>>,
     policies: Mutex<BTreeMap<String, TrackedPolicy>>,
@@ -461,14 +466,20 @@ struct TrackedPolicy {
     budget: Option<RetryBudget>,
 }
 
+#[derive(Debug)]
 struct Tracked {
     breaker: CircuitBreaker,
-    tags: Tags,
+    /// `None` for no tags (most breakers): a pointer, not a map.
+    tags: Option<Box<Tags>>,
 }
 
 impl fmt::Debug for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<Box<str>> = lock(&self.shared.tracked).keys().cloned().collect();
+        let names: Vec<Box<str>> = lock(&self.shared.entries)
+            .iter()
+            .filter(|e| lock(&e.0.tracked).is_some())
+            .map(|e| e.0.name.clone())
+            .collect();
         f.debug_struct("Metrics")
             .field("tracked", &names)
             .finish_non_exhaustive()
@@ -506,8 +517,7 @@ impl Metrics {
     pub fn new(registry: &mut Registry) -> Metrics {
         let shared = Arc::new(Shared {
             registration: Registration::default(),
-            counted: Mutex::new(std::collections::BTreeSet::new()),
-            tracked: Mutex::new(BTreeMap::new()),
+            entries: Mutex::new(std::collections::BTreeSet::new()),
             inspected: Mutex::new(BTreeMap::new()),
             policies: Mutex::new(BTreeMap::new()),
         });
@@ -621,22 +631,35 @@ impl Metrics {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn listener(&self, name: &str) -> MetricsListener {
-        let mut counted = lock(&self.shared.counted);
-        let entry = match counted.get(name) {
+        let entry = self.entry(name, |e| {
+            // Relaxed: under the entries' lock (see `Entry::counted`).
+            e.counted.store(true, Ordering::Relaxed);
+        });
+        MetricsListener {
+            entry,
+            timing: self.timing,
+        }
+    }
+
+    /// The entry of `name`, made if there was none, after `f` ran on it
+    /// under the entries' lock.
+    fn entry(&self, name: &str, f: impl FnOnce(&Entry)) -> Arc<Entry> {
+        let mut entries = lock(&self.shared.entries);
+        let entry = match entries.get(name) {
             Some(e) => Arc::clone(&e.0),
             None => {
                 let e = Arc::new(Entry {
                     name: name.into(),
                     series: LazyBox::new(),
+                    counted: std::sync::atomic::AtomicBool::new(false),
+                    tracked: Mutex::new(None),
                 });
-                counted.insert(ByName(Arc::clone(&e)));
+                entries.insert(ByName(Arc::clone(&e)));
                 e
             }
         };
-        MetricsListener {
-            entry,
-            timing: self.timing,
-        }
+        f(&entry);
+        entry
     }
 
     /// Exports the gauges of `breaker` (state, rates, info with `tags`) under
@@ -662,13 +685,11 @@ impl Metrics {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn track(&self, name: &str, tags: &Tags, breaker: &CircuitBreaker) {
-        lock(&self.shared.tracked).insert(
-            name.into(),
-            Tracked {
-                breaker: breaker.clone(),
-                tags: tags.clone(),
-            },
-        );
+        let tracked = Tracked {
+            breaker: breaker.clone(),
+            tags: (!tags.is_empty()).then(|| Box::new(tags.clone())),
+        };
+        self.entry(name, |e| *lock(&e.tracked) = Some(tracked));
     }
 
     /// Stops exporting the gauges of `name` (its counters stay, as counters
@@ -682,7 +703,16 @@ impl Metrics {
     /// assert!(!metrics.untrack("db"));
     /// ```
     pub fn untrack(&self, name: &str) -> bool {
-        lock(&self.shared.tracked).remove(name).is_some()
+        let mut entries = lock(&self.shared.entries);
+        let Some(e) = entries.get(name) else {
+            return false;
+        };
+        let was = lock(&e.0.tracked).take().is_some();
+        // Relaxed: under the entries' lock (see `Entry::counted`).
+        if !e.0.counted.load(Ordering::Relaxed) {
+            entries.remove(name);
+        }
+        was
     }
 
     /// Exports the in-use, limit, waiting and rejection series of `bulkhead`
@@ -746,7 +776,11 @@ impl Metrics {
     /// `None` when no listener counts that name.
     #[cfg(feature = "dashboard")]
     pub(crate) fn call_counts(&self, name: &str) -> Option<[u64; 4]> {
-        let entry = Arc::clone(&lock(&self.shared.counted).get(name)?.0);
+        let entry = Arc::clone(&lock(&self.shared.entries).get(name)?.0);
+        // Relaxed: read under the entries' lock, like every write.
+        if !entry.counted.load(Ordering::Relaxed) {
+            return None;
+        }
         // Relaxed: see `Series::count`.
         let count = |i: usize| {
             entry
@@ -1095,16 +1129,31 @@ impl Collector for SnapshotCollector {
         }
         // Read every snapshot first, outside the encoder, and without holding
         // the lock while a snapshot may fire a transition to listeners.
-        let tracked: Vec<(Box<str>, CircuitBreaker, Tags)> = lock(&self.0.tracked)
+        // The entries, and which are counted, under the lock; what each
+        // tracks, under its own, after.
+        let entries: Vec<(Arc<Entry>, bool)> = lock(&self.0.entries)
             .iter()
-            .map(|(n, t)| (n.clone(), t.breaker.clone(), t.tags.clone()))
+            // Relaxed: under the entries' lock (see `Entry::counted`).
+            .map(|e| (Arc::clone(&e.0), e.0.counted.load(Ordering::Relaxed)))
+            .collect();
+        let tracked: Vec<(Box<str>, CircuitBreaker, Tags)> = entries
+            .iter()
+            .filter_map(|(e, _)| {
+                let t = lock(&e.tracked);
+                let t = t.as_ref()?;
+                let tags = t.tags.as_deref().cloned().unwrap_or_default();
+                Some((e.name.clone(), t.breaker.clone(), tags))
+            })
             .collect();
         let snaps: Vec<_> = tracked.iter().map(|(_, b, _)| b.snapshot()).collect();
 
         let s = &*self.0;
         // The counted names, each with its series or (no event yet) none:
         // written at 0.
-        let counted: Vec<Arc<Entry>> = lock(&s.counted).iter().map(|e| Arc::clone(&e.0)).collect();
+        let counted: Vec<&Arc<Entry>> = entries
+            .iter()
+            .filter_map(|(e, counted)| counted.then_some(e))
+            .collect();
         let zero = Series::default();
         fn series<'a>(e: &'a Entry, zero: &'a Series) -> &'a Series {
             e.series.get().map_or(zero, |s| s)
@@ -1333,6 +1382,8 @@ impl crate::track::Track for Metrics {
         self.track(name, tags, breaker);
     }
     fn is_tracked(&self, name: &str) -> bool {
-        lock(&self.shared.tracked).contains_key(name)
+        lock(&self.shared.entries)
+            .get(name)
+            .is_some_and(|e| lock(&e.0.tracked).is_some())
     }
 }

@@ -1155,3 +1155,26 @@ fn listeners_of_one_name_share_series_made_at_the_first_event() {
     let count = e.get("fusebox_call_duration_seconds_count", &[("name", "db")]);
     assert!(count >= 1.0, "the first call is timed: {count}");
 }
+
+/// Untracking a name drops its gauges and keeps its counters; tracking a
+/// breaker without a listener exports gauges and no counters.
+#[test]
+fn untrack_keeps_the_counters_and_a_tracked_breaker_alone_has_none() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let db = metrics.build("db", CircuitBreaker::builder()).unwrap();
+    db.call(|| Ok::<_, ()>(())).unwrap();
+    let cache = CircuitBreaker::builder().build().unwrap();
+    metrics.track("cache", &Default::default(), &cache);
+    let e = scrape(&registry);
+    assert_eq!(e.state("cache"), "closed");
+    assert!(!e.has("fusebox_calls_total", &[("name", "cache")]));
+    assert!(metrics.untrack("db"));
+    assert!(!metrics.untrack("db"), "already untracked");
+    assert!(metrics.untrack("cache"));
+    let e = scrape(&registry);
+    assert!(!e.has("fusebox_circuit_state", &[("name", "db")]));
+    assert!(!e.has("fusebox_circuit_state", &[("name", "cache")]));
+    assert_eq!(e.calls("db", "success"), 1.0, "the counters stay");
+    assert!(!e.has("fusebox_calls_total", &[("name", "cache")]));
+}
