@@ -416,6 +416,18 @@ struct Shared {
     policies: Mutex<BTreeMap<String, TrackedPolicy>>,
 }
 
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // An entry holds the breaker tracked under its name, and that
+        // breaker's listener holds the entry: let go of the breakers, so
+        // that neither keeps the other alive.
+        for e in lock(&self.entries).iter() {
+            let tracked = lock(&e.0.tracked).take();
+            drop(tracked);
+        }
+    }
+}
+
 /// What a set of families' collectors do when the registry is encoded.
 ///
 /// [`Metrics::new`] registers its collectors first (a registry cannot

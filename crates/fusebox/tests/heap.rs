@@ -145,3 +145,25 @@ fn heap_of_a_registry_of_10000_breakers() {
         drop((db, fusebox, registry));
     }
 }
+
+/// A registry with metrics, its breakers used, leaves nothing behind once
+/// dropped: the entries that hold a tracked breaker and the breaker's
+/// listener that holds its entry do not keep each other.
+#[cfg(feature = "prometheus")]
+#[test]
+fn metrics_and_their_breakers_leave_nothing_behind() {
+    use fusebox::registry::Fusebox;
+    let run = || {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let metrics = fusebox::metrics::Metrics::new(&mut registry);
+        let f = Fusebox::builder().observer(metrics).build().unwrap();
+        for i in 0..100 {
+            let b = f.breaker(&format!("b{i}"));
+            b.call(|| Ok::<_, ()>(())).unwrap();
+        }
+        let _ = fusebox::metrics::encode_text(&registry);
+    };
+    run(); // what is allocated once per thread or process
+    let ((), left) = kept(run);
+    assert!(left <= 0, "{left} B left behind");
+}
