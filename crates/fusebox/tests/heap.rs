@@ -116,7 +116,7 @@ fn heap_of_a_registry_of_10000_breakers() {
         "registry of 10,000 breakers: {:.1} MiB",
         bare as f64 / 1048576.0
     );
-    assert!(bare < 7 << 20, "{bare} B");
+    assert!(bare < 13 << 19, "{bare} B"); // 6.3 MiB, under 6.5
     #[cfg(feature = "prometheus")]
     {
         let ((fusebox, registry), with_metrics) = kept(|| {
@@ -129,12 +129,12 @@ fn heap_of_a_registry_of_10000_breakers() {
             (f, registry)
         });
         println!(
-            "registry of 10,000 breakers with Prometheus metrics: {:.1} MiB",
+            "registry of 10,000 breakers with Prometheus metrics: {:.2} MiB",
             with_metrics as f64 / 1048576.0
         );
-        // Idle breakers keep no series (8.4 MiB; 26.7 MiB when each
-        // breaker's series were made at registration).
-        assert!(with_metrics < 9 << 20, "{with_metrics} B");
+        // Idle breakers keep no series (7.89 MiB; 26.7 MiB when each
+        // breaker's series were made at registration): the 8 MiB target.
+        assert!(with_metrics < 8 << 20, "{with_metrics} B");
         // The series appear at a breaker's first event: its first call
         // allocates its counters and histogram (about 400 bytes).
         let db = fusebox.get("dependency-00000").unwrap();
