@@ -87,6 +87,48 @@ impl<T> Swap<T> {
     }
 }
 
+/// An optional value replaced whole and read lock-free, empty without an
+/// allocation: `arc_swap::ArcSwapOption` (a null pointer while empty), a
+/// mutex under loom (see [`Swap`]).
+#[cfg(all(not(loom), feature = "fleet"))]
+#[derive(Debug)]
+pub(crate) struct SwapOption<T>(arc_swap::ArcSwapOption<T>);
+
+#[cfg(all(not(loom), feature = "fleet"))]
+impl<T> SwapOption<T> {
+    pub(crate) fn empty() -> Self {
+        SwapOption(arc_swap::ArcSwapOption::empty())
+    }
+    /// The current value; a later `store` does not change what it points at.
+    pub(crate) fn load(&self) -> arc_swap::Guard<Option<std::sync::Arc<T>>> {
+        self.0.load()
+    }
+    pub(crate) fn store(&self, value: Option<std::sync::Arc<T>>) {
+        self.0.store(value)
+    }
+}
+
+#[cfg(all(loom, feature = "fleet"))]
+#[derive(Debug)]
+pub(crate) struct SwapOption<T>(Mutex<Option<std::sync::Arc<T>>>);
+
+#[cfg(all(loom, feature = "fleet"))]
+impl<T> SwapOption<T> {
+    pub(crate) fn empty() -> Self {
+        SwapOption(Mutex::new(None))
+    }
+    pub(crate) fn load(&self) -> Option<std::sync::Arc<T>> {
+        lock(&self.0).clone()
+    }
+    pub(crate) fn store(&self, value: Option<std::sync::Arc<T>>) {
+        *lock(&self.0) = value;
+    }
+}
+
+/// A box allocated on first use, one pointer wide (`OnceLock<Box<T>>` takes
+/// two words): once_cell's `race::OnceBox`, whose `get` is one acquire load.
+pub(crate) type LazyBox<T> = once_cell::race::OnceBox<T>;
+
 /// One step of a short wait for another thread (a model-checker yield under loom).
 pub(crate) fn spin_wait() {
     #[cfg(loom)]
@@ -112,16 +154,16 @@ pub(crate) struct Padded<T>(pub(crate) T);
 /// breaker that never counts in them (one that never rejects, or whose rules
 /// never record a verdict) carries one pointer instead of half a kilobyte.
 /// (Under loom they are allocated with the counter: the models check the
-/// protocol, not `OnceLock`.)
+/// protocol, not [`LazyBox`].)
 #[derive(Debug)]
 pub(crate) struct Striped {
-    cells: std::sync::OnceLock<Box<[Padded<AtomicU64>; STRIPES]>>,
+    cells: LazyBox<[Padded<AtomicU64>; STRIPES]>,
 }
 
 impl Striped {
     pub(crate) fn new() -> Self {
         let s = Striped {
-            cells: std::sync::OnceLock::new(),
+            cells: LazyBox::new(),
         };
         #[cfg(loom)]
         s.cells();
@@ -142,6 +184,8 @@ impl Striped {
     #[inline(never)]
     fn allocate(&self) -> &[Padded<AtomicU64>; STRIPES] {
         self.cells
+            // Two first writers may both allocate: one box is kept, the other
+            // dropped before either writes, so no count is lost.
             .get_or_init(|| Box::new(std::array::from_fn(|_| Padded(AtomicU64::new(0)))))
     }
 

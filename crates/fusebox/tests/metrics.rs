@@ -1119,3 +1119,62 @@ async fn a_pipelines_hedge_and_a_stacks_breakers_per_host_are_exported() {
     assert_eq!(get("fusebox_breaker_set_open", "cdn"), 1.0);
     assert_eq!(get("fusebox_breaker_set_keys", "cdn"), 1.0);
 }
+
+/// A breaker's series are made at its first event, and two listeners of one
+/// name (through clones of one `Metrics`) count into the same series.
+#[test]
+fn listeners_of_one_name_share_series_made_at_the_first_event() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let a = CircuitBreaker::builder()
+        .listener(metrics.listener("db"))
+        .build()
+        .unwrap();
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .listener(metrics.clone().listener("db"))
+        .build()
+        .unwrap();
+    // No event yet: the series are written at 0, the automatic edges too.
+    let e = scrape(&registry);
+    assert_eq!(e.calls("db", "success"), 0.0);
+    assert_eq!(e.transitions("db", "closed", "open"), 0.0);
+    assert!(!e.has(
+        "fusebox_transitions_total",
+        &[("name", "db"), ("to", "forced_open")]
+    ));
+    a.call(|| Ok::<_, ()>(())).unwrap();
+    b.call(|| Ok::<_, ()>(())).unwrap();
+    let _ = b.call(|| Err::<(), _>("down"));
+    assert!(b.call(|| Ok::<_, ()>(())).unwrap_err().is_rejected());
+    let e = scrape(&registry);
+    assert_eq!(e.calls("db", "success"), 2.0);
+    assert_eq!(e.calls("db", "failure"), 1.0);
+    assert_eq!(e.calls("db", "rejected"), 1.0);
+    assert_eq!(e.transitions("db", "closed", "open"), 1.0);
+    let count = e.get("fusebox_call_duration_seconds_count", &[("name", "db")]);
+    assert!(count >= 1.0, "the first call is timed: {count}");
+}
+
+/// Untracking a name drops its gauges and keeps its counters; tracking a
+/// breaker without a listener exports gauges and no counters.
+#[test]
+fn untrack_keeps_the_counters_and_a_tracked_breaker_alone_has_none() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let db = metrics.build("db", CircuitBreaker::builder()).unwrap();
+    db.call(|| Ok::<_, ()>(())).unwrap();
+    let cache = CircuitBreaker::builder().build().unwrap();
+    metrics.track("cache", &Default::default(), &cache);
+    let e = scrape(&registry);
+    assert_eq!(e.state("cache"), "closed");
+    assert!(!e.has("fusebox_calls_total", &[("name", "cache")]));
+    assert!(metrics.untrack("db"));
+    assert!(!metrics.untrack("db"), "already untracked");
+    assert!(metrics.untrack("cache"));
+    let e = scrape(&registry);
+    assert!(!e.has("fusebox_circuit_state", &[("name", "db")]));
+    assert!(!e.has("fusebox_circuit_state", &[("name", "cache")]));
+    assert_eq!(e.calls("db", "success"), 1.0, "the counters stay");
+    assert!(!e.has("fusebox_calls_total", &[("name", "cache")]));
+}

@@ -1256,6 +1256,13 @@ impl Builder {
         self
     }
 
+    /// Adds a listener already in an `Arc`, as it is (no second box).
+    #[cfg(feature = "prometheus")]
+    pub(crate) fn listener_arc(mut self, listener: Arc<dyn Listener>) -> Self {
+        self.listeners.push(listener);
+        self
+    }
+
     /// Replaces every trip, open and half-open setting with `config`'s
     /// (name, clock and listeners stay).
     ///

@@ -9,7 +9,9 @@ use super::protocol::{Core, Kind, Live, Nanos, Now, Settings, Ticket, NO_START};
 use super::types::{CallEvent, Outcome, Rejected, Transition};
 use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
 use crate::policy::Mode;
-use crate::sync::{AtomicU16, AtomicU64, Ordering, Swap};
+#[cfg(feature = "fleet")]
+use crate::sync::SwapOption;
+use crate::sync::{AtomicU16, AtomicU64, Ordering};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,15 +190,17 @@ pub(crate) struct Inner {
     /// [`FULL_TOLD`] and [`DIRECT`], derived from the settings in force (and the
     /// listeners) and rewritten by a reconfigure.
     path: AtomicU16,
-    /// A listener set at runtime (a fleet's), told of transitions only.
-    hook: Swap<Option<Arc<dyn Listener>>>,
+    /// A listener set at runtime (a fleet's), told of transitions only;
+    /// empty, it allocates nothing.
+    #[cfg(feature = "fleet")]
+    hook: SwapOption<Arc<dyn Listener>>,
     /// Added to every clock reading: the sum of every backward jump seen, so
     /// the breaker's time never runs backwards (see [`Inner::now`]).
     offset: AtomicU64,
     /// A recent reading of the breaker's time (at most [`SEEN_STEP`] behind
     /// the newest), against which backward jumps are detected.
     seen: AtomicU64,
-    pub(crate) name: Option<String>,
+    pub(crate) name: Option<Box<str>>,
 }
 
 impl fmt::Debug for Inner {
@@ -231,10 +235,11 @@ impl Inner {
             listeners,
             sampler,
             path: AtomicU16::new(0),
-            hook: Swap::new(None),
+            #[cfg(feature = "fleet")]
+            hook: SwapOption::empty(),
             offset: AtomicU64::new(0),
             seen: AtomicU64::new(start),
-            name,
+            name: name.map(String::into_boxed_str),
         };
         inner.set_path();
         inner
@@ -328,7 +333,7 @@ impl Inner {
     /// it hears transitions only.
     #[cfg(feature = "fleet")]
     pub(crate) fn set_hook(&self, hook: Option<Arc<dyn Listener>>) {
-        self.hook.store(Arc::new(hook));
+        self.hook.store(hook.map(Arc::new));
     }
 
     /// The breaker's time: the clock's reading, except that it never runs
@@ -747,9 +752,8 @@ impl Inner {
         for l in self.listeners.iter() {
             l.on_transition(t);
         }
-        let hook = self.hook.load();
-        let hook: &Option<Arc<dyn Listener>> = &hook; // one or two derefs (loom)
-        if let Some(hook) = hook {
+        #[cfg(feature = "fleet")]
+        if let Some(hook) = Option::as_ref(&self.hook.load()) {
             hook.on_transition(t);
         }
     }

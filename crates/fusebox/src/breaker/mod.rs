@@ -103,13 +103,15 @@ impl CircuitBreaker {
     /// a fleet asks for too.
     pub(crate) fn footprint(settings: &Settings) -> usize {
         let arc = 2 * size_of::<usize>();
-        // The refusal and recorder counters' cells, allocated on their
-        // first write, are reckoned in: a budget is for breakers in use.
+        // The refusal and recorder counters' cells and the half-open
+        // counters, allocated on their first write, are reckoned in: a
+        // budget is for breakers in use.
         let fixed = arc
             + size_of::<Inner>()
             + arc
             + size_of::<protocol::Live>()
-            + 2 * crate::sync::Striped::CELLS_BYTES;
+            + 2 * crate::sync::Striped::CELLS_BYTES
+            + size_of::<protocol::Cold>();
         #[cfg(feature = "fleet")]
         let fixed = fixed + tally::TallyCells::BOXED_BYTES;
         fixed.saturating_add(settings.rules.cells_bytes())

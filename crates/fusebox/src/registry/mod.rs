@@ -476,13 +476,25 @@ pub struct Fusebox {
     inner: Arc<Inner>,
 }
 
+/// A breaker's tags as the registry keeps them: `None` for none (most
+/// breakers), a pointer instead of an empty map in every entry.
+type BoxedTags = Option<Box<Tags>>;
+
+fn boxed(tags: &Tags) -> BoxedTags {
+    (!tags.is_empty()).then(|| Box::new(tags.clone()))
+}
+
+fn unboxed(tags: &BoxedTags) -> Tags {
+    tags.as_deref().cloned().unwrap_or_default()
+}
+
 struct Inner {
     config: RwLock<FuseboxConfig>,
     /// Bytes the breakers of a config may take ([`FuseboxBuilder::config_budget`]).
     budget: usize,
     clock: Option<SharedClock>,
     observers: Vec<Arc<dyn Observer>>,
-    breakers: RwLock<BTreeMap<String, (CircuitBreaker, Tags)>>,
+    breakers: RwLock<BTreeMap<Box<str>, (CircuitBreaker, BoxedTags)>>,
     bulkheads: Table<Bulkhead>,
     #[cfg(feature = "ratelimit")]
     rate_limiters: Table<crate::ratelimit::RateLimiter>,
@@ -640,7 +652,7 @@ impl Fusebox {
             if let Some((b, _)) = map.get(name) {
                 return b.clone(); // another thread built it first: theirs
             }
-            map.insert(name.to_owned(), (built.clone(), entry.tags.clone()));
+            map.insert(name.into(), (built.clone(), boxed(&entry.tags)));
         }
         for o in &self.inner.observers {
             o.breaker_added(name, &entry.tags, &built);
@@ -673,7 +685,10 @@ impl Fusebox {
     /// assert_eq!(fusebox.names(), ["a", "b"]);
     /// ```
     pub fn names(&self) -> Vec<String> {
-        read(&self.inner.breakers).keys().cloned().collect()
+        read(&self.inner.breakers)
+            .keys()
+            .map(|n| n.to_string())
+            .collect()
     }
 
     /// Every breaker with its tags and [`Snapshot`], sorted by name.
@@ -691,7 +706,7 @@ impl Fusebox {
     pub fn snapshot(&self) -> Vec<BreakerStatus> {
         let all: Vec<_> = read(&self.inner.breakers)
             .iter()
-            .map(|(n, (b, t))| (n.clone(), b.clone(), t.clone()))
+            .map(|(n, (b, t))| (n.to_string(), b.clone(), unboxed(t)))
             .collect();
         all.into_iter()
             .map(|(name, breaker, tags)| BreakerStatus {
@@ -1076,7 +1091,7 @@ impl Fusebox {
     /// ```
     pub fn tags(&self, name: &str) -> Tags {
         match read(&self.inner.breakers).get(name) {
-            Some((_, tags)) => tags.clone(),
+            Some((_, tags)) => unboxed(tags),
             None => self.config(name).tags,
         }
     }
@@ -1101,8 +1116,10 @@ impl Fusebox {
     pub fn tagged(&self, key: &str, value: &str) -> Vec<String> {
         read(&self.inner.breakers)
             .iter()
-            .filter(|(_, (_, tags))| tags.get(key).map(String::as_str) == Some(value))
-            .map(|(name, _)| name.clone())
+            .filter(|(_, (_, tags))| {
+                tags.as_ref().and_then(|t| t.get(key)).map(String::as_str) == Some(value)
+            })
+            .map(|(name, _)| name.to_string())
             .collect()
     }
 
@@ -1248,7 +1265,7 @@ impl Fusebox {
         );
         let breakers: Vec<_> = read(&self.inner.breakers)
             .iter()
-            .map(|(n, (b, t))| (n.clone(), b.clone(), t.clone()))
+            .map(|(n, (b, t))| (n.to_string(), b.clone(), unboxed(t)))
             .collect();
         for (name, breaker, tags) in breakers {
             if removed_breakers.contains(&name) {
@@ -1257,8 +1274,8 @@ impl Fusebox {
             let entry = config.breaker_config(&name);
             let mut changed = apply(&breaker, &entry.settings) == Reconfigured::Applied;
             if entry.tags != tags {
-                if let Some(slot) = write(&self.inner.breakers).get_mut(&name) {
-                    slot.1 = entry.tags.clone();
+                if let Some(slot) = write(&self.inner.breakers).get_mut(name.as_str()) {
+                    slot.1 = boxed(&entry.tags);
                 }
                 changed = true;
             }

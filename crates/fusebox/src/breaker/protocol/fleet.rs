@@ -31,7 +31,7 @@ impl Core {
     /// The `retry_after` of a half-open call [`ProbeGate::Deny`] rejects.
     pub(crate) fn set_deny_retry(&self, retry: Nanos) {
         // Relaxed: see `admit`.
-        self.deny_retry.store(retry, Ordering::Relaxed);
+        self.cold().deny_retry.store(retry, Ordering::Relaxed);
     }
 
     /// Calls that found the breaker open or half-open so far (rejected, or
@@ -39,10 +39,13 @@ impl Core {
     /// Both only grow, until a reset zeroes the rejections.
     pub(crate) fn demand(&self) -> (u64, u64) {
         // Relaxed: counters; see `admit`.
-        (
-            self.half_open_asks.load(Ordering::Relaxed) + self.rejected.sum(Ordering::Relaxed),
-            self.probes_dropped.load(Ordering::Relaxed),
-        )
+        let (asks, dropped) = self.cold_written().map_or((0, 0), |c| {
+            (
+                c.half_open_asks.load(Ordering::Relaxed),
+                c.probes_dropped.load(Ordering::Relaxed),
+            )
+        });
+        (asks + self.rejected.sum(Ordering::Relaxed), dropped)
     }
 
     /// The state and generation now, without the lazy Open -> HalfOpen step.

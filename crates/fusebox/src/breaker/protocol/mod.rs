@@ -17,12 +17,10 @@ use super::types::{Outcome, Reason, Rejected, State, Transition};
 use super::window::Totals;
 use crate::policy::Mode;
 use crate::sync::{
-    lock, AtomicU64, AtomicU8, AtomicUsize, Mutex, Ordering, Striped, Swap, SwapGuard,
+    lock, AtomicU64, AtomicU8, AtomicUsize, LazyBox, Mutex, Ordering, Striped, Swap, SwapGuard,
 };
 use std::fmt;
 use std::sync::Arc;
-#[cfg(feature = "fleet")]
-use std::sync::OnceLock;
 use std::time::Duration;
 
 #[cfg(feature = "fleet")]
@@ -189,6 +187,30 @@ pub(crate) struct Figures {
     pub(crate) since_transition: Nanos,
 }
 
+/// Counters (and a setting) of the half-open state, for a fleet: touched
+/// on the half-open path only, so boxed on first use and a breaker that
+/// never half-opens carries one pointer instead of three counters.
+#[derive(Debug)]
+pub(crate) struct Cold {
+    /// The `retry_after` of a half-open call the gate denies (nanoseconds).
+    pub(crate) deny_retry: AtomicU64,
+    /// Half-open admissions asked for (admitted or not): a fleet's demand
+    /// for the probe lease.
+    pub(crate) half_open_asks: AtomicU64,
+    /// Probe permits dropped without a verdict.
+    pub(crate) probes_dropped: AtomicU64,
+}
+
+impl Cold {
+    fn new() -> Cold {
+        Cold {
+            deny_retry: AtomicU64::new(0),
+            half_open_asks: AtomicU64::new(0),
+            probes_dropped: AtomicU64::new(0),
+        }
+    }
+}
+
 pub(crate) struct Core {
     word: AtomicU64,
     /// When the current open period ends (meaningful while Open).
@@ -214,16 +236,11 @@ pub(crate) struct Core {
     current: AtomicUsize,
     /// Who decides half-open admissions (see [`ProbeGate`]).
     gate: AtomicU8,
-    /// The `retry_after` of a half-open call the gate denies (nanoseconds).
-    deny_retry: AtomicU64,
-    /// Half-open admissions asked for (admitted or not): a fleet's demand
-    /// for the probe lease. Touched on the half-open path only.
-    half_open_asks: AtomicU64,
-    /// Probe permits dropped without a verdict.
-    probes_dropped: AtomicU64,
+    /// The half-open state's counters, allocated on first use.
+    cold: LazyBox<Cold>,
     /// Cumulative closed-state verdicts, once something asked for them.
     #[cfg(feature = "fleet")]
-    tally: OnceLock<Box<TallyCells>>,
+    tally: LazyBox<TallyCells>,
     /// `generation + 1` of a closed period whose rules' cells were found
     /// settled (a count window full of plain successes), or 0: lets such a
     /// success settle without the settings (see [`Core::window_full`]).
@@ -264,7 +281,7 @@ impl Core {
         let cells = settings.rules.arm(None);
         let live = Swap::new(Live { settings, cells });
         let current = AtomicUsize::new(live_addr(&live.load()));
-        Core {
+        let core = Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
             open_until: AtomicU64::new(0),
             resident: Resident::default(),
@@ -276,13 +293,40 @@ impl Core {
             live,
             current,
             gate: AtomicU8::new(ProbeGate::Local as u8),
-            deny_retry: AtomicU64::new(0),
-            half_open_asks: AtomicU64::new(0),
-            probes_dropped: AtomicU64::new(0),
+            cold: LazyBox::new(),
             #[cfg(feature = "fleet")]
-            tally: OnceLock::new(),
+            tally: LazyBox::new(),
             full: AtomicU64::new(0),
+        };
+        // Under loom allocated at once, as `Striped` cells are: the models
+        // check the protocol, not `LazyBox`.
+        #[cfg(loom)]
+        core.cold();
+        core
+    }
+
+    /// The half-open counters, allocated if they were not (by the first
+    /// half-open admission, probe dropped or fleet setting).
+    #[inline]
+    pub(crate) fn cold(&self) -> &Cold {
+        match self.cold.get() {
+            Some(c) => c,
+            None => self.allocate_cold(),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn allocate_cold(&self) -> &Cold {
+        // Two first users may both allocate: one box is kept, the other
+        // dropped before either writes, so no count is lost.
+        self.cold.get_or_init(|| Box::new(Cold::new()))
+    }
+
+    /// The half-open counters if something allocated them.
+    #[cfg(feature = "fleet")]
+    pub(crate) fn cold_written(&self) -> Option<&Cold> {
+        self.cold.get()
     }
 
     /// The settings in force (and their cells).
@@ -524,11 +568,12 @@ impl Core {
             State::HalfOpen => {
                 // Relaxed (all three): a fleet's decision and counters it
                 // reads at its next sync; nothing else rides on them.
-                self.half_open_asks.fetch_add(1, Ordering::Relaxed);
+                let cold = self.cold();
+                cold.half_open_asks.fetch_add(1, Ordering::Relaxed);
                 let denied = self.gate.load(Ordering::Relaxed) == ProbeGate::Deny as u8;
                 if denied {
                     // Another replica probes: the fleet says when to ask again.
-                    let retry = self.deny_retry.load(Ordering::Relaxed);
+                    let retry = cold.deny_retry.load(Ordering::Relaxed);
                     Err(self.reject(State::HalfOpen, Some(retry)))
                 } else if slow.probes_in_flight < self.live.load().settings.probes {
                     slow.take_probe(now);
@@ -852,7 +897,7 @@ impl Core {
             }
             slow.end_probe();
             // Relaxed: a counter the fleet reads at its next sync.
-            self.probes_dropped.fetch_add(1, Ordering::Relaxed);
+            self.cold().probes_dropped.fetch_add(1, Ordering::Relaxed);
         }
         None
     }
