@@ -450,6 +450,31 @@ fn a_bad_outcome_list_is_named() {
             "{outcome}: {e}"
         );
     }
+    // Every outcome of the list is checked, whatever the file's seed draws:
+    // a hang needs a client timeout.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{OUTAGE}.toml"));
+    let base = std::fs::read_to_string(&path).unwrap();
+    for seed in 1..=10 {
+        let text = base
+            .replacen("outcome = \"error\"", "outcome = [\"error\", \"hang\"]", 1)
+            .replacen("seed = 1 ", &format!("seed = {seed} "), 1);
+        let e = Scenario::parse("kinds.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"hang\"") && e.contains("timeout"),
+            "seed {seed}: {e}"
+        );
+    }
+    // A fault at fixed times that draws its outcome keeps the rules of a
+    // fault at fixed times: no drawn outage's recovery to fit in the run.
+    let late = outage("3s", "from = \"500ms\"\nuntil = \"2800ms\"").replacen(
+        "outcome = \"error\"",
+        "outcome = [\"error\", \"reset\"]",
+        1,
+    );
+    Scenario::parse("late.toml", &late).unwrap();
     // A distribution is for the outcomes that fail after their latency.
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{OUTAGE}.toml"));

@@ -142,3 +142,38 @@ async fn the_deadline_runs_from_the_call_not_from_the_first_wait() {
     svc.call(()).await.unwrap();
     assert_eq!(start.elapsed(), Duration::from_millis(70));
 }
+
+/// A future that uses up the task's budget (tokio's coop) on every poll
+/// still times out: the timer, polled under that budget, is refused, and
+/// the clock decides.
+#[tokio::test(start_paused = true)]
+async fn a_future_that_uses_up_the_budget_still_times_out() {
+    let busy = async {
+        for i in 0..1_000_000u32 {
+            if i == 1_000 {
+                tokio::time::advance(Duration::from_millis(30)).await;
+            }
+            tokio::task::consume_budget().await;
+        }
+    };
+    let start = Instant::now();
+    assert_eq!(
+        timeout(Duration::from_millis(20), busy).await,
+        Err(Elapsed::new(Duration::from_millis(20)))
+    );
+    assert!(start.elapsed() >= Duration::from_millis(20));
+}
+
+/// A timeout past what an `Instant` holds is no timeout (as with
+/// `tokio::time::timeout`): under paused time, an idle runtime does not
+/// jump to a far-off timer and fire it.
+#[tokio::test(start_paused = true)]
+async fn a_timeout_too_long_to_hold_never_fires() {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        // Long enough for the runtime to go idle first.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let _ = tx.send(5);
+    });
+    assert_eq!(timeout(Duration::MAX, rx).await, Ok(Ok(5)));
+}

@@ -583,6 +583,27 @@ impl RawScenario {
         if let Err(p) = scenario.check() {
             return Err(ctx.err(self.span_of(&p), p.key, p.message));
         }
+        // An outcome drawn from a list is checked as each of them would
+        // be (a hang needs a client timeout, a slow fault a latency above
+        // the healthy one, ...), so that no seed draws a scenario the file
+        // could not have written.
+        for o in scenario.outages.iter().filter(|o| o.kinds.len() > 1) {
+            for kind in o.kinds.iter() {
+                let mut each = scenario.clone();
+                each.downstream.faults[o.fault].outcome = kind;
+                if let Err(p) = each.check() {
+                    return Err(ctx.err(
+                        self.span_of(&p),
+                        p.key,
+                        format!(
+                            "with outcome {:?} (of the list): {}",
+                            kind.as_str(),
+                            p.message
+                        ),
+                    ));
+                }
+            }
+        }
         Ok(scenario)
     }
 }

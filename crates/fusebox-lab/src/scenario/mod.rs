@@ -1414,8 +1414,11 @@ impl Scenario {
                     ),
                 );
             }
+            // A fault at fixed times that only draws its outcome is held to
+            // the rules of such a fault, not to a drawn outage's recovery.
+            let fixed_times = o.onset.is_fixed() && o.length.is_fixed() && o.kinds.len() > 1;
             let recovery = self.recovery();
-            if o.latest_end() + recovery > self.duration {
+            if !fixed_times && o.latest_end() + recovery > self.duration {
                 return fail(
                     "duration",
                     None,

@@ -232,6 +232,16 @@ impl Profile {
         after: &Scrape,
         span: Duration,
     ) -> Result<Profile, String> {
+        // A counter that went down was reset (the process restarted)
+        // between the scrapes: as Prometheus's `increase()` would, the
+        // second scrape's counts are then the span's.
+        let reset = before.is_some_and(|b| {
+            b.calls > after.calls
+                || b.buckets
+                    .iter()
+                    .any(|&(le, was)| after.buckets.iter().any(|&(l, now)| l == le && now < was))
+        });
+        let before = if reset { None } else { before };
         let calls = after.calls - before.map_or(0.0, |b| b.calls);
         if calls.is_nan() || calls <= 0.0 || span.is_zero() {
             return Err(format!(
@@ -297,7 +307,9 @@ impl Profile {
     }
 
     /// `scenario` with this profile's rate and latency (its arrivals drawn
-    /// again), checked as a file would be.
+    /// again), checked as a file would be. The scrape is one process's:
+    /// a fleet's `rate`, its replicas' total, is the profile's times its
+    /// replicas.
     ///
     /// # Errors
     ///
@@ -311,7 +323,7 @@ impl Profile {
             ));
         }
         let mut sc = scenario.clone();
-        sc.rate = self.rate;
+        sc.rate = self.rate * sc.replicas() as f64;
         sc.rate_until = None;
         sc.downstream.latency = self.latency;
         sc.downstream.latency_dist = Some(self.latency_dist.clone());

@@ -318,7 +318,7 @@ impl Space {
             for v in &self.dims[d].values {
                 match (d, v) {
                     (SYNC_EVERY, Some(ParamValue::Dur(t)))
-                        if !t.is_zero() && *t <= Duration::from_secs(3600) => {}
+                        if *t >= Duration::from_millis(1) && *t <= Duration::from_secs(3600) => {}
                     (SYNC_EVERY, v) => {
                         return Err(format!(
                             "sync_every = {}: a duration in 1ms..=1h",

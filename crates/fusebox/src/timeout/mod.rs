@@ -199,7 +199,8 @@ mod with_tokio {
         /// armed only when the future first waits: one that is ready at its
         /// first poll (the closed path of a healthy, in-process service)
         /// reads the clock once and never touches the runtime's timer. An
-        /// answer ready at the deadline wins the tie.
+        /// answer ready at the deadline wins the tie. A deadline past what
+        /// an `Instant` holds is none (as with `tokio::time::timeout`).
         pub(crate) struct Deadline<F> {
             #[pin]
             future: F,
@@ -223,10 +224,11 @@ mod with_tokio {
             }
         }
 
-        /// When it times out.
+        /// When it times out (`None`: never, `after` being past what an
+        /// `Instant` holds).
         #[cfg(feature = "tower")]
-        pub(crate) fn deadline(&self) -> tokio::time::Instant {
-            deadline_of(self.start, self.after)
+        pub(crate) fn deadline(&self) -> Option<tokio::time::Instant> {
+            self.start.checked_add(self.after)
         }
 
         /// The timeout it was given.
@@ -234,14 +236,6 @@ mod with_tokio {
         pub(crate) fn after(&self) -> Duration {
             self.after
         }
-    }
-
-    /// `start + after`, or about 30 years off when an Instant cannot hold
-    /// it (as tokio's own `sleep`).
-    fn deadline_of(start: tokio::time::Instant, after: Duration) -> tokio::time::Instant {
-        start
-            .checked_add(after)
-            .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30))
     }
 
     impl<F: Future> Future for Deadline<F> {
@@ -252,13 +246,24 @@ mod with_tokio {
             if let Poll::Ready(v) = this.future.poll(cx) {
                 return Poll::Ready(Ok(v));
             }
+            let Some(deadline) = this.start.checked_add(*this.after) else {
+                return Poll::Pending;
+            };
             if this.sleep.is_none() {
-                let deadline = deadline_of(*this.start, *this.after);
                 this.sleep.set(Some(tokio::time::sleep_until(deadline)));
             }
-            match this.sleep.as_pin_mut().map(|s| s.poll(cx)) {
-                Some(Poll::Ready(())) => Poll::Ready(Err(Elapsed::new(*this.after))),
-                _ => Poll::Pending,
+            let fired = matches!(
+                this.sleep.as_pin_mut().map(|s| s.poll(cx)),
+                Some(Poll::Ready(()))
+            );
+            // The timer is polled under the task's budget (tokio's coop): a
+            // future that used the budget up leaves it unpolled, so the
+            // clock decides then (the future is polled again: the timer's
+            // refusal wakes the task).
+            if fired || tokio::time::Instant::now() >= deadline {
+                Poll::Ready(Err(Elapsed::new(*this.after)))
+            } else {
+                Poll::Pending
             }
         }
     }
