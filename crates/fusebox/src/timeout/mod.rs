@@ -246,21 +246,22 @@ mod with_tokio {
             if let Poll::Ready(v) = this.future.poll(cx) {
                 return Poll::Ready(Ok(v));
             }
-            let Some(deadline) = this.start.checked_add(*this.after) else {
-                return Poll::Pending;
-            };
             if this.sleep.is_none() {
+                // Armed once; a deadline past what an Instant holds is none.
+                let Some(deadline) = this.start.checked_add(*this.after) else {
+                    return Poll::Pending;
+                };
                 this.sleep.set(Some(tokio::time::sleep_until(deadline)));
             }
-            let fired = matches!(
-                this.sleep.as_pin_mut().map(|s| s.poll(cx)),
-                Some(Poll::Ready(()))
-            );
+            let Some(mut sleep) = this.sleep.as_pin_mut() else {
+                return Poll::Pending;
+            };
+            let fired = sleep.as_mut().poll(cx).is_ready();
             // The timer is polled under the task's budget (tokio's coop): a
             // future that used the budget up leaves it unpolled, so the
             // clock decides then (the future is polled again: the timer's
             // refusal wakes the task).
-            if fired || tokio::time::Instant::now() >= deadline {
+            if fired || tokio::time::Instant::now() >= sleep.deadline() {
                 Poll::Ready(Err(Elapsed::new(*this.after)))
             } else {
                 Poll::Pending
