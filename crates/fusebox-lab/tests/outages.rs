@@ -350,10 +350,15 @@ fn a_run_too_short_for_the_latest_outage_and_its_recovery_is_refused() {
 
 /// The outage scenario with its fault's `outcome = "error"` replaced by
 /// `outcome` (a TOML value), and a client timeout for the hangs.
-fn with_outcome(outcome: &str) -> Result<Scenario, fusebox_lab::scenario::ScenarioError> {
+/// The text of the shipped outage scenario.
+fn outage_file() -> String {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{OUTAGE}.toml"));
-    let text = std::fs::read_to_string(path).unwrap();
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn with_outcome(outcome: &str) -> Result<Scenario, fusebox_lab::scenario::ScenarioError> {
+    let text = outage_file();
     assert!(text.contains("outcome = \"error\""));
     let text = text.replacen("outcome = \"error\"", &format!("outcome = {outcome}"), 1)
         + "\n[client]\ntimeout = \"300ms\"\n";
@@ -452,9 +457,7 @@ fn a_bad_outcome_list_is_named() {
     }
     // Every outcome of the list is checked, whatever the file's seed draws:
     // a hang needs a client timeout.
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{OUTAGE}.toml"));
-    let base = std::fs::read_to_string(&path).unwrap();
+    let base = outage_file();
     for seed in 1..=10 {
         let text = base
             .replacen("outcome = \"error\"", "outcome = [\"error\", \"hang\"]", 1)
@@ -476,9 +479,7 @@ fn a_bad_outcome_list_is_named() {
     );
     Scenario::parse("late.toml", &late).unwrap();
     // A distribution is for the outcomes that fail after their latency.
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{OUTAGE}.toml"));
-    let text = std::fs::read_to_string(path).unwrap().replacen(
+    let text = outage_file().replacen(
         "latency = \"150ms\"        # a faulty call fails after this\noutcome = \"error\"",
         "latency = { lognormal = { p50 = \"100ms\", p99 = \"300ms\" } }\noutcome = [\"error\", \"hang\"]",
         1,

@@ -323,6 +323,12 @@ fn check_output(flag: &str, path: &std::path::Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Writes a report asked for with `flag` (`--json`, `--csv`, ..) to `path`.
+fn write_output(flag: &str, path: &std::path::Path, text: &str) -> Result<(), CliError> {
+    std::fs::write(path, text)
+        .map_err(|e| CliError::Io(format!("{flag} {}: cannot write: {e}", path.display())))
+}
+
 /// Writes `text` to standard output. A reader that has gone (`fusebox-lab
 /// run | head`) ends the printing, not the run: the rest of the output is
 /// dropped and the files asked for are still written.

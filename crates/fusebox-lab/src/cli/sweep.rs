@@ -186,8 +186,7 @@ pub(super) fn cmd_sweep(args: &SweepArgs) -> Result<(), CliError> {
             &figures[..1]
         };
         let page = crate::report::html::sweep_heatmaps(&scenario, &sweep.name, &data, shown, seeds);
-        std::fs::write(path, page)
-            .map_err(|e| CliError::Io(format!("--html {}: cannot write: {e}", path.display())))?;
+        super::write_output("--html", path, &page)?;
     }
     Ok(())
 }
@@ -199,19 +198,15 @@ fn write_data(
     sweep: &Sweep,
     rows: &[table::DataRow],
 ) -> Result<(), CliError> {
-    let write = |flag: &str, path: &std::path::Path, text: String| {
-        std::fs::write(path, text)
-            .map_err(|e| CliError::Io(format!("{flag} {}: cannot write: {e}", path.display())))
-    };
     if let Some(path) = &args.csv {
-        write("--csv", path, table::csv(&sweep.name, rows))?;
+        super::write_output("--csv", path, &table::csv(&sweep.name, rows))?;
     }
     if let Some(path) = &args.json {
         let doc = table::json(scenario, &sweep.name, rows);
-        write(
+        super::write_output(
             "--json",
             path,
-            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+            &(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"),
         )?;
     }
     Ok(())

@@ -171,7 +171,9 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     };
     let searched = started.elapsed();
     let ranked = found.ranked();
-    let best = found.chosen(&objective);
+    // The chosen settings: the best of the Pareto set (see `pareto`).
+    let front = pareto(&objective, &ranked);
+    let best = front.first().copied().unwrap_or(ranked[0]);
     // The winner and the file's own breakers, on fresh outages.
     let mut specs = vec![(
         space.spec(&best.point, "chosen".into()).map_err(bad)?,
@@ -206,7 +208,6 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
         searched.as_secs_f64(),
         space.size()
     );
-    let front = pareto(&objective, &ranked);
     let shown: Vec<&Candidate> = front.iter().take(args.show.max(1)).copied().collect();
     let _ = writeln!(
         out,
@@ -306,10 +307,7 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     );
     out.push_str(&block);
     super::emit(&out)?;
-    let write = |flag: &str, path: &std::path::Path, text: &str| {
-        std::fs::write(path, text)
-            .map_err(|e| CliError::Io(format!("{flag} {}: cannot write: {e}", path.display())))
-    };
+    let write = super::write_output;
     if let Some(path) = &args.toml {
         write("--toml", path, &block)?;
     }
@@ -368,34 +366,18 @@ pub(super) fn cmd_tune(args: &TuneArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The settings of `point` as JSON: `policy`, its breaker keys as the
-/// registry's file writes them, `timeout` and `max_concurrent` (`null`:
-/// none).
+/// The settings of `point` as JSON: `policy`, then each of
+/// [`Space::settings`] (`null`: unset).
 fn settings_json(space: &Space, point: &crate::tune::space::Point) -> serde_json::Value {
     let mut o = serde_json::Map::new();
     o.insert("policy".into(), space.policies[point.policy].name().into());
-    for (k, v) in space.breaker_keys(point) {
-        o.insert(k.into(), serde_json::to_value(v).unwrap_or_default());
-    }
-    o.insert(
-        "timeout".into(),
-        match space.timeout(point) {
-            Ok(Some(d)) => crate::scenario::format_duration(d).into(),
-            _ => serde_json::Value::Null,
-        },
-    );
-    o.insert(
-        "max_concurrent".into(),
-        space
-            .max_concurrent(point)
-            .map_or(serde_json::Value::Null, Into::into),
-    );
-    if let Some(f) = space.fleet(point) {
+    for (k, v) in space.settings(point) {
         o.insert(
-            "sync_every".into(),
-            crate::scenario::format_duration(f.sync_every).into(),
+            k.into(),
+            v.map_or(serde_json::Value::Null, |v| {
+                serde_json::to_value(v).unwrap_or_default()
+            }),
         );
-        o.insert("quorum".into(), f.quorum.into());
     }
     serde_json::Value::Object(o)
 }
@@ -462,7 +444,7 @@ fn robustness(objective: &Objective, chosen: &Candidate) -> Vec<String> {
 fn verify(sc: &Scenario, space: &Space, best: &Candidate, seed: u64) -> Result<String, String> {
     let mut sc = sc.with_seed(seed);
     if let Some(f) = space.fleet(&best.point) {
-        sc = f.apply(&sc);
+        f.set(&mut sc);
     }
     let spec = space.spec(&best.point, "chosen".into())?;
     // The chosen settings alone: the file's own strategies are not run

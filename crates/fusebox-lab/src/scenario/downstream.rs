@@ -48,6 +48,31 @@ pub enum FaultOutcome {
 }
 
 impl FaultOutcome {
+    /// Every outcome, as a file names them (`capacity`'s workers at 0).
+    pub const ALL: [FaultOutcome; 7] = [
+        FaultOutcome::Error,
+        FaultOutcome::Hang,
+        FaultOutcome::Down,
+        FaultOutcome::Reset,
+        FaultOutcome::Slow,
+        FaultOutcome::Capacity { workers: 0 },
+        FaultOutcome::NoAccept,
+    ];
+
+    /// The outcome a file's `outcome` string names ([`as_str`](Self::as_str)
+    /// read back).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::scenario::FaultOutcome;
+    /// assert_eq!(FaultOutcome::named("hang"), Some(FaultOutcome::Hang));
+    /// assert_eq!(FaultOutcome::named("stall"), None);
+    /// ```
+    pub fn named(name: &str) -> Option<FaultOutcome> {
+        Self::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+
     /// The `outcome` string of scenario files.
     ///
     /// # Examples

@@ -1083,22 +1083,17 @@ fn outage(ctx: &Ctx<'_>, f: &Spanned<RawFault>, k: usize) -> Result<Times, Scena
 fn outcomes(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<Vec<FaultOutcome>, ScenarioError> {
     const KEY: &str = "downstream.faults.outcome";
     let one = |name: &str| {
-        match name {
-        "error" => Ok(FaultOutcome::Error),
-        "hang" => Ok(FaultOutcome::Hang),
-        "down" => Ok(FaultOutcome::Down),
-        "reset" => Ok(FaultOutcome::Reset),
-        "slow" => Ok(FaultOutcome::Slow),
-        "capacity" => Ok(FaultOutcome::Capacity { workers: 0 }),
-        "no_accept" => Ok(FaultOutcome::NoAccept),
-        other => Err(ctx.err(
-            v.span(),
-            KEY,
-            format!(
-                "{other:?} is not one of \"error\", \"hang\", \"down\", \"reset\", \"slow\", \"capacity\", \"no_accept\""
-            ),
-        )),
-    }
+        FaultOutcome::named(name).ok_or_else(|| {
+            let names: Vec<String> = FaultOutcome::ALL
+                .iter()
+                .map(|o| format!("{:?}", o.as_str()))
+                .collect();
+            ctx.err(
+                v.span(),
+                KEY,
+                format!("{name:?} is not one of {}", names.join(", ")),
+            )
+        })
     };
     match v.get_ref() {
         toml::Value::String(name) => Ok(vec![one(name)?]),

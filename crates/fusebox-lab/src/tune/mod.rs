@@ -152,21 +152,18 @@ pub fn run_specs(
                         .map(|i| (i, vec![Vec::with_capacity(runs); MEASURES.len()]))
                         .collect();
                     for seed in seeds {
-                        let sc = scenario.with_seed(seed);
+                        let mut sc = scenario.with_seed(seed);
+                        let own = FleetSettings::of(&sc);
                         let outage = sc.fault_span();
                         for (i, cells) in &mut out {
                             let (spec, fleet) = &specs[*i];
-                            let own;
-                            let sc = match fleet {
-                                Some(f) => {
-                                    own = f.apply(&sc);
-                                    &own
-                                }
-                                None => &sc,
-                            };
-                            let run = engine::run(sc, spec, Mode::Virtual, None)
+                            // Each run with its own fleet settings, or the file's.
+                            if let Some(f) = fleet.or(own) {
+                                f.set(&mut sc);
+                            }
+                            let run = engine::run(&sc, spec, Mode::Virtual, None)
                                 .expect("virtual runs do not fail");
-                            let sum = Summary::of(sc, &run);
+                            let sum = Summary::of(&sc, &run);
                             for (m, c) in MEASURES.iter().zip(cells.iter_mut()) {
                                 c.push(m.of(&sum, outage));
                             }
@@ -246,20 +243,6 @@ impl Search {
     /// The best candidate.
     pub fn best(&self) -> &Candidate {
         self.ranked()[0]
-    }
-
-    /// The candidate `tune` chooses: the best of the Pareto set of
-    /// `objective` ([`pareto`]): it scores as [`best`](Self::best) does
-    /// on the medians (the limits missed by as much, the same target) and
-    /// no candidate beats it on every figure, where `best` may be beaten by
-    /// one that ties on the target and has, say, a lower fault-time latency
-    /// (`best` wins such a tie on the target's mean over the runs).
-    pub fn chosen(&self, objective: &Objective) -> &Candidate {
-        let ranked = self.ranked();
-        pareto(objective, &ranked)
-            .first()
-            .copied()
-            .unwrap_or(ranked[0])
     }
 }
 
@@ -484,6 +467,10 @@ pub fn grid(space: &Space) -> Result<Vec<Point>, String> {
 /// The candidates no other one beats on every figure of `objective`
 /// (medians: the target in its direction, each limited figure towards its
 /// limit), best first; of points that tie on all, the best-ranked only.
+/// Its first is what `tune` chooses: it scores as the best-ranked does on
+/// the medians (limits missed by as much, the same target), which another
+/// that ties on the target and beats it on a limit's figure may displace
+/// (the ranking breaks such a tie on the target's mean over the runs).
 pub fn pareto<'a>(objective: &Objective, ranked: &[&'a Candidate]) -> Vec<&'a Candidate> {
     let coords = |c: &Candidate| -> Vec<f64> {
         let at = |m: &Measure, lower: bool| {

@@ -317,11 +317,12 @@ impl Space {
             let replicas = self.replicas.unwrap_or(1);
             for v in &self.dims[d].values {
                 match (d, v) {
+                    // The bounds of a scenario file's `[fleet]` (`Scenario::check`).
                     (SYNC_EVERY, Some(ParamValue::Dur(t)))
-                        if *t >= Duration::from_millis(1) && *t <= Duration::from_secs(3600) => {}
+                        if !t.is_zero() && *t <= crate::scenario::MAX_DURATION => {}
                     (SYNC_EVERY, v) => {
                         return Err(format!(
-                            "sync_every = {}: a duration in 1ms..=1h",
+                            "sync_every = {}: must be > 0 and at most a day (24h)",
                             v.map_or("none".into(), |v| v.to_string())
                         ))
                     }
@@ -491,31 +492,56 @@ impl Space {
         })
     }
 
-    /// The settings of `point` in one line: its breaker keys, timeout and
-    /// bulkhead.
-    pub fn describe(&self, point: &Point) -> String {
-        let mut out = String::new();
-        for (k, v) in self.breaker_keys(point) {
-            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-            let _ = write!(out, "{k}={v} ");
-        }
-        let _ = write!(
-            out,
-            "timeout={} max_concurrent={}",
-            self.get(point, TIMEOUT)
-                .map_or("none".into(), |v| v.to_string()),
-            self.get(point, BULKHEAD)
-                .map_or("none".into(), |v| v.to_string())
-        );
-        if let Some(f) = self.fleet(point) {
-            let _ = write!(
-                out,
-                " sync_every={} quorum={}",
-                crate::scenario::format_duration(f.sync_every),
-                f.quorum
-            );
+    /// The settings of `point` by key, in [`KEYS`] order: its policy's
+    /// breaker keys as a config file writes them, `timeout` and
+    /// `max_concurrent` (`None`: unset), and, in a space
+    /// [`with_fleet`](Self::with_fleet), `sync_every` and `quorum`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use fusebox_lab::tune::space::{Point, Space};
+    ///
+    /// let space = Space::default_for(8);
+    /// let point = space.normal(Point { policy: 0, at: [4, 0, 0, 0, 0, 9, 0, 0, 0, 4, 0, 0] });
+    /// let keys: Vec<&str> = space.settings(&point).iter().map(|(k, _)| *k).collect();
+    /// assert_eq!(keys, ["consecutive_failures", "open_for", "half_open_probes",
+    ///                   "successes_to_close", "timeout", "max_concurrent"]);
+    /// assert_eq!(space.settings(&point)[4].1, None); // no timeout
+    /// ```
+    pub fn settings(&self, point: &Point) -> Vec<(&'static str, Option<toml::Value>)> {
+        let mut out: Vec<(&'static str, Option<toml::Value>)> = self
+            .breaker_keys(point)
+            .into_iter()
+            .map(|(k, v)| (k, Some(v)))
+            .collect();
+        // TIMEOUT, BULKHEAD, then the fleet's keys: the last of KEYS.
+        let last = if self.replicas.is_some() {
+            QUORUM
+        } else {
+            BULKHEAD
+        };
+        for (d, key) in KEYS.iter().enumerate().take(last + 1).skip(TIMEOUT) {
+            out.push((*key, self.get(point, d).map(ParamValue::to_toml)));
         }
         out
+    }
+
+    /// The settings of `point` in one line ([`settings`](Self::settings)),
+    /// `KEY=VALUE` each, `none` for an unset one.
+    pub fn describe(&self, point: &Point) -> String {
+        self.settings(point)
+            .into_iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    None => "none".to_string(),
+                    Some(toml::Value::String(s)) => s,
+                    Some(v) => v.to_string(),
+                };
+                format!("{k}={v}")
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// The `[dependencies.NAME]` table of fusebox's registry for `point`:
@@ -586,7 +612,15 @@ pub struct FleetSettings {
 }
 
 impl FleetSettings {
-    /// `scenario` with these settings in its `[fleet]` (as it is without one).
+    /// The settings of `scenario`'s `[fleet]`, if it has one.
+    pub fn of(scenario: &Scenario) -> Option<FleetSettings> {
+        scenario.fleet.as_ref().map(|f| FleetSettings {
+            sync_every: f.sync_every,
+            quorum: f.quorum,
+        })
+    }
+
+    /// Writes these settings in `scenario`'s `[fleet]` (nothing without one).
     ///
     /// # Examples
     ///
@@ -596,18 +630,16 @@ impl FleetSettings {
     /// use std::time::Duration;
     ///
     /// let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/fleet20-shared.toml")).unwrap();
-    /// let sc = Scenario::parse("fleet20-shared.toml", &text).unwrap();
+    /// let mut sc = Scenario::parse("fleet20-shared.toml", &text).unwrap();
     /// let f = FleetSettings { sync_every: Duration::from_millis(200), quorum: 2 };
-    /// let fleet = f.apply(&sc).fleet.unwrap();
-    /// assert_eq!((fleet.sync_every, fleet.quorum), (Duration::from_millis(200), 2));
+    /// f.set(&mut sc);
+    /// assert_eq!(FleetSettings::of(&sc), Some(f));
     /// ```
-    pub fn apply(&self, scenario: &Scenario) -> Scenario {
-        let mut sc = scenario.clone();
-        if let Some(f) = sc.fleet.as_mut() {
+    pub fn set(&self, scenario: &mut Scenario) {
+        if let Some(f) = scenario.fleet.as_mut() {
             f.sync_every = self.sync_every;
             f.quorum = self.quorum;
         }
-        sc
     }
 }
 
