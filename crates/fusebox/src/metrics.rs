@@ -299,23 +299,14 @@ impl Entry {
     /// The series, made by the first caller.
     #[inline]
     fn series(&self) -> &Series {
-        match self.series.get() {
-            Some(s) => s,
-            None => self.first_event(),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn first_event(&self) -> &Series {
-        self.series.get_or_init(Box::default)
+        self.series.get_or(Series::default)
     }
 
     /// The first call of the name's listeners (or one racing with it).
     #[cold]
     #[inline(never)]
     fn first_call(&self, c: &CallEvent) {
-        self.first_event().call(c);
+        self.series().call(c);
     }
 }
 

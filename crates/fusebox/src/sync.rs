@@ -127,7 +127,39 @@ impl<T> SwapOption<T> {
 
 /// A box allocated on first use, one pointer wide (`OnceLock<Box<T>>` takes
 /// two words): once_cell's `race::OnceBox`, whose `get` is one acquire load.
-pub(crate) type LazyBox<T> = once_cell::race::OnceBox<T>;
+#[derive(Debug)]
+pub(crate) struct LazyBox<T>(once_cell::race::OnceBox<T>);
+
+impl<T> LazyBox<T> {
+    pub(crate) const fn new() -> Self {
+        LazyBox(once_cell::race::OnceBox::new())
+    }
+
+    /// The value, if something made it.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&T> {
+        self.0.get()
+    }
+
+    /// The value, made by `make` on first use, out of line (the caller's
+    /// path is a load and a test). Two first users may both make one: one
+    /// box is kept, the other dropped before either writes to it.
+    /// (`make` a closure or a function's name, a zero-sized value: nothing
+    /// to pass on the hot path.)
+    #[inline]
+    pub(crate) fn get_or<F: FnOnce() -> T>(&self, make: F) -> &T {
+        match self.0.get() {
+            Some(v) => v,
+            None => self.make(make),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make<F: FnOnce() -> T>(&self, make: F) -> &T {
+        self.0.get_or_init(|| Box::new(make()))
+    }
+}
 
 /// One step of a short wait for another thread (a model-checker yield under loom).
 pub(crate) fn spin_wait() {
@@ -170,23 +202,11 @@ impl Striped {
         s
     }
 
-    /// The cells, allocated if they were not.
+    /// The cells, allocated by the first write.
     #[inline]
     fn cells(&self) -> &[Padded<AtomicU64>; STRIPES] {
-        match self.cells.get() {
-            Some(cells) => cells,
-            None => self.allocate(),
-        }
-    }
-
-    /// The first write's allocation of the cells.
-    #[cold]
-    #[inline(never)]
-    fn allocate(&self) -> &[Padded<AtomicU64>; STRIPES] {
         self.cells
-            // Two first writers may both allocate: one box is kept, the other
-            // dropped before either writes, so no count is lost.
-            .get_or_init(|| Box::new(std::array::from_fn(|_| Padded(AtomicU64::new(0)))))
+            .get_or(|| std::array::from_fn(|_| Padded(AtomicU64::new(0))))
     }
 
     /// This thread's cell.

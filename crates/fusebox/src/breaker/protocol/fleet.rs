@@ -56,7 +56,7 @@ impl Core {
 
     /// Starts counting closed-state verdicts (idempotent).
     pub(crate) fn enable_tally(&self) {
-        self.tally.get_or_init(|| Box::new(TallyCells::new()));
+        self.tally.get_or(TallyCells::new);
     }
 
     /// Closed-state verdicts counted since [`Core::enable_tally`].

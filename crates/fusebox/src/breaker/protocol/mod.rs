@@ -309,18 +309,7 @@ impl Core {
     /// half-open admission, probe dropped or fleet setting).
     #[inline]
     pub(crate) fn cold(&self) -> &Cold {
-        match self.cold.get() {
-            Some(c) => c,
-            None => self.allocate_cold(),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn allocate_cold(&self) -> &Cold {
-        // Two first users may both allocate: one box is kept, the other
-        // dropped before either writes, so no count is lost.
-        self.cold.get_or_init(|| Box::new(Cold::new()))
+        self.cold.get_or(Cold::new)
     }
 
     /// The half-open counters if something allocated them.
