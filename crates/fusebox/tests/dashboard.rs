@@ -17,7 +17,7 @@ use fusebox::{BreakerConfig, CircuitBreaker, ManualClock, State};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+
 use std::time::Duration;
 use tokio_stream::StreamExt;
 use tower::ServiceExt;
@@ -33,6 +33,7 @@ struct Rig {
 }
 
 fn rig(controls: Controls) -> Rig {
+    log_per_thread();
     let clock = ManualClock::new();
     let mut config = FuseboxConfig::default();
     config.breakers.insert(
@@ -296,12 +297,17 @@ fn settings_are_checked() {
     assert!(!format!("{:?}", Controls::token(TOKEN)).contains(TOKEN));
 }
 
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
+thread_local! {
+    /// What the process-wide subscriber wrote on this thread.
+    static LOG: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
-impl std::io::Write for Log {
+/// Writes into this thread's [`LOG`].
+struct ThreadLog;
+
+impl std::io::Write for ThreadLog {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        LOG.with(|log| log.borrow_mut().extend_from_slice(buf));
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -309,16 +315,24 @@ impl std::io::Write for Log {
     }
 }
 
+/// One subscriber for the whole test process, set before any test reaches
+/// the dashboard (from [`rig`]), each thread's lines kept apart. A scoped
+/// subscriber would not do: tracing caches a callsite's interest when it is
+/// first hit, and another test's thread hitting it first, with no subscriber
+/// of its own, would cache "never" for the process.
+fn log_per_thread() {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(|| ThreadLog)
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+    });
+}
+
 #[tokio::test]
 async fn controls_act_only_for_the_right_token_from_the_same_origin() {
-    let log = Log::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
     let r = rig(Controls::token(TOKEN));
     let path = "/api/breakers/payments/force_open";
     let right = format!("Bearer {TOKEN}");
@@ -384,7 +398,7 @@ async fn controls_act_only_for_the_right_token_from_the_same_origin() {
         assert_eq!(r.fusebox.breaker("payments").state(), state);
     }
 
-    let log = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+    let log = String::from_utf8(LOG.with(|log| log.take())).unwrap();
     let applied: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("dashboard control applied"))

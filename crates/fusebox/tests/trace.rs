@@ -232,3 +232,94 @@ fn no_listener_no_events() {
     });
     assert!(events.is_empty(), "{events:?}");
 }
+
+/// The HTTP stack's span per call. It lives here, not beside the other HTTP
+/// tests: tracing caches each callsite's interest when the callsite is first
+/// hit, and a test thread without a subscriber that hits it first, while the
+/// one subscriber in the process is another thread's scoped default, caches
+/// "never" for everyone. Every test in this file runs under its own
+/// subscriber, and only this one reaches the HTTP stack's callsites.
+#[cfg(feature = "http")]
+mod spans {
+    use super::*;
+    use fusebox::http::{BoxError, Standard};
+    use fusebox::retry::{Exponential, FullJitter, Retry};
+    use http::{Method, Response};
+    use std::future::Future;
+    use std::pin::Pin;
+
+    /// Records every span's name and fields, as `name key=value ...`.
+    #[derive(Clone, Default)]
+    struct Spans(Arc<Mutex<Vec<String>>>);
+
+    struct Line<'a>(&'a mut String);
+    impl Visit for Line<'_> {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.push_str(&format!(" {}={:?}", field.name(), value));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.push_str(&format!(" {}={}", field.name(), value));
+        }
+    }
+
+    impl Subscriber for Spans {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, span: &Attributes<'_>) -> Id {
+            let mut line = span.metadata().name().to_string();
+            span.record(&mut Line(&mut line));
+            let mut spans = self.0.lock().unwrap();
+            spans.push(line);
+            Id::from_u64(spans.len() as u64)
+        }
+        fn record(&self, id: &Id, values: &Record<'_>) {
+            let mut spans = self.0.lock().unwrap();
+            let line = &mut spans[id.into_u64() as usize - 1];
+            values.record(&mut Line(line));
+        }
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, _: &Event<'_>) {}
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    type Sent = Pin<Box<dyn Future<Output = Result<Response<()>, BoxError>> + Send>>;
+
+    /// An attempt that answers `codes` in turn (the last one after that).
+    fn scripted(codes: &'static [u16]) -> impl FnMut() -> Sent {
+        let mut i = 0;
+        move || {
+            let code = codes[i.min(codes.len() - 1)];
+            i += 1;
+            Box::pin(async move { Ok(Response::builder().status(code).body(()).unwrap()) })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_span_per_call_says_which_policy_decided() {
+        let spans = Spans::default();
+        let _guard = tracing::subscriber::set_default(spans.clone());
+        let no_wait = Exponential::new(Duration::ZERO, 1.0, Duration::ZERO).unwrap();
+        let retry = Retry::builder()
+            .backoff(FullJitter::new(no_wait))
+            .build()
+            .unwrap();
+        let stack = Standard::builder("inventory").retry(retry).build();
+        stack
+            .run(&Method::GET, scripted(&[503, 200]))
+            .await
+            .unwrap();
+        stack.breaker().force_open();
+        let _ = stack.run(&Method::GET, scripted(&[200])).await;
+
+        let spans = spans.0.lock().unwrap().clone();
+        assert_eq!(
+            spans,
+            [
+                "fusebox.call dependency=inventory outcome=success",
+                "fusebox.call dependency=inventory outcome=rejected stopped_by=breaker",
+            ]
+        );
+    }
+}
