@@ -114,6 +114,15 @@ const FULL_TOLD: u16 = 512;
 /// it but the rules.
 const DIRECT: u16 = 1024;
 
+/// An untimed success, the same for every call: one shared event rather
+/// than one written per call.
+static UNTIMED: CallEvent = CallEvent {
+    outcome: Outcome::Success,
+    slow: false,
+    timed: false,
+    duration: Duration::ZERO,
+};
+
 /// Which calls of a breaker whose listeners sample are timed: it counts
 /// the calls it is asked to admit, over all its threads (one atomic add
 /// each; in off mode the calls it lets through), and times those counted
@@ -584,18 +593,30 @@ impl Inner {
     }
 
     /// What [`Inner::settles_silently`] did not settle: a success that
-    /// changes nothing, heard only by the listeners ([`SETTLED`], or
-    /// [`FULL_TOLD`] over a full window, counted in the tally if there is
-    /// one), is told to them here ([`Inner::tell_settled`]); the rest goes
-    /// to [`Inner::finish_full`]. Called by the guard of `call`, which
+    /// changes nothing, heard only by the listeners ([`SETTLED`]), is told
+    /// to them here ([`Inner::tell_settled`]); the rest goes to
+    /// [`Inner::finish_counted`]. Called by the guard of `call`, which
     /// asked `settles_silently` already.
     #[inline(never)]
     pub(crate) fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
         let path = self.path();
+        if outcome == Outcome::Success && path & SETTLED != 0 && self.core.success_is_noop(&ticket)
+        {
+            return self.tell_settled(ticket.start);
+        }
+        self.finish_counted(ticket, outcome, path)
+    }
+
+    /// [`Inner::finish_slow`] past its first case, out of line so that
+    /// the first needs no frame: [`FULL_TOLD`] over a full window, the
+    /// [`DIRECT`] path, the rest.
+    #[inline(never)]
+    fn finish_counted(&self, ticket: Ticket, outcome: Outcome, path: u16) {
         if outcome == Outcome::Success
-            && (path & SETTLED != 0 || (path & FULL_TOLD != 0 && self.core.window_full(&ticket)))
+            && path & FULL_TOLD != 0
+            && self.core.window_full(&ticket)
             && self.core.success_is_noop(&ticket)
-            && (path & SETTLED != 0 || self.core.tally_settled())
+            && self.core.tally_settled()
         {
             return self.tell_settled(ticket.start);
         }
@@ -617,10 +638,21 @@ impl Inner {
         })
     }
 
-    /// A success that changes nothing, told to the listeners (in
-    /// [`Inner::finish_slow`]'s frame).
+    /// A success that changes nothing, told to the listeners: untimed, to
+    /// a breaker's one listener, as the last call of
+    /// [`Inner::finish_slow`], which then needs no frame of its own; timed,
+    /// or to several, out of line.
     #[inline(always)]
     fn tell_settled(&self, start: Nanos) {
+        match &*self.listeners {
+            [only] if start == NO_START => only.on_call(&UNTIMED),
+            _ => self.tell_settled_timed(start),
+        }
+    }
+
+    /// [`Inner::tell_settled`] for a timed call, or several listeners.
+    #[inline(never)]
+    fn tell_settled_timed(&self, start: Nanos) {
         self.tell_listeners(
             Outcome::Success,
             false,
@@ -703,12 +735,6 @@ impl Inner {
     /// every call, as one shared event rather than one written per call.
     #[inline(always)]
     fn tell_listeners(&self, outcome: Outcome, slow: bool, elapsed: Option<Nanos>) {
-        static UNTIMED: CallEvent = CallEvent {
-            outcome: Outcome::Success,
-            slow: false,
-            timed: false,
-            duration: Duration::ZERO,
-        };
         let written;
         let call = if elapsed.is_none() && outcome == Outcome::Success && !slow {
             &UNTIMED
