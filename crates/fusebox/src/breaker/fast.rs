@@ -593,23 +593,32 @@ impl Inner {
     }
 
     /// What [`Inner::settles_silently`] did not settle: a success that
-    /// changes nothing, heard only by the listeners ([`SETTLED`]), is told
-    /// to them here ([`Inner::tell_settled`]); the rest goes to
+    /// changes nothing, heard only by the listeners ([`SETTLED`], or
+    /// [`FULL_TOLD`] over a full window with no tally), is told to them here ([`Inner::tell_settled`]); a plain success with
+    /// [`DIRECT`] goes to [`Inner::finish_success`], the rest to
     /// [`Inner::finish_counted`]. Called by the guard of `call`, which
     /// asked `settles_silently` already.
     #[inline(never)]
     pub(crate) fn finish_slow(&self, ticket: Ticket, outcome: Outcome) {
         let path = self.path();
-        if outcome == Outcome::Success && path & SETTLED != 0 && self.core.success_is_noop(&ticket)
+        if outcome == Outcome::Success
+            && (path & SETTLED != 0
+                || (path & FULL_TOLD != 0
+                    && self.core.window_full(&ticket)
+                    && !self.core.tallied()))
+            && self.core.success_is_noop(&ticket)
         {
             return self.tell_settled(ticket.start);
+        }
+        if path & DIRECT != 0 && outcome == Outcome::Success && ticket.kind == Kind::Normal {
+            return self.finish_success(ticket.generation);
         }
         self.finish_counted(ticket, outcome, path)
     }
 
-    /// [`Inner::finish_slow`] past its first case, out of line so that
-    /// the first needs no frame: [`FULL_TOLD`] over a full window, the
-    /// [`DIRECT`] path, the rest.
+    /// [`Inner::finish_slow`] past its first cases, out of line so that
+    /// those need no frame: [`FULL_TOLD`] over a full window with a tally
+    /// (never with [`DIRECT`], which has no listener), the rest.
     #[inline(never)]
     fn finish_counted(&self, ticket: Ticket, outcome: Outcome, path: u16) {
         if outcome == Outcome::Success
@@ -619,9 +628,6 @@ impl Inner {
             && self.core.tally_settled()
         {
             return self.tell_settled(ticket.start);
-        }
-        if path & DIRECT != 0 && outcome == Outcome::Success && ticket.kind == Kind::Normal {
-            return self.finish_success(ticket.generation);
         }
         self.finish_full(ticket, outcome)
     }

@@ -63,7 +63,7 @@ impl State {
         }
     }
 
-    pub(crate) fn tag(self) -> u64 {
+    pub(crate) const fn tag(self) -> u64 {
         match self {
             State::Closed => 0,
             State::Open => 1,

@@ -100,16 +100,19 @@ impl Ticket {
     };
 }
 
-/// How an admitted call's verdict is treated.
+/// How an admitted call's verdict is treated. Each kind's value is the
+/// tag of the state that admits it ([`State::from_tag`]), so that
+/// [`Core::admit_fast`]'s kind is the word's tag itself, with no select.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub(crate) enum Kind {
     /// Closed state: the verdict feeds the trip rules.
-    Normal,
+    Normal = 0,
     /// Half-open: the verdict decides whether to close or reopen.
-    Probe,
+    Probe = 2,
     /// Disabled, in [`Mode::Off`], or admitted in [`Mode::Shadow`] though
     /// refused: the verdict counts for nothing.
-    Bypass,
+    Bypass = 4,
 }
 
 /// What the lock guards: half-open bookkeeping and the trip counter.
@@ -436,9 +439,13 @@ impl Core {
     #[inline(always)]
     pub(crate) fn admit_fast(&self) -> Option<Ticket> {
         let w = self.load();
-        let kind = match w.state() {
-            State::Closed => Kind::Normal,
-            State::Disabled => Kind::Bypass,
+        // On the tag rather than `w.state()`, which reads every tag past
+        // the last as Disabled: the kind is then the tag itself.
+        const CLOSED: u64 = State::Closed.tag();
+        const DISABLED: u64 = State::Disabled.tag();
+        let kind = match w.0 & 0xff {
+            CLOSED => Kind::Normal,
+            DISABLED => Kind::Bypass,
             _ => return None,
         };
         Some(Ticket {
