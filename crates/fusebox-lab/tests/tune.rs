@@ -327,6 +327,12 @@ fn bad_flags_are_named() {
             "/nonexistent/metrics.txt",
         ),
         (vec![], "scenario"),
+        // --redis is for the real-mode run of --verify, and a URL.
+        (vec![&fleet, "--redis", "local"], "--verify"),
+        (
+            vec![&fleet, "--verify", "--redis", "ftp://host:6379"],
+            "--redis",
+        ),
     ] {
         let out = tune(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);

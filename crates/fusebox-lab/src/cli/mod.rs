@@ -226,6 +226,11 @@ struct TuneArgs {
     /// outage in virtual time.
     #[arg(long)]
     verify: bool,
+    /// With --verify: a real-mode fleet with sharing = "fleet" shares
+    /// through this Redis (redis://HOST:PORT, or "local": the lab starts
+    /// redis-server), whatever its [fleet] redis says.
+    #[arg(long, value_name = "URL", requires = "verify")]
+    redis: Option<String>,
     /// Threads (default: the machine's cores).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
@@ -295,6 +300,20 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_IO)
         }
     }
+}
+
+/// `--redis URL`: the fleets of `scenarios` that share through Redis
+/// (`sharing = "fleet"`) share through this one, whatever their `[fleet]
+/// redis` says.
+fn share_through(scenarios: &mut [crate::scenario::Scenario], url: &str) -> Result<(), CliError> {
+    use crate::scenario::{Redis, Sharing};
+    let redis = Redis::parse(url).map_err(|e| CliError::BadInput(format!("--redis: {e}")))?;
+    for f in scenarios.iter_mut().filter_map(|s| s.fleet.as_mut()) {
+        if f.sharing == Sharing::Fleet {
+            f.redis = Some(redis.clone());
+        }
+    }
+    Ok(())
 }
 
 /// Checks, before anything runs, that a report can be written at `path`:

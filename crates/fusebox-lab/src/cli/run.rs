@@ -1,11 +1,11 @@
 //! `fusebox-lab run`: every strategy of every scenario, reported.
 
 use super::serve::{self, Exported, Server};
-use super::{check_output, progress, CliError, RunArgs};
+use super::{check_output, progress, share_through, CliError, RunArgs};
 use crate::engine::{self, Mode};
 use crate::report::runs::{self, RunsReport};
 use crate::report::{self, ScenarioReport};
-use crate::scenario::{format_duration, Redis, Scenario, Sharing};
+use crate::scenario::{format_duration, Scenario};
 use indicatif::ProgressBar;
 use std::io::Write;
 
@@ -98,12 +98,7 @@ pub(super) fn cmd_run(args: RunArgs) -> Result<(), CliError> {
             .collect::<Result<_, _>>()?
     };
     if let Some(url) = &args.redis {
-        let redis = Redis::parse(url).map_err(|e| CliError::BadInput(format!("--redis: {e}")))?;
-        for f in scenarios.iter_mut().filter_map(|s| s.fleet.as_mut()) {
-            if f.sharing == Sharing::Fleet {
-                f.redis = Some(redis.clone());
-            }
-        }
+        share_through(&mut scenarios, url)?;
     }
     if let Some(seed) = args.seed {
         scenarios = scenarios.iter().map(|sc| sc.with_seed(seed)).collect();

@@ -3,7 +3,7 @@
 //! printed as a Pareto table and a `[dependencies.NAME]` block for
 //! fusebox's registry.
 
-use super::{progress, CliError, TuneArgs};
+use super::{progress, share_through, CliError, TuneArgs};
 use crate::engine::{self, Mode};
 use crate::report::runs::{self, describe, seeds_text};
 use crate::report::table::render;
@@ -37,6 +37,9 @@ fn scenario(args: &TuneArgs) -> Result<Scenario, CliError> {
             ))
         }
     };
+    if let Some(url) = &args.redis {
+        share_through(std::slice::from_mut(&mut sc), url)?;
+    }
     if !args.from_metrics.is_empty() {
         let name = args.dependency.as_deref().ok_or_else(|| {
             bad("--from-metrics needs --dependency NAME: the breaker whose series to read".into())
