@@ -11,6 +11,7 @@ pub mod sweep;
 mod tune;
 
 use crate::engine::Mode;
+use crate::scenario::{Redis, Scenario, Sharing};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
@@ -305,8 +306,7 @@ pub fn main() -> ExitCode {
 /// `--redis URL`: the fleets of `scenarios` that share through Redis
 /// (`sharing = "fleet"`) share through this one, whatever their `[fleet]
 /// redis` says.
-fn share_through(scenarios: &mut [crate::scenario::Scenario], url: &str) -> Result<(), CliError> {
-    use crate::scenario::{Redis, Sharing};
+fn share_through(scenarios: &mut [Scenario], url: &str) -> Result<(), CliError> {
     let redis = Redis::parse(url).map_err(|e| CliError::BadInput(format!("--redis: {e}")))?;
     for f in scenarios.iter_mut().filter_map(|s| s.fleet.as_mut()) {
         if f.sharing == Sharing::Fleet {
@@ -376,7 +376,6 @@ enum CliError {
 mod tests {
     use super::*;
     use crate::scenario::sweep::{apply, Sweep};
-    use crate::scenario::Scenario;
     use clap::CommandFactory;
 
     /// Every example `sweep --help` gives for `--param` parses and applies
