@@ -181,6 +181,14 @@ impl CountWindow {
     }
 }
 
+/// How far a packed [`TimeWindow::head`] shifts the epoch above its bucket's
+/// index: room for any index below the largest number of buckets a config
+/// accepts. Packing is used when the bucket width is at least
+/// `2^HEAD_SHIFT` ns (131 µs), which leaves the epoch (`now / width`, at most
+/// `u64::MAX >> HEAD_SHIFT`) room above it whatever the time.
+const HEAD_SHIFT: u32 = 17;
+const HEAD_INDEX: u64 = (1 << HEAD_SHIFT) - 1;
+
 /// One thread stripe's call counts: a running total and one count per bucket.
 #[derive(Debug)]
 struct StripeCalls {
@@ -198,8 +206,15 @@ struct StripeCalls {
 #[derive(Debug)]
 pub(crate) struct TimeWindow {
     width: u64,
+    /// `width` when [`head`](Self::head) is packed (see [`HEAD_SHIFT`]), 0
+    /// when it holds the epoch alone: the bound that a call's time is
+    /// compared with to find itself in the head bucket, which 0 never
+    /// satisfies.
+    fast_width: u64,
     n: usize,
-    /// The newest bucket epoch (`now / width`) seen so far.
+    /// The newest bucket epoch (`now / width`) seen so far: packed, that
+    /// epoch shifted up by [`HEAD_SHIFT`] above its bucket's index, so that
+    /// a call in the head bucket finds the index without a division.
     head: Padded<AtomicU64>,
     calls: Box<[Padded<StripeCalls>]>,
     /// Failures and slow calls per bucket (their `calls` fields are unused).
@@ -220,8 +235,11 @@ impl TimeWindow {
     }
 
     pub(crate) fn new(span: u64, n: usize) -> Self {
+        let width = (span / n as u64).max(1);
+        let packed = width > HEAD_INDEX && (n as u64) <= HEAD_INDEX + 1;
         TimeWindow {
-            width: (span / n as u64).max(1),
+            width,
+            fast_width: if packed { width } else { 0 },
             n,
             head: Padded(AtomicU64::new(0)),
             calls: (0..STRIPES)
@@ -237,17 +255,64 @@ impl TimeWindow {
         }
     }
 
+    /// [`head`](Self::head)'s word for `epoch`.
+    #[inline]
+    fn pack(&self, epoch: u64) -> u64 {
+        if self.fast_width == 0 {
+            epoch
+        } else {
+            (epoch << HEAD_SHIFT) | (epoch % self.n as u64)
+        }
+    }
+
+    /// The epoch [`head`](Self::head)'s `word` holds.
+    #[inline]
+    fn unpack(&self, word: u64) -> u64 {
+        if self.fast_width == 0 {
+            word
+        } else {
+            word >> HEAD_SHIFT
+        }
+    }
+
+    /// The bucket of a call at `now`: found in [`head`](Self::head)'s word
+    /// while `now` lies in the head bucket; otherwise by dividing, moving
+    /// the window first if `now` is past it.
+    #[inline(always)]
+    fn bucket(&self, now: u64) -> usize {
+        // Relaxed: see `advance`.
+        let word = self.head.0.load(Ordering::Relaxed);
+        // The head bucket's start cannot overflow: the epoch was some
+        // `now / width`. A time before it wraps to a large difference.
+        let start = (word >> HEAD_SHIFT).wrapping_mul(self.fast_width);
+        if now.wrapping_sub(start) < self.fast_width {
+            return (word & HEAD_INDEX) as usize;
+        }
+        self.bucket_dividing(now)
+    }
+
+    /// [`bucket`](Self::bucket) outside the head bucket (or with `head`
+    /// unpacked): when packed, the call that moves the window, and calls
+    /// whose reading lags the head bucket's start.
+    #[inline(never)]
+    fn bucket_dividing(&self, now: u64) -> usize {
+        let epoch = now / self.width;
+        self.advance(epoch);
+        (epoch % self.n as u64) as usize
+    }
+
     /// Moves the window so that it ends at `epoch`, emptying the buckets that
     /// fell out of it. One thread wins each advance and empties the buckets; a
     /// record racing that emptying may be dropped (it lands in a bucket as the
-    /// bucket is swapped to zero), never double counted.
+    /// bucket is swapped to zero), in part (its call count emptied, its
+    /// failure or slow count written after), never double counted.
     #[inline]
     fn advance(&self, epoch: u64) {
         // Relaxed: head only decides who empties which buckets; the buckets'
         // own atomic swaps keep the totals exact.
-        let head = self.head.0.load(Ordering::Relaxed);
-        if epoch > head {
-            self.advance_from(head, epoch);
+        let word = self.head.0.load(Ordering::Relaxed);
+        if epoch > self.unpack(word) {
+            self.advance_from(word, epoch);
         }
     }
 
@@ -255,15 +320,16 @@ impl TimeWindow {
     /// once per bucket width.
     #[cold]
     #[inline(never)]
-    fn advance_from(&self, mut head: u64, epoch: u64) {
-        while epoch > head {
+    fn advance_from(&self, mut word: u64, epoch: u64) {
+        while epoch > self.unpack(word) {
             match self.head.0.compare_exchange_weak(
-                head,
-                epoch,
+                word,
+                self.pack(epoch),
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
+                    let head = self.unpack(word);
                     let n = self.n as u64;
                     let first = (head + 1).max(epoch.saturating_sub(n - 1));
                     for e in first..=epoch {
@@ -280,7 +346,7 @@ impl TimeWindow {
                     }
                     return;
                 }
-                Err(h) => head = h,
+                Err(w) => word = w,
             }
         }
     }
@@ -308,9 +374,7 @@ impl TimeWindow {
         slow: bool,
         may_trip: impl Fn(&Totals) -> bool,
     ) -> Option<Totals> {
-        let epoch = now / self.width;
-        self.advance(epoch);
-        let i = (epoch % self.n as u64) as usize;
+        let i = self.bucket(now);
         let mine = &self.calls[stripe() % STRIPES].0;
         // Totals first, bucket second: an emptying racing us then subtracts at
         // most what was added, so the totals never dip below the buckets' sum.
@@ -506,6 +570,56 @@ mod tests {
         assert_eq!(w.totals(60_000 * ms), Totals::default());
         w.record(60_000 * ms, false, false, |_| true);
         assert_eq!(w.totals(60_000 * ms).calls, 1);
+    }
+
+    /// A window packed (buckets of at least 131 µs) or not (narrower) keeps
+    /// the same totals as a plain list of the calls it holds: a call at
+    /// `t` is in the window at `now` while `t / width` is one of the last
+    /// `n` epochs up to `now / width`.
+    #[test]
+    fn time_window_totals_match_a_list_of_calls_packed_or_not() {
+        for (span, n) in [
+            (10_000_000_000u64, 10usize), // 1 s buckets: packed
+            (1_310_720, 10),              // exactly 2^17 ns: packed
+            (1_310_710, 10),              // 1 ns narrower: divides
+            (1_000, 7),                   // 142 ns buckets: divides
+            (3_000_000_000, 1),           // one bucket
+        ] {
+            let w = TimeWindow::new(span, n);
+            assert_eq!(w.fast_width != 0, w.width >= 1 << HEAD_SHIFT, "{span}/{n}");
+            let width = w.width;
+            let mut calls: Vec<(u64, bool)> = Vec::new();
+            let (mut now, mut x) = (5 * width / 2, 0x9E37_79B9_7F4A_7C15u64);
+            for _ in 0..3_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Mostly within a bucket, sometimes exactly onto the next
+                // bucket's start or its last nanosecond, a few buckets on,
+                // now and then past the whole window.
+                now += match x % 100 {
+                    0 => width * (n as u64 + 3),
+                    1..=9 => width * (x % 4),
+                    10..=14 => width - now % width,
+                    15..=19 => (width - now % width).saturating_sub(1),
+                    _ => x % (width / 8 + 1),
+                };
+                let failed = x % 7 == 0;
+                w.record(now, failed, false, |_| true);
+                calls.push((now, failed));
+                let e = now / width;
+                let held = calls
+                    .iter()
+                    .filter(|(t, _)| t / width + (n as u64) > e)
+                    .collect::<Vec<_>>();
+                let want = Totals {
+                    calls: held.len() as u64,
+                    failures: held.iter().filter(|(_, f)| *f).count() as u64,
+                    slow: 0,
+                };
+                assert_eq!(w.totals(now), want, "{span}/{n} at {now}");
+            }
+        }
     }
 
     #[test]
