@@ -639,7 +639,7 @@ impl Inner {
         self.core.with_live(|live| {
             let transition = self
                 .core
-                .record_plain_success(live, generation, &LazyNow::new(self));
+                .record_window_success(live, generation, &LazyNow::new(self));
             self.emit(transition);
         })
     }

@@ -14,7 +14,7 @@ use super::rules::{Cells, Counted, Period, Resident, Rules, Verdict};
 #[cfg(feature = "fleet")]
 use super::tally::TallyCells;
 use super::types::{Outcome, Reason, Rejected, State, Transition};
-use super::window::Totals;
+use super::window::{Totals, Window};
 use crate::policy::Mode;
 use crate::sync::{
     lock, AtomicU64, AtomicU8, AtomicUsize, LazyBox, Mutex, Ordering, Striped, Swap, SwapGuard,
@@ -800,6 +800,67 @@ impl Core {
         match live
             .cells
             .record_success(&self.resident, &period, &mut trip)
+        {
+            Counted::Stale => None,
+            Counted::Fresh => self.trip_checked(generation, trip, now),
+        }
+    }
+
+    /// [`Core::record_plain_success`] when the rules in force are one
+    /// count window alone: the window's own test for a window full of
+    /// plain successes, the generation check, the ring position and a
+    /// compare, each on the window itself, and only when the slot held
+    /// something else (a failure, a slow call, nothing yet) the record
+    /// proper ([`Core::record_claimed_success`]). Any other rules take
+    /// `record_plain_success`.
+    #[inline(always)]
+    pub(crate) fn record_window_success(
+        &self,
+        live: &Live,
+        generation: u64,
+        now: &impl Now,
+    ) -> Option<Transition> {
+        let cells = &live.cells;
+        let (Some(armed), None, None) =
+            (&cells.windowed, &cells.consecutive, &cells.failures_within)
+        else {
+            return self.record_plain_success(live, generation, now);
+        };
+        let Window::Count(w) = &*armed.cells else {
+            return self.record_plain_success(live, generation, now);
+        };
+        if w.all_plain_successes() {
+            // What `record_plain_success` finds settled.
+            self.mark_full(live, generation);
+            return None;
+        }
+        // A stale verdict takes no ring position (see `Windowed::record`).
+        if self.load().generation() != generation {
+            return None;
+        }
+        let i = w.claim();
+        if w.unchanged(i, false, false) {
+            return None;
+        }
+        self.record_claimed_success(live, generation, i, now)
+    }
+
+    /// The record proper of [`Core::record_window_success`], out of line:
+    /// a plain success at ring position `i` over something else.
+    #[inline(never)]
+    fn record_claimed_success(
+        &self,
+        live: &Live,
+        generation: u64,
+        i: usize,
+        now: &impl Now,
+    ) -> Option<Transition> {
+        let armed = live.cells.windowed.as_ref()?;
+        let period = ClosedPeriod::new(self, generation, now);
+        let mut trip = None;
+        match armed
+            .rule
+            .record_claimed(&armed.cells, i, Verdict::PLAIN_SUCCESS, &period, &mut trip)
         {
             Counted::Stale => None,
             Counted::Fresh => self.trip_checked(generation, trip, now),

@@ -90,7 +90,7 @@ impl Windowed {
     /// ([`Window::claim`]), once the period was found current: written
     /// while the period stays current, then judged.
     #[inline(never)]
-    fn record_claimed(
+    pub(crate) fn record_claimed(
         &self,
         window: &Window,
         claim: usize,
