@@ -64,6 +64,54 @@ fn an_open_period_keeps_its_length_after_the_clock_jumps_back() {
     assert_eq!(b.state(), State::HalfOpen);
 }
 
+/// A clock whose next reading is one taken earlier, once: what the
+/// breaker sees when a thread reads the clock, is descheduled, and goes on
+/// after another thread has read a later time.
+#[derive(Debug, Clone)]
+struct LateOnce {
+    clock: ManualClock,
+    late: std::sync::Arc<std::sync::Mutex<Option<Duration>>>,
+}
+
+impl Clock for LateOnce {
+    fn now(&self) -> Duration {
+        let late = self.late.lock().unwrap_or_else(|e| e.into_inner()).take();
+        late.unwrap_or_else(|| self.clock.now())
+    }
+}
+
+#[test]
+fn a_late_reading_is_not_the_clock_jumping_back() {
+    let manual = ManualClock::new();
+    manual.set(secs(10));
+    let clock = LateOnce {
+        clock: manual.clone(),
+        late: Default::default(),
+    };
+    let b = CircuitBreaker::builder()
+        .consecutive_failures(1)
+        .open_for(secs(30))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    b.try_acquire().unwrap().failure(); // open until 40 s
+    *clock.late.lock().unwrap() = Some(secs(1)); // read before the 10 s
+    let r = b.try_acquire().unwrap_err();
+    assert_eq!(
+        r.retry_after(),
+        Some(secs(30)),
+        "the late reading read again"
+    );
+    assert_eq!(b.try_acquire().unwrap_err().retry_after(), Some(secs(30)));
+    manual.advance(secs(30));
+    assert_eq!(b.state(), State::HalfOpen, "and no time was added");
+    // A clock that stays back is still a jump: the open period keeps its
+    // length (see `an_open_period_keeps_its_length_after_the_clock_jumps_back`).
+    b.try_acquire().unwrap().failure(); // open until 70 s
+    manual.set(secs(5));
+    assert_eq!(b.try_acquire().unwrap_err().retry_after(), Some(secs(30)));
+}
+
 #[test]
 fn settings_that_could_never_trip_or_close_are_refused() {
     let cases = [

@@ -351,22 +351,48 @@ impl Inner {
     /// breaker's time was, and so is every later reading: open periods,
     /// windows and `retry_after` keep their lengths instead of stretching by
     /// the size of the jump. Backward steps smaller than [`SEEN_STEP`] are
-    /// absorbed by the saturating arithmetic instead.
+    /// absorbed by the saturating arithmetic instead. A reading that is
+    /// only late (taken before another thread's newer one, and compared
+    /// after it: the thread was descheduled in between) is no jump: the
+    /// clock is read again, and only a reading still behind shifts the
+    /// breaker's time.
     #[inline(always)]
     pub(crate) fn now(&self) -> Nanos {
         let raw = read_clock(&self.clock);
-        // Relaxed throughout: `offset` and `seen` order nothing else; a stale
-        // value only delays a step forward or retries the shift below.
-        let mut offset = self.offset.load(Ordering::Relaxed);
+        // Relaxed (but for `behind`): `offset` and `seen` order nothing
+        // else; a stale value only delays a step forward or retries the
+        // shift in `behind`.
+        let offset = self.offset.load(Ordering::Relaxed);
+        let t = raw.saturating_add(offset);
+        let seen = self.seen.load(Ordering::Relaxed);
+        if t < seen {
+            return self.behind(raw, offset);
+        }
+        if t - seen >= SEEN_STEP {
+            // At most one shared write per step of time. Release: see
+            // `behind`.
+            self.seen.fetch_max(t, Ordering::Release);
+        }
+        t
+    }
+
+    /// [`Inner::now`] for a reading `raw` behind what another reading saw
+    /// ([`Inner::seen`]): read again, and shifted (with `offset` and every
+    /// later reading) only if it is still behind. Out of line: rare.
+    #[cold]
+    #[inline(never)]
+    fn behind(&self, raw: Nanos, mut offset: Nanos) -> Nanos {
+        // Acquire: pairs with the Release of the `fetch_max` that wrote
+        // `seen` (as `now` found it, or later), so that the reading below
+        // is taken after the one that wrote it, for a clock whose readings
+        // are themselves atomics (a `ManualClock` shared between threads).
+        let _ = self.seen.load(Ordering::Acquire);
+        let raw = read_clock(&self.clock).max(raw);
         loop {
             let t = raw.saturating_add(offset);
             let seen = self.seen.load(Ordering::Relaxed);
             if t >= seen {
-                if t - seen >= SEEN_STEP {
-                    // At most one shared write per step of time.
-                    self.seen.fetch_max(t, Ordering::Relaxed);
-                }
-                return t;
+                return t; // the first reading was only late
             }
             match self.offset.compare_exchange(
                 offset,
