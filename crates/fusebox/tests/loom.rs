@@ -481,3 +481,46 @@ fn time_window_verdicts_racing_the_window_moving_on() {
         assert_eq!((s.calls, s.failures), (1, 1), "the totals went below zero");
     });
 }
+
+/// A success over a failure on the hot path that reaches the count window
+/// without the live settings, racing a reconfigure to a smaller window: the
+/// success took its position in the window it was built with, so it is
+/// recorded there or, once the new window is in force, not at all (never
+/// at that position in the new window, which has no such position).
+#[test]
+fn ring_success_over_a_failure_racing_a_reconfigure_to_a_smaller_window() {
+    loom::model(|| {
+        let b = CircuitBreaker::builder()
+            .failure_rate(1.0)
+            .count_window(2)
+            .min_calls(2)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        // Positions 0, 1, 0: the next call takes position 1, a failure.
+        b.try_acquire().unwrap().success();
+        b.try_acquire().unwrap().failure();
+        b.try_acquire().unwrap().success();
+        let p = b.try_acquire().unwrap();
+        let writer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reconfigure(
+                    CircuitBreaker::builder()
+                        .failure_rate(1.0)
+                        .count_window(1)
+                        .min_calls(1),
+                )
+                .unwrap();
+            })
+        };
+        p.success();
+        writer.join().unwrap();
+        assert_eq!(b.config().count_window, Some(1));
+        let s = b.snapshot();
+        assert!(s.calls <= 1 && s.failures == 0, "{s:?}");
+        // The new window counts: one failure trips it.
+        b.try_acquire().unwrap().failure();
+        assert_eq!(b.state(), State::Open);
+    });
+}

@@ -114,6 +114,12 @@ const FULL_TOLD: u16 = 512;
 /// it but the rules.
 const DIRECT: u16 = 1024;
 
+/// Bit of [`Inner::path`]: as [`DIRECT`], the rules in force being
+/// [`Core::ring`] alone: a closed-state success over a success is
+/// settled on that window without the live settings
+/// ([`Inner::finish_slow`]).
+const RING: u16 = 2048;
+
 /// An untimed success, the same for every call: one shared event rather
 /// than one written per call.
 static UNTIMED: CallEvent = CallEvent {
@@ -196,7 +202,7 @@ pub(crate) struct Inner {
     sampler: Option<Box<Sampler>>,
     /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
     /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`], [`TELL_REFUSALS`], [`SAMPLED`],
-    /// [`FULL_TOLD`] and [`DIRECT`], derived from the settings in force (and the
+    /// [`FULL_TOLD`], [`DIRECT`] and [`RING`], derived from the settings in force (and the
     /// listeners) and rewritten by a reconfigure.
     path: AtomicU16,
     /// A listener set at runtime (a fleet's), told of transitions only;
@@ -260,13 +266,13 @@ impl Inner {
     /// installed, so the last bits stored is the one of the settings left
     /// in force, whichever thread stores last.
     fn set_path(&self) {
-        self.core.with_settings_locked(|settings| {
-            self.path.store(self.path_for(settings), Ordering::Relaxed)
-        });
+        self.core
+            .with_live_locked(|live| self.path.store(self.path_for(live), Ordering::Relaxed));
     }
 
     /// The hot-path bits `settings` call for.
-    fn path_for(&self, settings: &Settings) -> u16 {
+    fn path_for(&self, live: &Live) -> u16 {
+        let settings = &live.settings;
         let needs = settings.rules.needs();
         let heard = !self.listeners.is_empty();
         let sampled = heard && !needs.times_calls && self.sampler.is_some();
@@ -280,6 +286,7 @@ impl Inner {
             && !needs.times_calls
             && !heard
             && !self.core.tallied();
+        let ring = direct && self.core.ring_in_force(live);
         // Stored Relaxed (see `set_path`): a hint for the hot path. A call
         // that reads the old bits is timed (or settled) by the old
         // settings, as if it had finished just before the reconfigure.
@@ -291,6 +298,7 @@ impl Inner {
             | if sampled { SAMPLED } else { 0 }
             | if full_told { FULL_TOLD } else { 0 }
             | if direct { DIRECT } else { 0 }
+            | if ring { RING } else { 0 }
             | match settings.mode {
                 Mode::Enforce => 0,
                 Mode::Shadow => SHADOW | TELL_REFUSALS,
@@ -637,6 +645,9 @@ impl Inner {
             return self.tell_settled(ticket.start);
         }
         if path & DIRECT != 0 && outcome == Outcome::Success && ticket.kind == Kind::Normal {
+            if path & RING != 0 {
+                return self.finish_ring(ticket.generation);
+            }
             return self.finish_success(ticket.generation);
         }
         self.finish_counted(ticket, outcome, path)
@@ -656,6 +667,47 @@ impl Inner {
             return self.tell_settled(ticket.start);
         }
         self.finish_full(ticket, outcome)
+    }
+
+    /// A closed-state success with [`RING`]: over a success, settled on
+    /// [`Core::ring`] itself (the generation check, the ring position and
+    /// a compare: a success over a success writes nothing); over anything
+    /// else, recorded at the position it took
+    /// ([`Inner::finish_ring_changed`]). A window full of plain successes
+    /// (to be marked so), or a stale permit, takes
+    /// [`Inner::finish_success`]. The bit may be stale (a reconfigure to
+    /// another window racing this verdict): then a success over a success
+    /// changes nothing in the window out of force, as if it had come
+    /// before the reconfigure, and any other is checked under the live
+    /// settings.
+    #[inline(never)]
+    fn finish_ring(&self, generation: u64) {
+        let Some(w) = self.core.ring() else {
+            return self.finish_success(generation);
+        };
+        if w.all_plain_successes() || self.core.generation() != generation {
+            return self.finish_success(generation);
+        }
+        let i = w.claim();
+        if !w.unchanged(i, false, false) {
+            self.finish_ring_changed(generation, i);
+        }
+    }
+
+    /// [`Inner::finish_ring`] over a slot that held something else: the
+    /// record proper at position `i`, if [`Core::ring`] is still the window
+    /// in force (otherwise the success landed in a window out of force, as
+    /// if before the reconfigure).
+    #[inline(never)]
+    fn finish_ring_changed(&self, generation: u64, i: usize) {
+        self.core.with_live(|live| {
+            if self.core.ring_in_force(live) {
+                let transition =
+                    self.core
+                        .record_claimed_success(live, generation, i, &LazyNow::new(self));
+                self.emit(transition);
+            }
+        })
     }
 
     /// A closed-state success with [`DIRECT`]: recorded by

@@ -14,7 +14,7 @@ use super::rules::{Cells, Counted, Period, Resident, Rules, Verdict};
 #[cfg(feature = "fleet")]
 use super::tally::TallyCells;
 use super::types::{Outcome, Reason, Rejected, State, Transition};
-use super::window::{Totals, Window};
+use super::window::{CountWindow, Totals, Window};
 use crate::policy::Mode;
 use crate::sync::{
     lock, AtomicU64, AtomicU8, AtomicUsize, LazyBox, Mutex, Ordering, Striped, Swap, SwapGuard,
@@ -244,6 +244,12 @@ pub(crate) struct Core {
     /// Cumulative closed-state verdicts, once something asked for them.
     #[cfg(feature = "fleet")]
     tally: LazyBox<TallyCells>,
+    /// The count window the breaker was built with (its rules' cells, in
+    /// its first `Live`), kept for its life so that the hot path can reach
+    /// it without the `Live` while it is in force (see
+    /// [`Core::ring_in_force`]); a reconfigure to another window leaves it
+    /// out of force for good.
+    ring: Option<Arc<Window>>,
     /// `generation + 1` of a closed period whose rules' cells were found
     /// settled (a count window full of plain successes), or 0: lets such a
     /// success settle without the settings (see [`Core::window_full`]).
@@ -282,6 +288,11 @@ impl fmt::Debug for Core {
 impl Core {
     pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
         let cells = settings.rules.arm(None);
+        let ring = cells
+            .windowed
+            .as_ref()
+            .filter(|armed| matches!(*armed.cells, Window::Count(_)))
+            .map(|armed| Arc::clone(&armed.cells));
         let live = Swap::new(Live { settings, cells });
         let current = AtomicUsize::new(live_addr(&live.load()));
         let core = Core {
@@ -299,6 +310,7 @@ impl Core {
             cold: LazyBox::new(),
             #[cfg(feature = "fleet")]
             tally: LazyBox::new(),
+            ring,
             full: AtomicU64::new(0),
         };
         // Under loom allocated at once, as `Striped` cells are: the models
@@ -374,11 +386,41 @@ impl Core {
         Some(self.open(&mut slow, w, now, reason))
     }
 
-    /// Runs `f` on the settings in force while holding the lock under which
-    /// settings are replaced (see `Inner::set_path`).
-    pub(crate) fn with_settings_locked<R>(&self, f: impl FnOnce(&Settings) -> R) -> R {
+    /// Runs `f` on the `Live` in force while holding the lock under which
+    /// it is replaced (see `Inner::set_path`).
+    pub(crate) fn with_live_locked<R>(&self, f: impl FnOnce(&Live) -> R) -> R {
         let _slow = lock(&self.slow);
-        f(&self.live.load().settings)
+        f(&self.live.load())
+    }
+
+    /// The count window the breaker was built with, if any (in force or
+    /// not: see [`Core::ring_in_force`]).
+    #[inline(always)]
+    pub(crate) fn ring(&self) -> Option<&CountWindow> {
+        match self.ring.as_deref() {
+            Some(Window::Count(w)) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Whether the rules of `live` are [`Core::ring`] alone: a count
+    /// window, the one the breaker was built with, and no other rule.
+    pub(crate) fn ring_in_force(&self, live: &Live) -> bool {
+        let cells = &live.cells;
+        match (&self.ring, &cells.windowed) {
+            (Some(ring), Some(armed)) => {
+                Arc::ptr_eq(ring, &armed.cells)
+                    && cells.consecutive.is_none()
+                    && cells.failures_within.is_none()
+            }
+            _ => false,
+        }
+    }
+
+    /// The closed period (or other state's) generation in force.
+    #[inline(always)]
+    pub(crate) fn generation(&self) -> u64 {
+        self.load().generation()
     }
 
     /// Runs `f` on the settings in force, without `live`'s load on the hot
@@ -845,10 +887,11 @@ impl Core {
         self.record_claimed_success(live, generation, i, now)
     }
 
-    /// The record proper of [`Core::record_window_success`], out of line:
-    /// a plain success at ring position `i` over something else.
+    /// The record proper of [`Core::record_window_success`] (and of
+    /// `Inner::finish_ring`), out of line: a plain success at ring position
+    /// `i` over something else.
     #[inline(never)]
-    fn record_claimed_success(
+    pub(crate) fn record_claimed_success(
         &self,
         live: &Live,
         generation: u64,
