@@ -524,3 +524,48 @@ fn ring_success_over_a_failure_racing_a_reconfigure_to_a_smaller_window() {
         assert_eq!(b.state(), State::Open);
     });
 }
+
+/// As `ring_success_over_a_failure_racing_a_reconfigure_to_a_smaller_window`,
+/// for a failure over a success: recorded in the window it took its
+/// position in, or by the new window's rules in force, never at that
+/// position in the new window.
+#[test]
+fn ring_failure_over_a_success_racing_a_reconfigure_to_a_smaller_window() {
+    loom::model(|| {
+        let b = CircuitBreaker::builder()
+            .failure_rate(1.0)
+            .count_window(2)
+            .min_calls(2)
+            .clock(ManualClock::new())
+            .build()
+            .unwrap();
+        // Positions 0, 1, 0: the next call takes position 1, a success.
+        b.try_acquire().unwrap().success();
+        b.try_acquire().unwrap().success();
+        b.try_acquire().unwrap().failure();
+        let p = b.try_acquire().unwrap();
+        let writer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reconfigure(
+                    CircuitBreaker::builder()
+                        .failure_rate(1.0)
+                        .count_window(1)
+                        .min_calls(1),
+                )
+                .unwrap();
+            })
+        };
+        p.failure();
+        writer.join().unwrap();
+        assert_eq!(b.config().count_window, Some(1));
+        // Either the failure went to the old window, or the new one's
+        // rules took it (a failure of the one call they need: open).
+        let s = b.snapshot();
+        assert!(s.calls <= 1, "{s:?}");
+        if b.state() == State::Closed {
+            b.try_acquire().unwrap().failure();
+        }
+        assert_eq!(b.state(), State::Open);
+    });
+}

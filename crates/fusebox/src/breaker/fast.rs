@@ -650,6 +650,9 @@ impl Inner {
             }
             return self.finish_success(ticket.generation);
         }
+        if path & RING != 0 && outcome == Outcome::Failure && ticket.kind == Kind::Normal {
+            return self.finish_ring_failure(ticket.generation);
+        }
         self.finish_counted(ticket, outcome, path)
     }
 
@@ -673,8 +676,8 @@ impl Inner {
     /// [`Core::ring`] itself (the generation check, the ring position and
     /// a compare: a success over a success writes nothing); over anything
     /// else, recorded at the position it took
-    /// ([`Inner::finish_ring_changed`]). A window full of plain successes
-    /// (to be marked so), or a stale permit, takes
+    /// ([`Inner::finish_ring_changed`], which marks a window it leaves
+    /// full of plain successes). A stale permit takes
     /// [`Inner::finish_success`]. The bit may be stale (a reconfigure to
     /// another window racing this verdict): then a success over a success
     /// changes nothing in the window out of force, as if it had come
@@ -685,7 +688,7 @@ impl Inner {
         let Some(w) = self.core.ring() else {
             return self.finish_success(generation);
         };
-        if w.all_plain_successes() || self.core.generation() != generation {
+        if self.core.generation() != generation {
             return self.finish_success(generation);
         }
         let i = w.claim();
@@ -694,19 +697,73 @@ impl Inner {
         }
     }
 
+    /// A closed-state failure with [`RING`], as [`Inner::finish_ring`]
+    /// takes a success: over a failure it writes nothing; over anything
+    /// else it is recorded at its position under the live settings if
+    /// [`Core::ring`] alone is still in force, by the rules in force
+    /// otherwise. A stale permit's failure changes nothing (the ring is
+    /// the only rule).
+    #[inline(never)]
+    fn finish_ring_failure(&self, generation: u64) {
+        let Some(w) = self.core.ring() else {
+            return self.finish_counted(
+                Ticket {
+                    generation,
+                    kind: Kind::Normal,
+                    start: NO_START,
+                },
+                Outcome::Failure,
+                self.path(),
+            );
+        };
+        if self.core.generation() != generation {
+            return;
+        }
+        let i = w.claim();
+        if !w.unchanged(i, true, false) {
+            self.finish_ring_failed(generation, i);
+        }
+    }
+
+    /// [`Inner::finish_ring_failure`] over a slot that held something
+    /// else (see [`Inner::finish_ring_changed`]).
+    #[inline(never)]
+    fn finish_ring_failed(&self, generation: u64, i: usize) {
+        self.core.with_live(|live| {
+            let now = LazyNow::new(self);
+            let transition = if self.core.ring_in_force(live) {
+                self.core.record_claimed_failure(live, generation, i, &now)
+            } else {
+                // Other rules in force (`RING` read before a reconfigure):
+                // recorded by them, at another position if in that window.
+                self.core
+                    .record_closed(live, generation, Outcome::Failure, false, &now)
+            };
+            self.emit(transition);
+        })
+    }
+
     /// [`Inner::finish_ring`] over a slot that held something else: the
-    /// record proper at position `i`, if [`Core::ring`] is still the window
-    /// in force (otherwise the success landed in a window out of force, as
-    /// if before the reconfigure).
+    /// record proper at position `i` if [`Core::ring`] alone is still in
+    /// force; otherwise the success is recorded by the rules in force.
     #[inline(never)]
     fn finish_ring_changed(&self, generation: u64, i: usize) {
         self.core.with_live(|live| {
-            if self.core.ring_in_force(live) {
-                let transition =
-                    self.core
-                        .record_claimed_success(live, generation, i, &LazyNow::new(self));
-                self.emit(transition);
+            let now = LazyNow::new(self);
+            if !self.core.ring_in_force(live) {
+                // Other rules in force (`RING` read before a reconfigure):
+                // recorded by them, at another position if in that window.
+                let transition = self.core.record_window_success(live, generation, &now);
+                return self.emit(transition);
             }
+            let transition = self.core.record_claimed_success(live, generation, i, &now);
+            // Only a success over something else can leave the window full
+            // of plain successes: marked so here (see `Core::mark_full`),
+            // the next successes settle without it.
+            if transition.is_none() && self.core.ring().is_some_and(|w| w.all_plain_successes()) {
+                self.core.mark_full(live, generation);
+            }
+            self.emit(transition);
         })
     }
 

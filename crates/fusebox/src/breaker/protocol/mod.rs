@@ -789,7 +789,7 @@ impl Core {
     }
 
     #[inline]
-    fn record_closed(
+    pub(crate) fn record_closed(
         &self,
         live: &Live,
         generation: u64,
@@ -898,12 +898,44 @@ impl Core {
         i: usize,
         now: &impl Now,
     ) -> Option<Transition> {
+        self.record_claimed_at(live, generation, i, Verdict::PLAIN_SUCCESS, now)
+    }
+
+    /// [`Core::record_claimed_success`] for a failure (not slow), of
+    /// `Inner::finish_ring_failure`.
+    #[inline(never)]
+    pub(crate) fn record_claimed_failure(
+        &self,
+        live: &Live,
+        generation: u64,
+        i: usize,
+        now: &impl Now,
+    ) -> Option<Transition> {
+        let failure = Verdict {
+            failed: true,
+            slow: false,
+        };
+        self.record_claimed_at(live, generation, i, failure, now)
+    }
+
+    /// The record of `verdict` at ring position `i` of the count window of
+    /// `live` (its windowed rule's: the callers make sure it is the one
+    /// claimed from), then the trip it calls for.
+    #[inline(always)]
+    fn record_claimed_at(
+        &self,
+        live: &Live,
+        generation: u64,
+        i: usize,
+        verdict: Verdict,
+        now: &impl Now,
+    ) -> Option<Transition> {
         let armed = live.cells.windowed.as_ref()?;
         let period = ClosedPeriod::new(self, generation, now);
         let mut trip = None;
         match armed
             .rule
-            .record_claimed(&armed.cells, i, Verdict::PLAIN_SUCCESS, &period, &mut trip)
+            .record_claimed(&armed.cells, i, verdict, &period, &mut trip)
         {
             Counted::Stale => None,
             Counted::Fresh => self.trip_checked(generation, trip, now),
