@@ -482,41 +482,59 @@ fn time_window_verdicts_racing_the_window_moving_on() {
     });
 }
 
+/// A count window of 2 (failure rate 1.0, 2 calls needed) that has seen
+/// `before` (`true`: a failure), and the verdict `last` (`true`: a
+/// failure) of a permit taken then, racing a reconfigure to a window of
+/// 1 (1 call needed): the breaker once both are done.
+fn ring_verdict_racing_a_reconfigure(before: [bool; 3], last: bool) -> CircuitBreaker {
+    let b = CircuitBreaker::builder()
+        .failure_rate(1.0)
+        .count_window(2)
+        .min_calls(2)
+        .clock(ManualClock::new())
+        .build()
+        .unwrap();
+    for failed in before {
+        let p = b.try_acquire().unwrap();
+        if failed {
+            p.failure();
+        } else {
+            p.success();
+        }
+    }
+    let p = b.try_acquire().unwrap();
+    let writer = {
+        let b = b.clone();
+        thread::spawn(move || {
+            b.reconfigure(
+                CircuitBreaker::builder()
+                    .failure_rate(1.0)
+                    .count_window(1)
+                    .min_calls(1),
+            )
+            .unwrap();
+        })
+    };
+    if last {
+        p.failure();
+    } else {
+        p.success();
+    }
+    writer.join().unwrap();
+    assert_eq!(b.config().count_window, Some(1));
+    b
+}
+
 /// A success over a failure on the hot path that reaches the count window
 /// without the live settings, racing a reconfigure to a smaller window: the
 /// success took its position in the window it was built with, so it is
-/// recorded there or, once the new window is in force, not at all (never
-/// at that position in the new window, which has no such position).
+/// recorded there or, once the new window is in force, by the new rules
+/// (never at that position in the new window, which has no such position).
 #[test]
 fn ring_success_over_a_failure_racing_a_reconfigure_to_a_smaller_window() {
     loom::model(|| {
-        let b = CircuitBreaker::builder()
-            .failure_rate(1.0)
-            .count_window(2)
-            .min_calls(2)
-            .clock(ManualClock::new())
-            .build()
-            .unwrap();
-        // Positions 0, 1, 0: the next call takes position 1, a failure.
-        b.try_acquire().unwrap().success();
-        b.try_acquire().unwrap().failure();
-        b.try_acquire().unwrap().success();
-        let p = b.try_acquire().unwrap();
-        let writer = {
-            let b = b.clone();
-            thread::spawn(move || {
-                b.reconfigure(
-                    CircuitBreaker::builder()
-                        .failure_rate(1.0)
-                        .count_window(1)
-                        .min_calls(1),
-                )
-                .unwrap();
-            })
-        };
-        p.success();
-        writer.join().unwrap();
-        assert_eq!(b.config().count_window, Some(1));
+        // Positions 0, 1, 0: the last call takes position 1, a failure.
+        let b = ring_verdict_racing_a_reconfigure([false, true, false], false);
         let s = b.snapshot();
         assert!(s.calls <= 1 && s.failures == 0, "{s:?}");
         // The new window counts: one failure trips it.
@@ -526,39 +544,12 @@ fn ring_success_over_a_failure_racing_a_reconfigure_to_a_smaller_window() {
 }
 
 /// As `ring_success_over_a_failure_racing_a_reconfigure_to_a_smaller_window`,
-/// for a failure over a success: recorded in the window it took its
-/// position in, or by the new window's rules in force, never at that
-/// position in the new window.
+/// for a failure over a success.
 #[test]
 fn ring_failure_over_a_success_racing_a_reconfigure_to_a_smaller_window() {
     loom::model(|| {
-        let b = CircuitBreaker::builder()
-            .failure_rate(1.0)
-            .count_window(2)
-            .min_calls(2)
-            .clock(ManualClock::new())
-            .build()
-            .unwrap();
-        // Positions 0, 1, 0: the next call takes position 1, a success.
-        b.try_acquire().unwrap().success();
-        b.try_acquire().unwrap().success();
-        b.try_acquire().unwrap().failure();
-        let p = b.try_acquire().unwrap();
-        let writer = {
-            let b = b.clone();
-            thread::spawn(move || {
-                b.reconfigure(
-                    CircuitBreaker::builder()
-                        .failure_rate(1.0)
-                        .count_window(1)
-                        .min_calls(1),
-                )
-                .unwrap();
-            })
-        };
-        p.failure();
-        writer.join().unwrap();
-        assert_eq!(b.config().count_window, Some(1));
+        // Positions 0, 1, 0: the last call takes position 1, a success.
+        let b = ring_verdict_racing_a_reconfigure([false, false, true], true);
         // Either the failure went to the old window, or the new one's
         // rules took it (a failure of the one call they need: open).
         let s = b.snapshot();
