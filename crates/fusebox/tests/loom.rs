@@ -208,7 +208,8 @@ fn reconfigure_racing_verdicts() {
     });
 }
 
-/// A count window of 2 full of plain successes, not yet marked so.
+/// A count window of 2 holding one plain success: the success that fills
+/// it marks it full of plain successes.
 fn full_two_call_window() -> CircuitBreaker {
     let b = CircuitBreaker::builder()
         .failure_rate(1.0)
@@ -217,15 +218,14 @@ fn full_two_call_window() -> CircuitBreaker {
         .clock(ManualClock::new())
         .build()
         .unwrap();
-    for _ in 0..2 {
-        b.call(|| Ok::<(), ()>(())).unwrap();
-    }
+    b.call(|| Ok::<(), ()>(())).unwrap();
     b
 }
 
 /// A success that marks its count window full of plain successes (so that
 /// later successes settle without a record), racing a failure recorded in
-/// that window: the mark never outlives the failure. Two more successes
+/// that window (whichever takes the empty position): the mark never
+/// outlives the failure. Two more successes
 /// then push the failure out of the last two calls, which they could not
 /// if a stale mark let them settle unrecorded.
 #[test]

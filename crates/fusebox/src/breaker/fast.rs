@@ -115,9 +115,9 @@ const FULL_TOLD: u16 = 512;
 const DIRECT: u16 = 1024;
 
 /// Bit of [`Inner::path`]: as [`DIRECT`], the rules in force being
-/// [`Core::ring`] alone: a closed-state success over a success is
-/// settled on that window without the live settings
-/// ([`Inner::finish_slow`]).
+/// [`Core::ring`] alone: a closed-state success or failure over a call
+/// of the same outcome is settled on that window without the live
+/// settings ([`Inner::finish_ring`], [`Inner::finish_ring_failure`]).
 const RING: u16 = 2048;
 
 /// An untimed success, the same for every call: one shared event rather
@@ -367,9 +367,10 @@ impl Inner {
     #[inline(always)]
     pub(crate) fn now(&self) -> Nanos {
         let raw = read_clock(&self.clock);
-        // Relaxed (but for `behind`): `offset` and `seen` order nothing
-        // else; a stale value only delays a step forward or retries the
-        // shift in `behind`.
+        // Relaxed (but for `seen`'s Release write here and Acquire read
+        // in `behind`): `offset` and `seen` order nothing else; a stale
+        // value only delays a step forward or retries the shift in
+        // `behind`.
         let offset = self.offset.load(Ordering::Relaxed);
         let t = raw.saturating_add(offset);
         let seen = self.seen.load(Ordering::Relaxed);
@@ -394,13 +395,19 @@ impl Inner {
         // `seen` (as `now` found it, or later), so that the reading below
         // is taken after the one that wrote it, for a clock whose readings
         // are themselves atomics (a `ManualClock` shared between threads).
-        let _ = self.seen.load(Ordering::Acquire);
+        let found = self.seen.load(Ordering::Acquire);
         let raw = read_clock(&self.clock).max(raw);
+        if raw.saturating_add(offset) >= found {
+            // The first reading was only late. (Compared with `found`, not
+            // a later `seen`: another thread may have read a later time
+            // meanwhile, which would make this reading late again.)
+            return raw.saturating_add(offset);
+        }
         loop {
             let t = raw.saturating_add(offset);
             let seen = self.seen.load(Ordering::Relaxed);
             if t >= seen {
-                return t; // the first reading was only late
+                return t;
             }
             match self.offset.compare_exchange(
                 offset,
@@ -628,8 +635,11 @@ impl Inner {
 
     /// What [`Inner::settles_silently`] did not settle: a success that
     /// changes nothing, heard only by the listeners ([`SETTLED`], or
-    /// [`FULL_TOLD`] over a full window with no tally), is told to them here ([`Inner::tell_settled`]); a plain success with
-    /// [`DIRECT`] goes to [`Inner::finish_success`], the rest to
+    /// [`FULL_TOLD`] over a full window with no tally), is told to them
+    /// here ([`Inner::tell_settled`]); a plain success with [`RING`] goes
+    /// to [`Inner::finish_ring`], with [`DIRECT`] to
+    /// [`Inner::finish_success`]; a failure with `RING` to
+    /// [`Inner::finish_ring_failure`]; the rest to
     /// [`Inner::finish_counted`]. Called by the guard of `call`, which
     /// asked `settles_silently` already.
     #[inline(never)]
@@ -677,8 +687,8 @@ impl Inner {
     /// a compare: a success over a success writes nothing); over anything
     /// else, recorded at the position it took
     /// ([`Inner::finish_ring_changed`], which marks a window it leaves
-    /// full of plain successes). A stale permit takes
-    /// [`Inner::finish_success`]. The bit may be stale (a reconfigure to
+    /// full of plain successes). A stale permit's success changes
+    /// nothing. The bit may be stale (a reconfigure to
     /// another window racing this verdict): then a success over a success
     /// changes nothing in the window out of force, as if it had come
     /// before the reconfigure, and any other is checked under the live
@@ -689,7 +699,7 @@ impl Inner {
             return self.finish_success(generation);
         };
         if self.core.generation() != generation {
-            return self.finish_success(generation);
+            return; // a stale permit's success changes nothing (the ring is the only rule)
         }
         let i = w.claim();
         if !w.unchanged(i, false, false) {
@@ -768,7 +778,7 @@ impl Inner {
     }
 
     /// A closed-state success with [`DIRECT`]: recorded by
-    /// [`Core::record_plain_success`], in one visit to the live settings.
+    /// [`Core::record_window_success`], in one visit to the live settings.
     #[inline(never)]
     fn finish_success(&self, generation: u64) {
         self.core.with_live(|live| {

@@ -376,10 +376,19 @@ impl Core {
         // Unchanged rules (a new mode, open period or probe count) judge
         // nothing anew.
         let w = self.load();
+        let live = self.live.load();
+        if w.state() == State::Closed
+            && live.settings.rules.needs().counts_last_calls
+            && self.settled(&live, w.generation())
+        {
+            // A kept window full of plain successes stays marked so: the
+            // next successes may not mark it (with `Inner`'s ring, a
+            // success over a success never looks).
+            self.mark_full(&live, w.generation());
+        }
         if w.state() != State::Closed || same_rules {
             return None;
         }
-        let live = self.live.load();
         // We hold the lock: the closed period cannot end meanwhile.
         let period = ClosedPeriod::new(self, w.generation(), &now);
         let reason = live.cells.reached(&self.resident, &period)?;
@@ -544,6 +553,11 @@ impl Core {
         let token = generation + 1;
         // Relaxed: a hint that saves the swap when the mark is there.
         if self.full.load(Ordering::Relaxed) == token {
+            return;
+        }
+        // A stale permit's mark would replace a current one with one no
+        // current permit matches.
+        if self.load().generation() != generation {
             return;
         }
         // AcqRel: see above.
