@@ -1262,6 +1262,30 @@ mod tests {
     }
 
     #[test]
+    fn a_window_full_of_successes_stays_marked_through_a_reconfigure_and_a_stale_mark() {
+        let settings = || CircuitBreaker::builder().failure_rate(0.5).count_window(4);
+        let b = settings().build().unwrap();
+        let full = || b.inner().core.full.load(Ordering::Relaxed);
+        for _ in 0..3 {
+            b.try_acquire().unwrap().success();
+        }
+        assert_eq!(full(), 0, "not full yet");
+        b.try_acquire().unwrap().success();
+        assert_eq!(full(), 1, "generation 0's window, full");
+        b.reconfigure(settings()).unwrap();
+        assert_eq!(full(), 1, "the kept window is still full");
+        // A permit of another closed period cannot mark this one's.
+        let core = &b.inner().core;
+        core.full.swap(0, Ordering::Relaxed);
+        core.mark_full(&core.live(), 7);
+        assert_eq!(full(), 0, "a stale mark");
+        core.mark_full(&core.live(), 0);
+        assert_eq!(full(), 1);
+        b.reconfigure(settings().count_window(5)).unwrap();
+        assert_eq!(full(), 0, "a new window is empty");
+    }
+
+    #[test]
     fn a_stale_verdict_stays_stale_past_two_to_the_32_transitions() {
         // With a 32-bit generation, 2^32 - 1 force_opens and a reset brought
         // the breaker back to generation 0, and a permit from generation 0
