@@ -117,7 +117,7 @@ const DIRECT: u16 = 1024;
 /// Bit of [`Inner::path`]: as [`DIRECT`], the rules in force being
 /// [`Core::ring`] alone: a closed-state success or failure over a call
 /// of the same outcome is settled on that window without the live
-/// settings ([`Inner::finish_ring`], [`Inner::finish_ring_failure`]).
+/// settings ([`Inner::finish_ring`]).
 const RING: u16 = 2048;
 
 /// An untimed success, the same for every call: one shared event rather
@@ -636,10 +636,9 @@ impl Inner {
     /// What [`Inner::settles_silently`] did not settle: a success that
     /// changes nothing, heard only by the listeners ([`SETTLED`], or
     /// [`FULL_TOLD`] over a full window with no tally), is told to them
-    /// here ([`Inner::tell_settled`]); a plain success with [`RING`] goes
-    /// to [`Inner::finish_ring`], with [`DIRECT`] to
-    /// [`Inner::finish_success`]; a failure with `RING` to
-    /// [`Inner::finish_ring_failure`]; the rest to
+    /// here ([`Inner::tell_settled`]); a plain success or a failure with
+    /// [`RING`] goes to [`Inner::finish_ring`], a plain success with
+    /// [`DIRECT`] to [`Inner::finish_success`]; the rest to
     /// [`Inner::finish_counted`]. Called by the guard of `call`, which
     /// asked `settles_silently` already.
     #[inline(never)]
@@ -656,12 +655,12 @@ impl Inner {
         }
         if path & DIRECT != 0 && outcome == Outcome::Success && ticket.kind == Kind::Normal {
             if path & RING != 0 {
-                return self.finish_ring(ticket.generation);
+                return self.finish_ring::<false>(ticket.generation);
             }
             return self.finish_success(ticket.generation);
         }
         if path & RING != 0 && outcome == Outcome::Failure && ticket.kind == Kind::Normal {
-            return self.finish_ring_failure(ticket.generation);
+            return self.finish_ring::<true>(ticket.generation);
         }
         self.finish_counted(ticket, outcome, path)
     }
@@ -682,95 +681,57 @@ impl Inner {
         self.finish_full(ticket, outcome)
     }
 
-    /// A closed-state success with [`RING`]: over a success, settled on
-    /// [`Core::ring`] itself (the generation check, the ring position and
-    /// a compare: a success over a success writes nothing); over anything
-    /// else, recorded at the position it took
-    /// ([`Inner::finish_ring_changed`], which marks a window it leaves
-    /// full of plain successes). A stale permit's success changes
-    /// nothing. The bit may be stale (a reconfigure to
-    /// another window racing this verdict): then a success over a success
-    /// changes nothing in the window out of force, as if it had come
-    /// before the reconfigure, and any other is checked under the live
-    /// settings.
+    /// A closed-state success or (`FAILED`) failure with [`RING`]: over
+    /// a call of the same outcome, settled on [`Core::ring`] itself (the
+    /// generation check, the ring position and a compare: it writes
+    /// nothing); over anything else, recorded at the position it took
+    /// ([`Inner::finish_ring_changed`]). A stale permit's verdict changes
+    /// nothing (the ring is the only rule). The bit may be stale (a
+    /// reconfigure racing this verdict): then a verdict over one of the
+    /// same outcome changes nothing in the window, as if it had come
+    /// before the reconfigure, and any other is recorded under the live
+    /// settings. One function per outcome, so that neither tests it.
     #[inline(never)]
-    fn finish_ring(&self, generation: u64) {
-        let Some(w) = self.core.ring() else {
-            return self.finish_success(generation);
-        };
-        if self.core.generation() != generation {
-            return; // a stale permit's success changes nothing (the ring is the only rule)
-        }
-        let i = w.claim();
-        if !w.unchanged(i, false, false) {
-            self.finish_ring_changed(generation, i);
-        }
-    }
-
-    /// A closed-state failure with [`RING`], as [`Inner::finish_ring`]
-    /// takes a success: over a failure it writes nothing; over anything
-    /// else it is recorded at its position under the live settings if
-    /// [`Core::ring`] alone is still in force, by the rules in force
-    /// otherwise. A stale permit's failure changes nothing (the ring is
-    /// the only rule).
-    #[inline(never)]
-    fn finish_ring_failure(&self, generation: u64) {
-        let Some(w) = self.core.ring() else {
-            return self.finish_counted(
-                Ticket {
-                    generation,
-                    kind: Kind::Normal,
-                    start: NO_START,
-                },
-                Outcome::Failure,
-                self.path(),
-            );
-        };
+    fn finish_ring<const FAILED: bool>(&self, generation: u64) {
+        // `RING` is only ever set for a breaker that has its ring (see
+        // `path_for`), which it keeps for its life.
+        let Some(w) = self.core.ring() else { return };
         if self.core.generation() != generation {
             return;
         }
         let i = w.claim();
-        if !w.unchanged(i, true, false) {
-            self.finish_ring_failed(generation, i);
+        if !w.unchanged(i, FAILED, false) {
+            self.finish_ring_changed(generation, i, FAILED);
         }
-    }
-
-    /// [`Inner::finish_ring_failure`] over a slot that held something
-    /// else (see [`Inner::finish_ring_changed`]).
-    #[inline(never)]
-    fn finish_ring_failed(&self, generation: u64, i: usize) {
-        self.core.with_live(|live| {
-            let now = LazyNow::new(self);
-            let transition = if self.core.ring_in_force(live) {
-                self.core.record_claimed_failure(live, generation, i, &now)
-            } else {
-                // Other rules in force (`RING` read before a reconfigure):
-                // recorded by them, at another position if in that window.
-                self.core
-                    .record_closed(live, generation, Outcome::Failure, false, &now)
-            };
-            self.emit(transition);
-        })
     }
 
     /// [`Inner::finish_ring`] over a slot that held something else: the
     /// record proper at position `i` if [`Core::ring`] alone is still in
-    /// force; otherwise the success is recorded by the rules in force.
+    /// force; otherwise the verdict is recorded by the rules in force (at
+    /// another position, if in the same window). A success that leaves
+    /// the window full of plain successes marks it so (see
+    /// [`Core::mark_full`]): only such a success can, and the next
+    /// successes then settle without the ring.
     #[inline(never)]
-    fn finish_ring_changed(&self, generation: u64, i: usize) {
+    fn finish_ring_changed(&self, generation: u64, i: usize, failed: bool) {
         self.core.with_live(|live| {
             let now = LazyNow::new(self);
             if !self.core.ring_in_force(live) {
-                // Other rules in force (`RING` read before a reconfigure):
-                // recorded by them, at another position if in that window.
-                let transition = self.core.record_window_success(live, generation, &now);
+                let outcome = if failed {
+                    Outcome::Failure
+                } else {
+                    Outcome::Success
+                };
+                let transition = self
+                    .core
+                    .record_closed(live, generation, outcome, false, &now);
                 return self.emit(transition);
             }
-            let transition = self.core.record_claimed_success(live, generation, i, &now);
-            // Only a success over something else can leave the window full
-            // of plain successes: marked so here (see `Core::mark_full`),
-            // the next successes settle without it.
-            if transition.is_none() && self.core.ring().is_some_and(|w| w.all_plain_successes()) {
+            let transition = self.core.record_claimed(live, generation, i, failed, &now);
+            if !failed
+                && transition.is_none()
+                && self.core.ring().is_some_and(|w| w.all_plain_successes())
+            {
                 self.core.mark_full(live, generation);
             }
             self.emit(transition);
@@ -778,13 +739,13 @@ impl Inner {
     }
 
     /// A closed-state success with [`DIRECT`]: recorded by
-    /// [`Core::record_window_success`], in one visit to the live settings.
+    /// [`Core::record_plain_success`], in one visit to the live settings.
     #[inline(never)]
     fn finish_success(&self, generation: u64) {
         self.core.with_live(|live| {
             let transition = self
                 .core
-                .record_window_success(live, generation, &LazyNow::new(self));
+                .record_plain_success(live, generation, &LazyNow::new(self));
             self.emit(transition);
         })
     }

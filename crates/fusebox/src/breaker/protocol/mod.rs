@@ -557,7 +557,7 @@ impl Core {
         }
         // A stale permit's mark would replace a current one with one no
         // current permit matches.
-        if self.load().generation() != generation {
+        if self.generation() != generation {
             return;
         }
         // AcqRel: see above.
@@ -862,91 +862,27 @@ impl Core {
         }
     }
 
-    /// [`Core::record_plain_success`] when the rules in force are one
-    /// count window alone: the window's own test for a window full of
-    /// plain successes, the generation check, the ring position and a
-    /// compare, each on the window itself, and only when the slot held
-    /// something else (a failure, a slow call, nothing yet) the record
-    /// proper ([`Core::record_claimed_success`]). Any other rules take
-    /// `record_plain_success`.
-    #[inline(always)]
-    pub(crate) fn record_window_success(
-        &self,
-        live: &Live,
-        generation: u64,
-        now: &impl Now,
-    ) -> Option<Transition> {
-        let cells = &live.cells;
-        let (Some(armed), None, None) =
-            (&cells.windowed, &cells.consecutive, &cells.failures_within)
-        else {
-            return self.record_plain_success(live, generation, now);
-        };
-        let Window::Count(w) = &*armed.cells else {
-            return self.record_plain_success(live, generation, now);
-        };
-        if w.all_plain_successes() {
-            // What `record_plain_success` finds settled.
-            self.mark_full(live, generation);
-            return None;
-        }
-        // A stale verdict takes no ring position (see `Windowed::record`).
-        if self.load().generation() != generation {
-            return None;
-        }
-        let i = w.claim();
-        if w.unchanged(i, false, false) {
-            return None;
-        }
-        self.record_claimed_success(live, generation, i, now)
-    }
-
-    /// The record proper of [`Core::record_window_success`] (and of
-    /// `Inner::finish_ring`), out of line: a plain success at ring position
-    /// `i` over something else.
+    /// The record proper of a verdict of `Inner::finish_ring`, out of line:
+    /// a plain success or (`failed`) a failure, not slow, at ring position
+    /// `i` over something else, in the count window of `live` (the
+    /// caller makes sure it is the one the position was claimed from),
+    /// then the trip it calls for.
     #[inline(never)]
-    pub(crate) fn record_claimed_success(
+    pub(crate) fn record_claimed(
         &self,
         live: &Live,
         generation: u64,
         i: usize,
-        now: &impl Now,
-    ) -> Option<Transition> {
-        self.record_claimed_at(live, generation, i, Verdict::PLAIN_SUCCESS, now)
-    }
-
-    /// [`Core::record_claimed_success`] for a failure (not slow), of
-    /// `Inner::finish_ring_failure`.
-    #[inline(never)]
-    pub(crate) fn record_claimed_failure(
-        &self,
-        live: &Live,
-        generation: u64,
-        i: usize,
-        now: &impl Now,
-    ) -> Option<Transition> {
-        let failure = Verdict {
-            failed: true,
-            slow: false,
-        };
-        self.record_claimed_at(live, generation, i, failure, now)
-    }
-
-    /// The record of `verdict` at ring position `i` of the count window of
-    /// `live` (its windowed rule's: the callers make sure it is the one
-    /// claimed from), then the trip it calls for.
-    #[inline(always)]
-    fn record_claimed_at(
-        &self,
-        live: &Live,
-        generation: u64,
-        i: usize,
-        verdict: Verdict,
+        failed: bool,
         now: &impl Now,
     ) -> Option<Transition> {
         let armed = live.cells.windowed.as_ref()?;
         let period = ClosedPeriod::new(self, generation, now);
         let mut trip = None;
+        let verdict = Verdict {
+            failed,
+            slow: false,
+        };
         match armed
             .rule
             .record_claimed(&armed.cells, i, verdict, &period, &mut trip)
