@@ -342,6 +342,18 @@ fn bad_flags_are_named() {
     }
 }
 
+/// Every setting of a search on `fleet20-shared.toml` fixed but the
+/// quorum (each test adds its own), so that it runs in seconds.
+const FLEET_FIXED: [&str; 7] = [
+    "consecutive_failures=5",
+    "open_for=500ms",
+    "half_open_probes=1",
+    "successes_to_close=1",
+    "timeout=none",
+    "max_concurrent=none",
+    "sync_every=1s",
+];
+
 /// `--verify` on a fleet that shares through Redis: without a Redis the
 /// real-mode run is refused with the flag to pass; with `--redis URL` it
 /// connects there (nothing listens on port 1: the error names the URL).
@@ -354,16 +366,7 @@ fn verify_shares_a_fleet_through_the_given_redis() {
         "--policies",
         "consecutive",
     ];
-    for fixed in [
-        "consecutive_failures=5",
-        "open_for=500ms",
-        "half_open_probes=1",
-        "successes_to_close=1",
-        "timeout=none",
-        "max_concurrent=none",
-        "sync_every=1s",
-        "quorum=1",
-    ] {
+    for fixed in FLEET_FIXED.iter().chain(&["quorum=1"]) {
         args.extend(["--space", fixed]);
     }
     args.extend(["--runs", "1", "--check-runs", "1", "--quiet", "--verify"]);
@@ -395,16 +398,7 @@ fn a_shared_fleet_is_tuned_with_its_sync_and_quorum() {
     assert!(sc.shares_trips());
     let mut space = Space::default_for(sc.workers).with_fleet(sc.replicas());
     space.policies = vec![Policy::Consecutive];
-    for fixed in [
-        "consecutive_failures=5",
-        "open_for=500ms",
-        "half_open_probes=1",
-        "successes_to_close=1",
-        "timeout=none",
-        "max_concurrent=none",
-        "sync_every=1s",
-        "quorum=1..20:19",
-    ] {
+    for fixed in FLEET_FIXED.iter().chain(&["quorum=1..20:19"]) {
         space.set(fixed).unwrap();
     }
     let points = grid(&space).unwrap();

@@ -9,6 +9,12 @@ use loom::sync::Arc;
 use loom::thread;
 use std::time::Duration;
 
+/// A thread that puts `settings` in force in `b`, racing the caller.
+fn reconfigure_racing(b: &CircuitBreaker, settings: fusebox::Builder) -> thread::JoinHandle<()> {
+    let b = b.clone();
+    thread::spawn(move || b.reconfigure(settings).unwrap())
+}
+
 fn half_open(probes: u32, clock: &ManualClock) -> CircuitBreaker {
     let b = CircuitBreaker::builder()
         .consecutive_failures(1)
@@ -183,18 +189,13 @@ fn reconfigure_racing_verdicts() {
             .build()
             .unwrap();
         let p = b.try_acquire().unwrap();
-        let writer = {
-            let b = b.clone();
-            thread::spawn(move || {
-                b.reconfigure(
-                    CircuitBreaker::builder()
-                        .failure_rate(0.5)
-                        .count_window(3)
-                        .min_calls(1),
-                )
-                .unwrap();
-            })
-        };
+        let writer = reconfigure_racing(
+            &b,
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .count_window(3)
+                .min_calls(1),
+        );
         let verdict = thread::spawn(move || p.failure());
         writer.join().unwrap();
         verdict.join().unwrap();
@@ -208,16 +209,21 @@ fn reconfigure_racing_verdicts() {
     });
 }
 
-/// A count window of 2 holding one plain success: the success that fills
-/// it marks it full of plain successes.
-fn full_two_call_window() -> CircuitBreaker {
-    let b = CircuitBreaker::builder()
+/// A count window of 2 that trips on 2 failures, on a manual clock.
+fn two_call_window() -> CircuitBreaker {
+    CircuitBreaker::builder()
         .failure_rate(1.0)
         .count_window(2)
         .min_calls(2)
         .clock(ManualClock::new())
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+/// A count window of 2 holding one plain success: the success that fills
+/// it marks it full of plain successes.
+fn full_two_call_window() -> CircuitBreaker {
+    let b = two_call_window();
     b.call(|| Ok::<(), ()>(())).unwrap();
     b
 }
@@ -308,18 +314,13 @@ fn full_window_mark_racing_a_reconfigure() {
             let b = b.clone();
             thread::spawn(move || b.call(|| Ok::<(), ()>(())).unwrap())
         };
-        let writer = {
-            let b = b.clone();
-            thread::spawn(move || {
-                b.reconfigure(
-                    CircuitBreaker::builder()
-                        .failure_rate(1.0)
-                        .count_window(3)
-                        .min_calls(3),
-                )
-                .unwrap();
-            })
-        };
+        let writer = reconfigure_racing(
+            &b,
+            CircuitBreaker::builder()
+                .failure_rate(1.0)
+                .count_window(3)
+                .min_calls(3),
+        );
         marker.join().unwrap();
         writer.join().unwrap();
         let before = b.snapshot().calls;
@@ -487,13 +488,7 @@ fn time_window_verdicts_racing_the_window_moving_on() {
 /// failure) of a permit taken then, racing a reconfigure to a window of
 /// 1 (1 call needed): the breaker once both are done.
 fn ring_verdict_racing_a_reconfigure(before: [bool; 3], last: bool) -> CircuitBreaker {
-    let b = CircuitBreaker::builder()
-        .failure_rate(1.0)
-        .count_window(2)
-        .min_calls(2)
-        .clock(ManualClock::new())
-        .build()
-        .unwrap();
+    let b = two_call_window();
     for failed in before {
         let p = b.try_acquire().unwrap();
         if failed {
@@ -503,18 +498,13 @@ fn ring_verdict_racing_a_reconfigure(before: [bool; 3], last: bool) -> CircuitBr
         }
     }
     let p = b.try_acquire().unwrap();
-    let writer = {
-        let b = b.clone();
-        thread::spawn(move || {
-            b.reconfigure(
-                CircuitBreaker::builder()
-                    .failure_rate(1.0)
-                    .count_window(1)
-                    .min_calls(1),
-            )
-            .unwrap();
-        })
-    };
+    let writer = reconfigure_racing(
+        &b,
+        CircuitBreaker::builder()
+            .failure_rate(1.0)
+            .count_window(1)
+            .min_calls(1),
+    );
     if last {
         p.failure();
     } else {
