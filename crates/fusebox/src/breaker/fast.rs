@@ -653,14 +653,14 @@ impl Inner {
         {
             return self.tell_settled(ticket.start);
         }
-        if path & DIRECT != 0 && outcome == Outcome::Success && ticket.kind == Kind::Normal {
+        if path & DIRECT != 0 && outcome == Outcome::Success && ticket.is_normal() {
             if path & RING != 0 {
-                return self.finish_ring::<false>(ticket.generation);
+                return self.finish_ring::<false>(ticket.generation());
             }
-            return self.finish_success(ticket.generation);
+            return self.finish_success(ticket.generation());
         }
-        if path & RING != 0 && outcome == Outcome::Failure && ticket.kind == Kind::Normal {
-            return self.finish_ring::<true>(ticket.generation);
+        if path & RING != 0 && outcome == Outcome::Failure && ticket.is_normal() {
+            return self.finish_ring::<true>(ticket.generation());
         }
         self.finish_counted(ticket, outcome, path)
     }
@@ -789,7 +789,7 @@ impl Inner {
                 self.core.count(&ticket, outcome, false);
                 if self.changes_nothing(live, path, &ticket, outcome) {
                     if path & FULL_QUIET != 0 {
-                        self.core.mark_full(live, ticket.generation);
+                        self.core.mark_full(live, ticket.generation());
                     }
                     return;
                 }
@@ -808,7 +808,7 @@ impl Inner {
             self.core.count(&ticket, outcome, slow);
             let transition = if !slow && self.changes_nothing(live, path, &ticket, outcome) {
                 if path & FULL_TOLD != 0 {
-                    self.core.mark_full(live, ticket.generation);
+                    self.core.mark_full(live, ticket.generation());
                 }
                 None
             } else {
@@ -825,7 +825,7 @@ impl Inner {
     /// probe's frees anything.
     #[inline]
     pub(crate) fn release(&self, ticket: Ticket) {
-        if ticket.kind == Kind::Probe {
+        if ticket.kind() == Kind::Probe {
             self.release_probe(ticket);
         }
     }
@@ -873,9 +873,9 @@ impl Inner {
     #[inline(always)]
     fn changes_nothing(&self, live: &Live, path: u16, ticket: &Ticket, outcome: Outcome) -> bool {
         outcome == Outcome::Success
-            && ticket.kind == Kind::Normal
+            && ticket.is_normal()
             && path & TIME_WINDOW == 0
-            && self.core.settled(live, ticket.generation)
+            && self.core.settled(live, ticket.generation())
     }
 
     #[inline(always)]

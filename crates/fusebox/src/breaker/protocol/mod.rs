@@ -78,26 +78,57 @@ impl Word {
     }
 }
 
-/// What a permit remembers about its admission.
+/// What a permit remembers about its admission: two words, so that a
+/// ticket travels in two registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ticket {
-    pub(crate) generation: u64,
-    pub(crate) kind: Kind,
+    /// The generation it was admitted in, shifted left by 8, and its
+    /// [`Kind`] in the low byte: the state word's layout, so that a
+    /// closed-state (or disabled) admission's ticket is the word itself.
+    tagged: u64,
     /// Admission time (see `Inner::stamp`: for the default clock a raw
     /// counter reading, not the breaker's time), when something needs the
-    /// call's duration; `NO_START` otherwise (a sentinel rather than an `Option` keeps the ticket in two
-    /// registers on the hot path).
+    /// call's duration; `NO_START` otherwise (a sentinel rather than an
+    /// `Option` keeps the ticket in two words).
     pub(crate) start: Nanos,
 }
 
 impl Ticket {
     /// A ticket whose verdict counts for nothing (any generation will do:
     /// a bypass is never counted and holds no probe slot).
-    pub(crate) const BYPASS: Ticket = Ticket {
-        generation: 0,
-        kind: Kind::Bypass,
-        start: NO_START,
-    };
+    pub(crate) const BYPASS: Ticket = Ticket::new(0, Kind::Bypass);
+
+    /// An untimed ticket of `generation` (below 2^56, as the word's) and
+    /// `kind`.
+    #[inline(always)]
+    pub(crate) const fn new(generation: u64, kind: Kind) -> Ticket {
+        Ticket {
+            tagged: generation << 8 | kind as u64,
+            start: NO_START,
+        }
+    }
+
+    /// The generation the ticket was admitted in.
+    #[inline(always)]
+    pub(crate) const fn generation(&self) -> u64 {
+        self.tagged >> 8
+    }
+
+    /// How its verdict is treated.
+    #[inline(always)]
+    pub(crate) const fn kind(&self) -> Kind {
+        match self.tagged as u8 {
+            0 => Kind::Normal,
+            2 => Kind::Probe,
+            _ => Kind::Bypass,
+        }
+    }
+
+    /// Whether it is a closed-state permit ([`Kind::Normal`]).
+    #[inline(always)]
+    pub(crate) const fn is_normal(&self) -> bool {
+        self.tagged as u8 == Kind::Normal as u8
+    }
 }
 
 /// How an admitted call's verdict is treated. Each kind's value is the
@@ -494,16 +525,14 @@ impl Core {
         // the last as Disabled: the kind is then the tag itself.
         const CLOSED: u64 = State::Closed.tag();
         const DISABLED: u64 = State::Disabled.tag();
-        let kind = match w.0 & 0xff {
-            CLOSED => Kind::Normal,
-            DISABLED => Kind::Bypass,
-            _ => return None,
-        };
-        Some(Ticket {
-            generation: w.generation(),
-            kind,
-            start: NO_START,
-        })
+        match w.0 & 0xff {
+            // The kinds' values are these tags: the ticket is the word.
+            CLOSED | DISABLED => Some(Ticket {
+                tagged: w.0,
+                start: NO_START,
+            }),
+            _ => None,
+        }
     }
 
     /// Whether a success of `ticket` would change none of the rules'
@@ -512,7 +541,7 @@ impl Core {
     #[inline]
     pub(crate) fn success_is_noop(&self, ticket: &Ticket) -> bool {
         // A stale answer only sends the verdict down the full path.
-        ticket.kind == Kind::Normal && self.resident.settled(ticket.generation)
+        ticket.is_normal() && self.resident.settled(ticket.generation())
     }
 
     /// Whether a plain success of `generation` changes nothing by the rules
@@ -530,7 +559,7 @@ impl Core {
     #[inline(always)]
     pub(crate) fn window_full(&self, ticket: &Ticket) -> bool {
         // Relaxed: see above; the mark is validated by `mark_full`.
-        self.full.load(Ordering::Relaxed) == ticket.generation + 1
+        self.full.load(Ordering::Relaxed) == ticket.generation() + 1
     }
 
     /// Marks the rules' cells of `live` settled for the closed period
@@ -603,11 +632,7 @@ impl Core {
     pub(crate) fn admit(&self, now: Nanos) -> (Result<Ticket, Rejected>, Option<Transition>) {
         let mut slow = lock(&self.slow);
         let (w, transition) = self.due(&mut slow, now);
-        let ticket = |kind| Ticket {
-            generation: w.generation(),
-            kind,
-            start: NO_START,
-        };
+        let ticket = |kind| Ticket::new(w.generation(), kind);
         let result = match w.state() {
             State::Closed => Ok(ticket(Kind::Normal)),
             State::Disabled => Ok(ticket(Kind::Bypass)),
@@ -795,10 +820,10 @@ impl Core {
         slow_call: bool,
         now: &impl Now,
     ) -> Option<Transition> {
-        match ticket.kind {
+        match ticket.kind() {
             Kind::Bypass => None,
-            Kind::Normal => self.record_closed(live, ticket.generation, outcome, slow_call, now),
-            Kind::Probe => self.record_probe(ticket.generation, outcome, slow_call, now),
+            Kind::Normal => self.record_closed(live, ticket.generation(), outcome, slow_call, now),
+            Kind::Probe => self.record_probe(ticket.generation(), outcome, slow_call, now),
         }
     }
 
@@ -968,12 +993,12 @@ impl Core {
     /// probes out (this one too) count as failed (see
     /// [`Core::expire_probes`]).
     pub(crate) fn release(&self, ticket: Ticket, now: &impl Now) -> Option<Transition> {
-        if ticket.kind != Kind::Probe {
+        if ticket.kind() != Kind::Probe {
             return None;
         }
         let mut slow = lock(&self.slow);
         let w = self.load();
-        if w.generation() == ticket.generation && w.state() == State::HalfOpen {
+        if w.generation() == ticket.generation() && w.state() == State::HalfOpen {
             if let Some(t) = self.expire_probes(&mut slow, w, now) {
                 return Some(t);
             }
@@ -1055,7 +1080,7 @@ impl Core {
         let _ = (ticket, outcome, slow);
         #[cfg(feature = "fleet")]
         if let Some(t) = self.tally.get() {
-            if ticket.kind == Kind::Normal && outcome != Outcome::Ignore {
+            if ticket.is_normal() && outcome != Outcome::Ignore {
                 t.add(outcome == Outcome::Failure, slow);
             }
         }
