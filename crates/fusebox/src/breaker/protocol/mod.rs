@@ -892,7 +892,7 @@ impl Core {
     /// `i` over something else, in the count window of `live` (the
     /// caller makes sure it is the one the position was claimed from),
     /// then the trip it calls for.
-    #[inline(never)]
+    #[inline(always)]
     pub(crate) fn record_claimed(
         &self,
         live: &Live,
@@ -910,7 +910,7 @@ impl Core {
         };
         match armed
             .rule
-            .record_claimed(&armed.cells, i, verdict, &period, &mut trip)
+            .record_claimed_inline(&armed.cells, i, verdict, &period, &mut trip)
         {
             Counted::Stale => None,
             Counted::Fresh => self.trip_checked(generation, trip, now),

@@ -98,6 +98,19 @@ impl Windowed {
         period: &impl Period,
         trip: &mut Option<Reason>,
     ) -> Counted {
+        self.record_claimed_inline(window, claim, verdict, period, trip)
+    }
+
+    /// [`Windowed::record_claimed`] inlined into its caller.
+    #[inline(always)]
+    pub(crate) fn record_claimed_inline(
+        &self,
+        window: &Window,
+        claim: usize,
+        verdict: Verdict,
+        period: &impl Period,
+        trip: &mut Option<Reason>,
+    ) -> Counted {
         let Verdict { failed, slow } = verdict;
         let recorded = period.while_current(|| {
             let now = if window.needs_time() { period.now() } else { 0 };
