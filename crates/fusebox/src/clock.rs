@@ -181,6 +181,26 @@ mod source {
         raw: u64,
         /// ... and std's reading taken right after it.
         at: u64,
+        /// Nanoseconds per 2^[`SCALE_SHIFT`] ticks, as quanta's calibration
+        /// scales them: a duration is scaled with one multiply and one
+        /// shift (quanta's own scaling tests the delta's sign and its clock
+        /// type first). Within one part in 2^37 of quanta's scaling (a
+        /// counter of at most 8 GHz: at least 2^37 here); exact when quanta
+        /// reads the OS clock (its ticks are then nanoseconds).
+        per_ticks: u64,
+    }
+
+    /// See [`Tsc::per_ticks`].
+    const SCALE_SHIFT: u32 = 40;
+
+    impl Tsc {
+        /// `ticks` of the counter in nanoseconds.
+        #[inline(always)]
+        fn scale(&self, ticks: u64) -> u64 {
+            // Cannot overflow the u128; the result fits a u64 for the
+            // first centuries of uptime.
+            ((u128::from(ticks) * u128::from(self.per_ticks)) >> SCALE_SHIFT) as u64
+        }
     }
 
     static TSC: OnceLock<Tsc> = OnceLock::new();
@@ -207,9 +227,15 @@ mod source {
                     // an invariant TSC; returns at once otherwise (quanta
                     // reads the OS clock then).
                     let clock = quanta::Clock::new();
+                    let per_ticks = clock.delta_as_nanos(0, 1 << SCALE_SHIFT);
                     let raw = clock.raw();
                     let at = super::os::now_nanos();
-                    let _ = TSC.set(Tsc { clock, raw, at });
+                    let _ = TSC.set(Tsc {
+                        clock,
+                        raw,
+                        at,
+                        per_ticks,
+                    });
                 });
         }
         now
@@ -222,7 +248,9 @@ mod source {
                 // The counter first: nothing to keep across its call but `t`.
                 let now = t.clock.raw();
                 // Cannot overflow: both are nanoseconds of this process's life.
-                t.at + t.clock.delta_as_nanos(t.raw, now)
+                // Saturating: a core whose counter is behind the one that
+                // took `raw` reads the switch's time.
+                t.at + t.scale(now.saturating_sub(t.raw))
             }
             None => before_switch(),
         }
@@ -243,7 +271,7 @@ mod source {
     #[inline]
     pub(crate) fn since(start: u64) -> u64 {
         match TSC.get() {
-            Some(t) if start & STD == 0 => t.clock.delta_as_nanos(start, t.clock.raw()),
+            Some(t) if start & STD == 0 => t.scale(t.clock.raw().saturating_sub(start)),
             _ => now_nanos().saturating_sub(start & !STD),
         }
     }
@@ -251,6 +279,41 @@ mod source {
     /// Whether readings come from the counter yet (the calibration is done).
     pub(super) fn calibrated() -> bool {
         TSC.get().is_some()
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_duration_is_scaled_as_quanta_scales_it() {
+            let clock = quanta::Clock::new();
+            let t = Tsc {
+                per_ticks: clock.delta_as_nanos(0, 1 << SCALE_SHIFT),
+                clock,
+                raw: 0,
+                at: 0,
+            };
+            for ticks in [
+                0,
+                1,
+                3,
+                1_000,
+                3_000_000,
+                1 << 32,
+                3_600_000_000_000,
+                1 << 50,
+            ] {
+                let ours = t.scale(ticks);
+                let quanta = t.clock.delta_as_nanos(0, ticks);
+                // One part in 2^37, and the two roundings.
+                let bound = quanta / (1 << 37) + 2;
+                assert!(
+                    ours.abs_diff(quanta) <= bound,
+                    "{ticks} ticks: {ours} ns, quanta says {quanta} ns"
+                );
+            }
+        }
     }
 }
 
