@@ -120,6 +120,11 @@ const DIRECT: u16 = 1024;
 /// settings ([`Inner::finish_ring`]).
 const RING: u16 = 2048;
 
+/// Bit of [`Inner::path`]: the breaker reads a clock of its own (not
+/// [`MonotonicClock`]), so the open path takes [`Inner::acquire_heard`],
+/// which reads it with [`Inner::now`]'s guard.
+const OWN_CLOCK: u16 = 4096;
+
 /// An untimed success, the same for every call: one shared event rather
 /// than one written per call.
 static UNTIMED: CallEvent = CallEvent {
@@ -202,8 +207,8 @@ pub(crate) struct Inner {
     sampler: Option<Box<Sampler>>,
     /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
     /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`], [`TELL_REFUSALS`], [`SAMPLED`],
-    /// [`FULL_TOLD`], [`DIRECT`] and [`RING`], derived from the settings in force (and the
-    /// listeners) and rewritten by a reconfigure.
+    /// [`FULL_TOLD`], [`DIRECT`], [`RING`] and [`OWN_CLOCK`], derived from the settings in
+    /// force (and the listeners and the clock) and rewritten by a reconfigure.
     path: AtomicU16,
     /// A listener set at runtime (a fleet's), told of transitions only;
     /// empty, it allocates nothing.
@@ -309,6 +314,7 @@ impl Inner {
             } else {
                 TELL_REFUSALS
             }
+            | if self.clock.is_some() { OWN_CLOCK } else { 0 }
     }
 
     #[inline(always)]
@@ -421,24 +427,22 @@ impl Inner {
         }
     }
 
-    /// The breaker's time for the open path: on the default clock, its
+    /// The breaker's time for the open path on the default clock: its
     /// reading plus [`Inner::offset`] without the look at [`Inner::seen`]
     /// (the default clock is monotonic, but for the cores' disagreement on
     /// the TSC, a fraction of a microsecond, which [`Inner::now`] would
     /// absorb into `offset` as well: a refusal decided on a reading that
-    /// much behind is one the breaker could have made that much earlier);
-    /// any other clock's through [`Inner::now`]. What the open path decides
-    /// does not move the breaker's time: the next admission past the open
-    /// period reads it with [`Inner::now`].
+    /// much behind is one the breaker could have made that much earlier).
+    /// What the open path decides does not move the breaker's time: the
+    /// next admission past the open period reads it with [`Inner::now`].
+    /// A breaker with a clock of its own ([`OWN_CLOCK`]) reads it with
+    /// [`Inner::now`] instead.
     #[inline(always)]
     fn refusal_now(&self) -> Nanos {
-        match &self.clock {
-            // Relaxed: as in `now`.
-            None => MonotonicClock
-                .now_nanos()
-                .saturating_add(self.offset.load(Ordering::Relaxed)),
-            Some(_) => self.now(),
-        }
+        // Relaxed: as in `now`.
+        MonotonicClock
+            .now_nanos()
+            .saturating_add(self.offset.load(Ordering::Relaxed))
     }
 
     #[inline]
@@ -472,13 +476,13 @@ impl Inner {
     /// Admission when [`Inner::fast_ticket`] could not decide: a closed
     /// breaker timing its calls (every one; with [`SAMPLED`] one that
     /// `fast_ticket` found to be of the sample), the open path of a
-    /// breaker no one hears refusals of (the clock, the word, the open
-    /// period), and the rest out of line ([`Inner::acquire_heard`]), so
+    /// breaker on the default clock no one hears refusals of (the clock,
+    /// the word, the open period), and the rest out of line ([`Inner::acquire_heard`]), so
     /// that this frame saves few registers.
     #[inline(never)]
     pub(crate) fn acquire_slow(&self) -> Result<Ticket, Rejected> {
         let path = self.path();
-        if path & (TIME_CALLS | OFF | SAMPLED | TELL_REFUSALS) == 0 {
+        if path & (TIME_CALLS | OFF | SAMPLED | TELL_REFUSALS | OWN_CLOCK) == 0 {
             let now = self.refusal_now();
             return match self.core.reject_fast(now) {
                 Some(rejected) => Err(rejected),
@@ -497,7 +501,8 @@ impl Inner {
     }
 
     /// [`Inner::acquire_slow`] for a breaker that is off, tells refusals
-    /// to someone, or times calls outside the closed state.
+    /// to someone, times calls outside the closed state, or reads a clock
+    /// of its own.
     #[inline(never)]
     fn acquire_heard(&self, path: u16) -> Result<Ticket, Rejected> {
         if path & OFF != 0 {

@@ -608,15 +608,13 @@ impl Core {
     #[inline]
     pub(crate) fn reject_fast(&self, now: Nanos) -> Option<Rejected> {
         let w = self.load();
-        match w.state() {
-            State::ForcedOpen => Some(self.reject(State::ForcedOpen, None)),
-            State::Open => {
-                // Relaxed: ordered after the Acquire load of the word (see `load`).
-                let until = self.open_until.load(Ordering::Relaxed);
-                (now < until).then(|| self.reject(State::Open, Some(until - now)))
-            }
-            _ => None,
+        // Open first: the state the open path is taken for.
+        if w.0 & 0xff == State::Open.tag() {
+            // Relaxed: ordered after the Acquire load of the word (see `load`).
+            let until = self.open_until.load(Ordering::Relaxed);
+            return (now < until).then(|| self.reject(State::Open, Some(until - now)));
         }
+        (w.state() == State::ForcedOpen).then(|| self.reject(State::ForcedOpen, None))
     }
 
     #[inline]
