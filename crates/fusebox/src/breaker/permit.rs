@@ -64,6 +64,7 @@ impl Permit {
     /// breaker.try_acquire().unwrap().success();
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
+    #[inline]
     pub fn success(self) {
         self.record(Outcome::Success)
     }
@@ -78,6 +79,7 @@ impl Permit {
     /// assert_eq!(breaker.state(), fusebox::State::Open);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
+    #[inline]
     pub fn failure(self) {
         self.record(Outcome::Failure)
     }
@@ -92,6 +94,7 @@ impl Permit {
     /// assert_eq!(breaker.state(), fusebox::State::Closed);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
+    #[inline]
     pub fn ignore(self) {
         self.record(Outcome::Ignore)
     }
@@ -106,6 +109,7 @@ impl Permit {
     /// breaker.try_acquire().unwrap().record(Outcome::Success);
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
+    #[inline]
     pub fn record(mut self, outcome: Outcome) {
         self.done = true;
         self.inner.finish(self.ticket, outcome);
