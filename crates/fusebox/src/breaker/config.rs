@@ -4,7 +4,7 @@
 
 use super::listener::{Listener, OnTransition};
 use super::open_period::OpenPeriod;
-use super::protocol::Settings;
+use super::protocol::{Settings, Tuning};
 use super::rules::consecutive::Consecutive;
 use super::rules::failure_rate::FailureRate;
 use super::rules::failures_within::FailuresWithin;
@@ -727,11 +727,13 @@ impl BreakerConfig {
                 }),
                 failures_within,
             },
-            open,
-            probes,
-            successes,
-            mode: self.mode.unwrap_or_default(),
-            max_wait,
+            tuning: Tuning {
+                open,
+                probes,
+                successes,
+                mode: self.mode.unwrap_or_default(),
+                max_wait,
+            },
         })
     }
 
@@ -745,7 +747,8 @@ impl BreakerConfig {
             Some(WindowSpec::Time { span, buckets }) => (None, Some(d(span)), Some(buckets)),
             None => (None, None, None),
         };
-        let (open_for, open_backoff) = match settings.open {
+        let tuning = &settings.tuning;
+        let (open_for, open_backoff) = match tuning.open {
             OpenPeriod::Fixed(n) => (Some(d(n)), None),
             OpenPeriod::Backoff {
                 initial,
@@ -777,10 +780,10 @@ impl BreakerConfig {
             }),
             open_for,
             open_backoff,
-            half_open_probes: Some(settings.probes),
-            successes_to_close: Some(settings.successes),
-            half_open_max_wait: settings.max_wait.map(d),
-            mode: Some(settings.mode),
+            half_open_probes: Some(tuning.probes),
+            successes_to_close: Some(tuning.successes),
+            half_open_max_wait: tuning.max_wait.map(d),
+            mode: Some(tuning.mode),
         }
     }
 }

@@ -5,7 +5,7 @@
 //! as one load. Every state change is the protocol's (`super::protocol`).
 
 use super::listener::Listener;
-use super::protocol::{Core, Kind, Live, Nanos, Now, Settings, Ticket, NO_START};
+use super::protocol::{Core, Kind, Live, Nanos, Now, Settings, Ticket, Tuning, NO_START};
 use super::types::{CallEvent, Outcome, Rejected, Transition};
 use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
 use crate::policy::Mode;
@@ -277,8 +277,7 @@ impl Inner {
 
     /// The hot-path bits `settings` call for.
     fn path_for(&self, live: &Live) -> u16 {
-        let settings = &live.settings;
-        let needs = settings.rules.needs();
+        let needs = live.cells.needs();
         let heard = !self.listeners.is_empty();
         let sampled = heard && !needs.times_calls && self.sampler.is_some();
         let time_calls = (needs.times_calls || heard) && !sampled;
@@ -304,7 +303,7 @@ impl Inner {
             | if full_told { FULL_TOLD } else { 0 }
             | if direct { DIRECT } else { 0 }
             | if ring { RING } else { 0 }
-            | match settings.mode {
+            | match live.tuning.mode {
                 Mode::Enforce => 0,
                 Mode::Shadow => SHADOW | TELL_REFUSALS,
                 Mode::Off => OFF,
@@ -327,12 +326,13 @@ impl Inner {
     /// replaced under one lock: a racing reconfigure is kept whole, with
     /// this mode if it came first, with its own if it came after).
     pub(crate) fn set_policy_mode(&self, mode: Mode) {
-        if self.core.live().settings.mode == mode {
+        if self.core.live().tuning.mode == mode {
             return; // nothing to put in force (and no window cache to drop)
         }
-        let t = self
-            .core
-            .update_settings(self.now(), |s| Settings { mode, ..*s });
+        let t = self.core.update_settings(self.now(), |s| Settings {
+            tuning: Tuning { mode, ..s.tuning },
+            ..*s
+        });
         self.set_path();
         self.emit(t);
     }
@@ -435,10 +435,11 @@ impl Inner {
     /// much behind is one the breaker could have made that much earlier).
     /// What the open path decides does not move the breaker's time: the
     /// next admission past the open period reads it with [`Inner::now`].
-    /// A breaker with a clock of its own ([`OWN_CLOCK`]) reads it with
-    /// [`Inner::now`] instead.
+    /// A breaker with a clock of its own ([`OWN_CLOCK`]) never comes here:
+    /// the open path sends it to [`Inner::acquire_heard`].
     #[inline(always)]
     fn refusal_now(&self) -> Nanos {
+        debug_assert!(self.clock.is_none(), "refusal_now reads the default clock");
         // Relaxed: as in `now`.
         MonotonicClock
             .now_nanos()
@@ -809,7 +810,7 @@ impl Inner {
         // Everyone is told inside, so that no transition is carried out of
         // the closure (a wide copy on every call, though rarely `Some`).
         self.core.with_live(|live| {
-            let slow = live.settings.rules.is_slow(elapsed);
+            let slow = live.cells.is_slow(elapsed);
             self.core.count(&ticket, outcome, slow);
             let transition = if !slow && self.changes_nothing(live, path, &ticket, outcome) {
                 if path & FULL_TOLD != 0 {

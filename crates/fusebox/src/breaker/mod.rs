@@ -201,7 +201,7 @@ impl CircuitBreaker {
         config: &BreakerConfig,
     ) -> Result<bool, ConfigError> {
         let settings = config.settings()?;
-        if self.inner.core.live().settings == settings {
+        if self.inner.core.live().settings() == settings {
             return Ok(false);
         }
         self.inner.reconfigure(settings);
@@ -242,7 +242,7 @@ impl CircuitBreaker {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn mode(&self) -> Mode {
-        self.inner.core.live().settings.mode
+        self.inner.core.live().tuning.mode
     }
 
     /// The settings in force, every default written out (so that
@@ -260,7 +260,7 @@ impl CircuitBreaker {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn config(&self) -> BreakerConfig {
-        BreakerConfig::from_settings(&self.inner.core.live().settings)
+        BreakerConfig::from_settings(&self.inner.core.live().settings())
     }
 
     /// Whether `self` and `other` are handles of the same breaker.

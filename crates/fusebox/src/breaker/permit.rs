@@ -46,6 +46,9 @@ pub struct Permit {
     done: bool,
 }
 
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Permit>() == 32);
+
 impl Permit {
     pub(crate) fn new(inner: Arc<Inner>, ticket: Ticket) -> Self {
         Permit {

@@ -72,7 +72,7 @@ impl Core {
         if w.state() != State::Closed {
             return None;
         }
-        let windowed = self.live.load().settings.rules.windowed?;
+        let windowed = self.live.load().cells.windowed.as_ref()?.rule;
         let reason = windowed.judge(&totals)?;
         Some(self.open(&mut slow, w, now, reason))
     }

@@ -103,7 +103,7 @@ impl Ticket {
     #[inline(always)]
     pub(crate) const fn new(generation: u64, kind: Kind) -> Ticket {
         Ticket {
-            tagged: generation << 8 | kind as u64,
+            tagged: (generation << 8) | kind as u64,
             start: NO_START,
         }
     }
@@ -118,8 +118,8 @@ impl Ticket {
     #[inline(always)]
     pub(crate) const fn kind(&self) -> Kind {
         match self.tagged as u8 {
-            0 => Kind::Normal,
-            2 => Kind::Probe,
+            t if t == Kind::Normal as u8 => Kind::Normal,
+            t if t == Kind::Probe as u8 => Kind::Probe,
             _ => Kind::Bypass,
         }
     }
@@ -145,6 +145,14 @@ pub(crate) enum Kind {
     /// refused: the verdict counts for nothing.
     Bypass = 4,
 }
+
+// `Core::admit_fast` hands out the state word itself as a ticket's tag: the
+// tag of each state it admits in is the kind of the tickets it admits.
+const _: () = assert!(
+    State::Closed.tag() == Kind::Normal as u64
+        && State::HalfOpen.tag() == Kind::Probe as u64
+        && State::Disabled.tag() == Kind::Bypass as u64
+);
 
 /// What the lock guards: half-open bookkeeping and the trip counter.
 #[derive(Debug, Default)]
@@ -190,6 +198,13 @@ impl Slow {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Settings {
     pub(crate) rules: Rules,
+    pub(crate) tuning: Tuning,
+}
+
+/// The settings beside the trip rules: what a [`Live`] keeps as it is (its
+/// rules it keeps armed, in its cells, and nowhere else).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Tuning {
     pub(crate) open: OpenPeriod,
     pub(crate) probes: u32,
     pub(crate) successes: u32,
@@ -205,8 +220,29 @@ pub(crate) struct Settings {
 /// alone.
 #[derive(Debug)]
 pub(crate) struct Live {
-    pub(crate) settings: Settings,
+    pub(crate) tuning: Tuning,
+    /// The rules in force, each armed with its cells: the one copy of the
+    /// rules a breaker keeps (see [`Live::settings`]).
     pub(crate) cells: Cells,
+}
+
+impl Live {
+    /// `settings` put in force, with the cells of `old` that still serve
+    /// their rules.
+    fn new(settings: Settings, old: Option<&Cells>) -> Live {
+        Live {
+            tuning: settings.tuning,
+            cells: settings.rules.arm(old),
+        }
+    }
+
+    /// The settings in force, rules and all.
+    pub(crate) fn settings(&self) -> Settings {
+        Settings {
+            rules: self.cells.rules(),
+            tuning: self.tuning,
+        }
+    }
 }
 
 /// The figures behind a [`Snapshot`](crate::Snapshot).
@@ -318,13 +354,14 @@ impl fmt::Debug for Core {
 
 impl Core {
     pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
-        let cells = settings.rules.arm(None);
-        let ring = cells
+        let live = Live::new(settings, None);
+        let ring = live
+            .cells
             .windowed
             .as_ref()
             .filter(|armed| matches!(*armed.cells, Window::Count(_)))
             .map(|armed| Arc::clone(&armed.cells));
-        let live = Swap::new(Live { settings, cells });
+        let live = Swap::new(live);
         let current = AtomicUsize::new(live_addr(&live.load()));
         let core = Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
@@ -390,10 +427,10 @@ impl Core {
     ) -> Option<Transition> {
         let mut slow = lock(&self.slow);
         let old = self.live.load();
-        let settings = change(&old.settings);
-        let same_rules = old.settings.rules == settings.rules;
-        let cells = settings.rules.arm(Some(&old.cells));
-        let new = Arc::new(Live { settings, cells });
+        let old_settings = old.settings();
+        let settings = change(&old_settings);
+        let same_rules = old_settings.rules == settings.rules;
+        let new = Arc::new(Live::new(settings, Some(&old.cells)));
         let addr = live_addr(&new);
         self.live.store(new);
         // Relaxed: only compared with the address of a `Live` a thread already
@@ -409,7 +446,7 @@ impl Core {
         let w = self.load();
         let live = self.live.load();
         if w.state() == State::Closed
-            && live.settings.rules.needs().counts_last_calls
+            && live.cells.needs().counts_last_calls
             && self.settled(&live, w.generation())
         {
             // A kept window full of plain successes stays marked so: the
@@ -650,7 +687,7 @@ impl Core {
                     // Another replica probes: the fleet says when to ask again.
                     let retry = cold.deny_retry.load(Ordering::Relaxed);
                     Err(self.reject(State::HalfOpen, Some(retry)))
-                } else if slow.probes_in_flight < self.live.load().settings.probes {
+                } else if slow.probes_in_flight < self.live.load().tuning.probes {
                     slow.take_probe(now);
                     Ok(ticket(Kind::Probe))
                 } else {
@@ -685,7 +722,7 @@ impl Core {
             return None;
         }
         let since = slow.probes_out_since?;
-        let wait = self.live.load().settings.max_wait?;
+        let wait = self.live.load().tuning.max_wait?;
         let now = now.get();
         if now < since.saturating_add(wait) {
             return None;
@@ -742,7 +779,7 @@ impl Core {
 
     /// Under the lock: opens for the period the trip count calls for.
     fn open(&self, slow: &mut Slow, from: Word, now: Nanos, reason: Reason) -> Transition {
-        let period = self.live.load().settings.open.after(slow.trips);
+        let period = self.live.load().tuning.open.after(slow.trips);
         slow.trips = slow.trips.saturating_add(1);
         // Relaxed: published by the Release store of the word in `publish`.
         self.open_until
@@ -755,8 +792,7 @@ impl Core {
         *slow = Slow::default();
         let generation = from.generation() + 1;
         let live = self.live.load();
-        let rules = &live.settings.rules;
-        if !rules.needs().empties_on_close {
+        if !live.cells.needs().empties_on_close {
             return self.publish_as(generation, from.state(), State::Closed, now, reason);
         }
         // Seal, drain, empty, publish, unseal. A verdict that announced itself
@@ -796,7 +832,7 @@ impl Core {
             // only sends us to the lock, which decides again.
             State::Open => now >= self.open_until.load(Ordering::Relaxed),
             // Whether probes are out, and since when, is known under the lock.
-            State::HalfOpen => self.live.load().settings.max_wait.is_some(),
+            State::HalfOpen => self.live.load().tuning.max_wait.is_some(),
             _ => false,
         };
         if due {
@@ -885,7 +921,7 @@ impl Core {
         }
     }
 
-    /// The record proper of a verdict of `Inner::finish_ring`, out of line:
+    /// The record proper of a verdict of `Inner::finish_ring_changed`:
     /// a plain success or (`failed`) a failure, not slow, at ring position
     /// `i` over something else, in the count window of `live` (the
     /// caller makes sure it is the one the position was claimed from),
@@ -966,14 +1002,13 @@ impl Core {
                 slow.probe_successes += 1;
                 slow.probe_slow += u32::from(slow_call);
                 let live = self.live.load();
-                if slow.probe_successes < live.settings.successes {
+                if slow.probe_successes < live.tuning.successes {
                     return None;
                 }
                 // Enough successes: slow ones are judged by the slow-call rate
                 // over this half-open period's successes.
                 let successes = slow.probe_successes;
-                let rules = &live.settings.rules;
-                if let Some(reason) = rules.judge_probes(successes, slow.probe_slow) {
+                if let Some(reason) = live.cells.judge_probes(successes, slow.probe_slow) {
                     return Some(self.open(&mut slow, w, now.get(), reason));
                 }
                 Some(self.close(

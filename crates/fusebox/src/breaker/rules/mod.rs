@@ -71,7 +71,7 @@ impl Needs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Verdict {
     pub(crate) failed: bool,
-    /// The call took at least a slow-call threshold ([`Rules::is_slow`]).
+    /// The call took at least a slow-call threshold ([`Cells::is_slow`]).
     pub(crate) slow: bool,
 }
 
@@ -325,16 +325,6 @@ macro_rules! trip_rules {
                 [$( <$rule as TripRule>::KEYS ),*].into_iter().flatten().copied()
             }
 
-            /// What the hot path must do for the rules in force.
-            pub(crate) fn needs(&self) -> Needs {
-                let needs = Needs::default();
-                $( let needs = match &self.$name {
-                    Some(rule) => needs.and(rule.needs()),
-                    None => needs,
-                }; )*
-                needs
-            }
-
             /// The bytes [`arm`](Rules::arm) allocates for these rules'
             /// cells (each in an `Arc`), from scratch.
             pub(crate) fn cells_bytes(&self) -> usize {
@@ -353,23 +343,40 @@ macro_rules! trip_rules {
                     }), )*
                 }
             }
+        }
+
+        impl Cells {
+            /// The rules in force.
+            pub(crate) fn rules(&self) -> Rules {
+                Rules {
+                    $( $name: self.$name.as_ref().map(|armed| armed.rule), )*
+                }
+            }
+
+            /// What the hot path must do for the rules in force.
+            pub(crate) fn needs(&self) -> Needs {
+                let needs = Needs::default();
+                $( let needs = match &self.$name {
+                    Some(armed) => needs.and(armed.rule.needs()),
+                    None => needs,
+                }; )*
+                needs
+            }
 
             /// Whether a call that took `elapsed` ns (`None`: not timed) is
             /// slow by a rule in force.
             #[inline]
             pub(crate) fn is_slow(&self, elapsed: Option<u64>) -> bool {
                 let Some(elapsed) = elapsed else { return false };
-                false $( || self.$name.is_some_and(|rule| rule.is_slow(elapsed)) )*
+                false $( || self.$name.as_ref().is_some_and(|armed| armed.rule.is_slow(elapsed)) )*
             }
 
             /// Whether a half-open period's probes reopen the breaker (see
             /// [`TripRule::judge_probes`]).
             pub(crate) fn judge_probes(&self, successes: u32, slow: u32) -> Option<Reason> {
-                None $( .or_else(|| self.$name.and_then(|rule| rule.judge_probes(successes, slow))) )*
+                None $( .or_else(|| self.$name.as_ref().and_then(|armed| armed.rule.judge_probes(successes, slow))) )*
             }
-        }
 
-        impl Cells {
             /// Counts a closed-state verdict by every rule in force; the
             /// first reason to trip goes to `trip`.
             #[inline(always)]
