@@ -608,7 +608,7 @@ impl Inner {
     fn tell_refusal(&self, rejected: Rejected, path: u16) -> Result<Ticket, Rejected> {
         if path & SHADOW != 0 {
             // Relaxed: a statistic.
-            self.core.shadowed.fetch_add(1, Ordering::Relaxed);
+            self.core.cold().shadowed.fetch_add(1, Ordering::Relaxed);
             for l in self.listeners.iter() {
                 l.on_shadowed(&rejected);
             }

@@ -159,10 +159,10 @@ const _: () = assert!(
 struct Slow {
     probes_in_flight: u32,
     /// Since when probes have been out without a break: set when a probe is
-    /// admitted with none in flight, cleared when none is left (`Some`
-    /// exactly while `probes_in_flight > 0` in half-open). What the
-    /// half-open deadline ([`Settings::max_wait`]) counts from.
-    probes_out_since: Option<Nanos>,
+    /// admitted with none in flight, meaningful while `probes_in_flight > 0`
+    /// (see [`Slow::out_since`]). What the half-open deadline
+    /// ([`Tuning::max_wait`]) counts from.
+    probes_out_since: Nanos,
     probe_successes: u32,
     /// Slow successful probes in this half-open period.
     probe_slow: u32,
@@ -174,7 +174,7 @@ impl Slow {
     /// A probe admitted at `now`.
     fn take_probe(&mut self, now: Nanos) {
         if self.probes_in_flight == 0 {
-            self.probes_out_since = Some(now);
+            self.probes_out_since = now;
         }
         self.probes_in_flight += 1;
     }
@@ -182,15 +182,16 @@ impl Slow {
     /// A probe of the half-open period in force finished (or was dropped).
     fn end_probe(&mut self) {
         self.probes_in_flight = self.probes_in_flight.saturating_sub(1);
-        if self.probes_in_flight == 0 {
-            self.probes_out_since = None;
-        }
+    }
+
+    /// Since when probes have been out without a break, if any is out.
+    fn out_since(&self) -> Option<Nanos> {
+        (self.probes_in_flight > 0).then_some(self.probes_out_since)
     }
 
     /// No probe out: a new half-open period, or one that ended.
     fn clear_probes(&mut self) {
         self.probes_in_flight = 0;
-        self.probes_out_since = None;
     }
 }
 
@@ -257,9 +258,10 @@ pub(crate) struct Figures {
     pub(crate) since_transition: Nanos,
 }
 
-/// Counters (and a setting) of the half-open state, for a fleet: touched
-/// on the half-open path only, so boxed on first use and a breaker that
-/// never half-opens carries one pointer instead of three counters.
+/// Counters (and a setting) of the half-open state, for a fleet, and the
+/// count of shadowed refusals: touched on the half-open path and in
+/// [`Mode::Shadow`] only, so boxed on first use and a breaker that never
+/// half-opens nor shadows carries one pointer instead of four counters.
 #[derive(Debug)]
 pub(crate) struct Cold {
     /// The `retry_after` of a half-open call the gate denies (nanoseconds).
@@ -269,6 +271,8 @@ pub(crate) struct Cold {
     pub(crate) half_open_asks: AtomicU64,
     /// Probe permits dropped without a verdict.
     pub(crate) probes_dropped: AtomicU64,
+    /// Refusals let through in [`Mode::Shadow`].
+    pub(crate) shadowed: AtomicU64,
 }
 
 impl Cold {
@@ -277,6 +281,7 @@ impl Cold {
             deny_retry: AtomicU64::new(0),
             half_open_asks: AtomicU64::new(0),
             probes_dropped: AtomicU64::new(0),
+            shadowed: AtomicU64::new(0),
         }
     }
 }
@@ -290,8 +295,6 @@ pub(crate) struct Core {
     resident: Resident,
     /// Refusals decided, shadowed ones included (a fleet's demand).
     rejected: Striped,
-    /// Refusals let through in [`Mode::Shadow`].
-    pub(crate) shadowed: AtomicU64,
     last_transition: AtomicU64,
     /// Closed-state verdicts between their generation check and the end of
     /// their record into the rules' cells ([`Period::while_current`]), plus
@@ -306,7 +309,8 @@ pub(crate) struct Core {
     current: AtomicUsize,
     /// Who decides half-open admissions (see [`ProbeGate`]).
     gate: AtomicU8,
-    /// The half-open state's counters, allocated on first use.
+    /// The half-open state's counters and the shadowed refusals,
+    /// allocated on first use.
     cold: LazyBox<Cold>,
     /// Cumulative closed-state verdicts, once something asked for them.
     #[cfg(feature = "fleet")]
@@ -368,7 +372,6 @@ impl Core {
             open_until: AtomicU64::new(0),
             resident: Resident::default(),
             rejected: Striped::new(),
-            shadowed: AtomicU64::new(0),
             last_transition: AtomicU64::new(now),
             recorders: Striped::new(),
             slow: Mutex::new(Slow::default()),
@@ -389,14 +392,14 @@ impl Core {
     }
 
     /// The half-open counters, allocated if they were not (by the first
-    /// half-open admission, probe dropped or fleet setting).
+    /// half-open admission, probe dropped, shadowed refusal or fleet
+    /// setting).
     #[inline]
     pub(crate) fn cold(&self) -> &Cold {
         self.cold.get_or(Cold::new)
     }
 
     /// The half-open counters if something allocated them.
-    #[cfg(feature = "fleet")]
     pub(crate) fn cold_written(&self) -> Option<&Cold> {
         self.cold.get()
     }
@@ -712,7 +715,7 @@ impl Core {
     }
 
     /// Under the lock: HalfOpen -> Open if probes have been out without a
-    /// break for the half-open deadline ([`Settings::max_wait`]). They count
+    /// break for the half-open deadline ([`Tuning::max_wait`]). They count
     /// as failed: a new open period starts (as for a failed probe), their
     /// slots come back, and their verdicts, of the generation that ends
     /// here, change nothing. `w` is the word in force; the clock is read
@@ -721,7 +724,7 @@ impl Core {
         if w.state() != State::HalfOpen {
             return None;
         }
-        let since = slow.probes_out_since?;
+        let since = slow.out_since()?;
         let wait = self.live.load().tuning.max_wait?;
         let now = now.get();
         if now < since.saturating_add(wait) {
@@ -1083,7 +1086,9 @@ impl Core {
             for cell in self.rejected.written() {
                 cell.store(0, Ordering::Relaxed);
             }
-            self.shadowed.store(0, Ordering::Relaxed);
+            if let Some(cold) = self.cold_written() {
+                cold.shadowed.store(0, Ordering::Relaxed);
+            }
             self.close(&mut slow, w, now, reason)
         } else {
             *slow = Slow::default();
@@ -1138,7 +1143,9 @@ impl Core {
             0
         };
         // Relaxed here and below: statistics for a snapshot.
-        let shadowed = self.shadowed.load(Ordering::Relaxed);
+        let shadowed = self
+            .cold_written()
+            .map_or(0, |cold| cold.shadowed.load(Ordering::Relaxed));
         Figures {
             state,
             generation: w.generation(),
