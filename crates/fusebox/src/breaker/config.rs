@@ -16,6 +16,7 @@ use super::CircuitBreaker;
 use crate::clock::{nanos, Clock, MonotonicClock};
 use crate::policy::Mode;
 use std::fmt;
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -714,7 +715,10 @@ impl BreakerConfig {
         let successes = rule::count("successes_to_close", self.successes_to_close.unwrap_or(1))?;
         let max_wait = self
             .half_open_max_wait
-            .map(|d| rule::period("half_open_max_wait", d).map(nanos))
+            .map(|d| {
+                rule::period("half_open_max_wait", d)
+                    .map(|d| NonZeroU64::new(nanos(d)).unwrap_or(NonZeroU64::MIN))
+            })
             .transpose()?;
         Ok(Settings {
             rules: Rules {
@@ -782,7 +786,7 @@ impl BreakerConfig {
             open_backoff,
             half_open_probes: Some(tuning.probes),
             successes_to_close: Some(tuning.successes),
-            half_open_max_wait: tuning.max_wait.map(d),
+            half_open_max_wait: tuning.max_wait.map(|n| d(n.get())),
             mode: Some(tuning.mode),
         }
     }

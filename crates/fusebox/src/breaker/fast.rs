@@ -11,7 +11,7 @@ use crate::clock::{raw_now, raw_since, Clock, MonotonicClock};
 use crate::policy::Mode;
 #[cfg(feature = "fleet")]
 use crate::sync::SwapOption;
-use crate::sync::{AtomicU16, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -205,11 +205,6 @@ pub(crate) struct Inner {
     /// Boxed, and only for a breaker whose listeners sample, so that no
     /// other breaker grows by it.
     sampler: Option<Box<Sampler>>,
-    /// [`TIME_CALLS`], [`QUIET`], [`FULL_QUIET`], [`SETTLED`],
-    /// [`TIME_WINDOW`], [`SHADOW`], [`OFF`], [`TELL_REFUSALS`], [`SAMPLED`],
-    /// [`FULL_TOLD`], [`DIRECT`], [`RING`] and [`OWN_CLOCK`], derived from the settings in
-    /// force (and the listeners and the clock) and rewritten by a reconfigure.
-    path: AtomicU16,
     /// A listener set at runtime (a fleet's), told of transitions only;
     /// empty, it allocates nothing.
     #[cfg(feature = "fleet")]
@@ -254,7 +249,6 @@ impl Inner {
             clock,
             listeners,
             sampler,
-            path: AtomicU16::new(0),
             #[cfg(feature = "fleet")]
             hook: SwapOption::empty(),
             offset: AtomicU64::new(0),
@@ -272,7 +266,7 @@ impl Inner {
     /// in force, whichever thread stores last.
     fn set_path(&self) {
         self.core
-            .with_live_locked(|live| self.path.store(self.path_for(live), Ordering::Relaxed));
+            .with_live_locked(|live| self.core.path.store(self.path_for(live), Ordering::Relaxed));
     }
 
     /// The hot-path bits `settings` call for.
@@ -319,7 +313,7 @@ impl Inner {
     #[inline(always)]
     fn path(&self) -> u16 {
         // Relaxed: see `set_path`.
-        self.path.load(Ordering::Relaxed)
+        self.core.path.load(Ordering::Relaxed)
     }
 
     /// Puts `mode` in force, every other setting as it is (read and

@@ -17,9 +17,11 @@ use super::types::{Outcome, Reason, Rejected, State, Transition};
 use super::window::{CountWindow, Totals, Window};
 use crate::policy::Mode;
 use crate::sync::{
-    lock, AtomicU64, AtomicU8, AtomicUsize, LazyBox, Mutex, Ordering, Striped, Swap, SwapGuard,
+    lock, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, LazyBox, Mutex, Ordering, Striped, Swap,
+    SwapGuard,
 };
 use std::fmt;
+use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -213,7 +215,7 @@ pub(crate) struct Tuning {
     /// The half-open deadline: probes out for this long without a break
     /// count as failed (`None`: no deadline). Last, so the fields the hot
     /// path reads keep their places.
-    pub(crate) max_wait: Option<Nanos>,
+    pub(crate) max_wait: Option<NonZeroU64>,
 }
 
 /// The settings in force and their rules armed with their cells, replaced
@@ -309,6 +311,13 @@ pub(crate) struct Core {
     current: AtomicUsize,
     /// Who decides half-open admissions (see [`ProbeGate`]).
     gate: AtomicU8,
+    /// The breaker's hot-path bits (`Inner`'s `TIME_CALLS`, `QUIET`,
+    /// `FULL_QUIET`, `SETTLED`, `TIME_WINDOW`, `SHADOW`, `OFF`,
+    /// `TELL_REFUSALS`, `SAMPLED`, `FULL_TOLD`, `DIRECT`, `RING` and
+    /// `OWN_CLOCK`), derived from the settings in force (and the listeners
+    /// and the clock) and rewritten by a reconfigure; kept here beside
+    /// `gate`, in the room its alignment leaves.
+    pub(crate) path: AtomicU16,
     /// The half-open state's counters and the shadowed refusals,
     /// allocated on first use.
     cold: LazyBox<Cold>,
@@ -378,6 +387,7 @@ impl Core {
             live,
             current,
             gate: AtomicU8::new(ProbeGate::Local as u8),
+            path: AtomicU16::new(0),
             cold: LazyBox::new(),
             #[cfg(feature = "fleet")]
             tally: LazyBox::new(),
@@ -725,7 +735,7 @@ impl Core {
             return None;
         }
         let since = slow.out_since()?;
-        let wait = self.live.load().tuning.max_wait?;
+        let wait = self.live.load().tuning.max_wait?.get();
         let now = now.get();
         if now < since.saturating_add(wait) {
             return None;

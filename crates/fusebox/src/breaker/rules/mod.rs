@@ -154,6 +154,19 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
         size_of::<Self::Cells>()
     }
 
+    /// [`new_cells`](TripRule::new_cells) in the `Arc` a [`Live`] holds
+    /// them in (a rule without cells may share one).
+    ///
+    /// [`Live`]: crate::breaker::protocol::Live
+    fn arm_cells(&self) -> Arc<Self::Cells> {
+        Arc::new(self.new_cells())
+    }
+
+    /// The bytes [`arm_cells`](TripRule::arm_cells) allocates.
+    fn armed_bytes(&self) -> usize {
+        (2 * size_of::<usize>()).saturating_add(self.cells_bytes())
+    }
+
     /// Whether the cells made for `old` serve this rule as they are (a
     /// reconfigure then keeps their counts).
     fn keeps_cells_of(&self, old: &Self) -> bool;
@@ -266,7 +279,7 @@ impl<R: TripRule> Armed<R> {
     fn new(rule: R, old: Option<&Armed<R>>) -> Self {
         let cells = match old {
             Some(old) if rule.keeps_cells_of(&old.rule) => Arc::clone(&old.cells),
-            _ => Arc::new(rule.new_cells()),
+            _ => rule.arm_cells(),
         };
         Armed { rule, cells }
     }
@@ -326,12 +339,10 @@ macro_rules! trip_rules {
             }
 
             /// The bytes [`arm`](Rules::arm) allocates for these rules'
-            /// cells (each in an `Arc`), from scratch.
+            /// cells (each in an `Arc`, [`TripRule::armed_bytes`]), from
+            /// scratch.
             pub(crate) fn cells_bytes(&self) -> usize {
-                let arc = 2 * size_of::<usize>();
-                0usize $( .saturating_add(
-                    self.$name.map_or(0, |rule| arc.saturating_add(rule.cells_bytes()))
-                ) )*
+                0usize $( .saturating_add(self.$name.map_or(0, |rule| rule.armed_bytes())) )*
             }
 
             /// These rules armed: with the cells of `old` that still serve,
