@@ -55,6 +55,10 @@ impl<T> Swap<T> {
     pub(crate) fn new(value: T) -> Self {
         Swap(arc_swap::ArcSwap::from_pointee(value))
     }
+    /// Holding `value`, which others may hold too.
+    pub(crate) fn from_arc(value: Arc<T>) -> Self {
+        Swap(arc_swap::ArcSwap::new(value))
+    }
     /// The current value; a later `store` does not change what it points at.
     #[inline]
     pub(crate) fn load(&self) -> SwapGuard<T> {
@@ -78,6 +82,9 @@ pub(crate) struct Swap<T>(Mutex<std::sync::Arc<T>>);
 impl<T> Swap<T> {
     pub(crate) fn new(value: T) -> Self {
         Swap(Mutex::new(std::sync::Arc::new(value)))
+    }
+    pub(crate) fn from_arc(value: std::sync::Arc<T>) -> Self {
+        Swap(Mutex::new(value))
     }
     pub(crate) fn load(&self) -> SwapGuard<T> {
         std::sync::Arc::clone(&lock(&self.0))

@@ -32,6 +32,48 @@ mod fleet;
 #[cfg(not(loom))]
 const LIVE_SLOTS: usize = 8;
 
+/// The `Live`s that breakers of equal settings share (see [`Live::arm`]),
+/// each beside its settings: at most [`SHARED_MAX`] at once (the breakers
+/// of more distinct settings than that get `Live`s of their own), dropped
+/// ones purged at the next look.
+#[cfg(not(loom))]
+static SHARED: std::sync::Mutex<Vec<(Settings, std::sync::Weak<Live>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// See [`SHARED`].
+#[cfg(not(loom))]
+const SHARED_MAX: usize = 64;
+
+/// The `Live` of `settings` (whose rules keep no cells) that breakers of
+/// equal settings share, made if none is left.
+#[cfg(not(loom))]
+fn shared_live(settings: Settings) -> Arc<Live> {
+    let mut table = crate::sync::lock(&SHARED);
+    // Weak::strong_count is a load: dropped entries go without touching
+    // the counts of the live ones.
+    table.retain(|(_, live)| live.strong_count() > 0);
+    if let Some(live) = table
+        .iter()
+        .find(|(s, _)| *s == settings)
+        .and_then(|(_, live)| live.upgrade())
+    {
+        return live;
+    }
+    let live = Arc::new(Live::new(settings, None));
+    if table.len() < SHARED_MAX {
+        table.push((settings, Arc::downgrade(&live)));
+    }
+    live
+}
+
+/// How many shared `Live`s are held (for tests).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn shared_lives() -> usize {
+    let mut table = crate::sync::lock(&SHARED);
+    table.retain(|(_, live)| live.strong_count() > 0);
+    table.len()
+}
+
 /// The address that identifies a `Live` in [`Core::current`].
 fn live_addr(live: &Arc<Live>) -> usize {
     Arc::as_ptr(live) as usize
@@ -239,6 +281,18 @@ impl Live {
         }
     }
 
+    /// `settings` put in force (with the cells of `old` that still serve
+    /// their rules): a `Live` of its own, or, when the rules keep no cells
+    /// of a breaker's own (the consecutive count lives in the breaker), one
+    /// that the breakers of equal settings share ([`SHARED`]).
+    fn arm(settings: Settings, old: Option<&Cells>) -> Arc<Live> {
+        #[cfg(not(loom))]
+        if settings.rules.keeps_no_cells() {
+            return shared_live(settings);
+        }
+        Arc::new(Live::new(settings, old))
+    }
+
     /// The settings in force, rules and all.
     pub(crate) fn settings(&self) -> Settings {
         Settings {
@@ -367,14 +421,14 @@ impl fmt::Debug for Core {
 
 impl Core {
     pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
-        let live = Live::new(settings, None);
+        let live = Live::arm(settings, None);
         let ring = live
             .cells
             .windowed
             .as_ref()
             .filter(|armed| matches!(*armed.cells, Window::Count(_)))
             .map(|armed| Arc::clone(&armed.cells));
-        let live = Swap::new(live);
+        let live = Swap::from_arc(live);
         let current = AtomicUsize::new(live_addr(&live.load()));
         let core = Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
@@ -443,7 +497,7 @@ impl Core {
         let old_settings = old.settings();
         let settings = change(&old_settings);
         let same_rules = old_settings.rules == settings.rules;
-        let new = Arc::new(Live::new(settings, Some(&old.cells)));
+        let new = Live::arm(settings, Some(&old.cells));
         let addr = live_addr(&new);
         self.live.store(new);
         // Relaxed: only compared with the address of a `Live` a thread already
@@ -514,9 +568,9 @@ impl Core {
     }
 
     /// Runs `f` on the settings in force, without `live`'s load on the hot
-    /// path: each thread keeps the `Live` it last loaded for a breaker (in a
-    /// small per-thread table indexed by the breaker's address) and reuses
-    /// it while the breaker's `current` still names it. The cached `Arc`
+    /// path: each thread keeps the `Live`s it last loaded (in a small
+    /// per-thread table indexed by the `Live`'s address) and reuses one
+    /// while the breaker's `current` still names it. The cached `Arc`
     /// keeps its `Live` alive, so the address cannot be reused for another
     /// `Live` while it is cached: equal addresses mean the same `Live`. A
     /// thread holds at most [`LIVE_SLOTS`] `Live`s (of breakers it used
@@ -533,7 +587,9 @@ impl Core {
         // `Live` (or none): the verdict is then decided by the settings it
         // raced with, as with a plain load.
         let current = self.current.load(Ordering::Relaxed);
-        let slot = (std::ptr::from_ref(self) as usize >> 6) % LIVE_SLOTS;
+        // By the `Live`'s address, not the breaker's: the breakers that
+        // share a `Live` (see `Live::arm`) share its entry too.
+        let slot = (current >> 6) % LIVE_SLOTS;
         // The entry is taken out while `f` runs and put back after, so a
         // breaker re-entered from `f` (through a `Clock`) finds it empty and
         // loads for itself; a thread being torn down loads every time. `f`
@@ -1270,6 +1326,78 @@ mod tests {
             .core
             .word
             .store(Word::new(generation, state).0, Ordering::Release);
+    }
+
+    fn live_of(b: &CircuitBreaker) -> Arc<Live> {
+        b.inner().core.live.load_full()
+    }
+
+    #[test]
+    fn breakers_of_equal_consecutive_settings_share_their_live_and_no_more() {
+        let three = || CircuitBreaker::builder().consecutive_failures(3);
+        let (a, b) = (three().build().unwrap(), three().build().unwrap());
+        assert!(Arc::ptr_eq(&live_of(&a), &live_of(&b)), "equal settings");
+        let four = CircuitBreaker::builder()
+            .consecutive_failures(4)
+            .build()
+            .unwrap();
+        assert!(
+            !Arc::ptr_eq(&live_of(&a), &live_of(&four)),
+            "other settings"
+        );
+        // A window's counts are a breaker's own: never shared.
+        let window = || CircuitBreaker::builder().failure_rate(0.5).count_window(4);
+        let (w1, w2) = (window().build().unwrap(), window().build().unwrap());
+        assert!(!Arc::ptr_eq(&live_of(&w1), &live_of(&w2)));
+        // The count is each breaker's own.
+        for _ in 0..3 {
+            let _ = a.call(|| Err::<(), _>(()));
+        }
+        assert_eq!(a.state(), State::Open);
+        assert_eq!(b.state(), State::Closed);
+        // A reconfigure of one leaves the other's settings as they are, and
+        // a reconfigure to equal settings joins the shared one again.
+        a.reconfigure(CircuitBreaker::builder().consecutive_failures(5))
+            .unwrap();
+        assert_eq!(a.config().consecutive_failures, Some(5));
+        assert_eq!(b.config().consecutive_failures, Some(3));
+        a.reconfigure(three()).unwrap();
+        assert!(Arc::ptr_eq(&live_of(&a), &live_of(&b)));
+        // A breaker's mode is among the settings shared.
+        b.set_mode(crate::Mode::Shadow);
+        assert_eq!(b.mode(), crate::Mode::Shadow);
+        assert_eq!(a.mode(), crate::Mode::Enforce);
+    }
+
+    #[test]
+    fn a_shared_live_is_let_go_with_its_last_breaker() {
+        // Settings no other test builds.
+        let unique = || {
+            CircuitBreaker::builder()
+                .consecutive_failures(977)
+                .open_for(std::time::Duration::from_secs(977))
+        };
+        let settings = unique().config.settings().unwrap();
+        let held = || {
+            crate::sync::lock(&SHARED)
+                .iter()
+                .any(|(s, live)| *s == settings && live.strong_count() > 0)
+        };
+        let breakers: Vec<_> = (0..3).map(|_| unique().build().unwrap()).collect();
+        assert!(held());
+        let weak = Arc::downgrade(&live_of(&breakers[0]));
+        drop(breakers);
+        assert!(
+            weak.upgrade().is_none(),
+            "the breakers held the only references"
+        );
+        assert!(!held());
+        // The next look purges the dropped entry itself.
+        let _ = shared_lives();
+        assert!(!crate::sync::lock(&SHARED)
+            .iter()
+            .any(|(s, _)| *s == settings));
+        assert!(shared_lives() <= SHARED_MAX);
     }
 
     #[test]

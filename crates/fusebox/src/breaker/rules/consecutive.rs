@@ -50,6 +50,8 @@ impl TripRule for Consecutive {
         0
     }
 
+    const OWN_CELLS: bool = false;
+
     fn keeps_cells_of(&self, _: &Self) -> bool {
         true
     }

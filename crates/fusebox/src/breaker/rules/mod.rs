@@ -162,6 +162,11 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
         Arc::new(self.new_cells())
     }
 
+    /// Whether the rule keeps cells of a breaker's own among the settings in
+    /// force (a rule whose counts are all resident keeps none: breakers of
+    /// equal settings may then share them).
+    const OWN_CELLS: bool = true;
+
     /// The bytes [`arm_cells`](TripRule::arm_cells) allocates.
     fn armed_bytes(&self) -> usize {
         (2 * size_of::<usize>()).saturating_add(self.cells_bytes())
@@ -343,6 +348,12 @@ macro_rules! trip_rules {
             /// scratch.
             pub(crate) fn cells_bytes(&self) -> usize {
                 0usize $( .saturating_add(self.$name.map_or(0, |rule| rule.armed_bytes())) )*
+            }
+
+            /// Whether no rule in force keeps cells of a breaker's own
+            /// ([`TripRule::OWN_CELLS`]).
+            pub(crate) fn keeps_no_cells(&self) -> bool {
+                true $( && (self.$name.is_none() || !<$rule as TripRule>::OWN_CELLS) )*
             }
 
             /// These rules armed: with the cells of `old` that still serve,
