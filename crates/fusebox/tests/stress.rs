@@ -253,3 +253,56 @@ fn full_window_marks_never_outlive_failures_or_reconfigures() {
         "pushed out by {n} calls"
     );
 }
+
+/// Breakers of equal settings share them: threads that build, reconfigure,
+/// fail and drop breakers of a few settings at once each see their own
+/// breaker keep the settings they gave it and trip at its own threshold.
+#[test]
+fn breakers_sharing_settings_keep_their_own_settings_and_counts() {
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let mut next = rng(t as u64 + 41);
+                let clock = ManualClock::new();
+                let make = |n: u32| {
+                    CircuitBreaker::builder()
+                        .consecutive_failures(n)
+                        .clock(clock.clone())
+                };
+                barrier.wait();
+                let mut kept = Vec::new();
+                for _ in 0..300 {
+                    let n = 1 + (next() % 4) as u32;
+                    let b = make(n).build().unwrap();
+                    // Half the time, to other settings (perhaps equal ones).
+                    let n = if next() % 2 == 0 {
+                        let m = 1 + (next() % 4) as u32;
+                        b.reconfigure(make(m)).unwrap();
+                        m
+                    } else {
+                        n
+                    };
+                    assert_eq!(b.config().consecutive_failures, Some(n));
+                    for i in 1..=n {
+                        assert_eq!(b.state(), State::Closed, "{i} of {n} failures");
+                        let _ = b.call(|| Err::<(), _>(()));
+                    }
+                    assert_eq!(b.state(), State::Open, "{n} failures trip it");
+                    // Some are kept alive a while, the rest dropped at once.
+                    if next() % 3 == 0 {
+                        kept.push((b, n));
+                    }
+                }
+                for (b, n) in &kept {
+                    assert_eq!(b.config().consecutive_failures, Some(*n));
+                    assert_eq!(b.state(), State::Open);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
