@@ -66,6 +66,15 @@ fn heap_per_breaker() {
         b
     };
     let consecutive = per(&|| CircuitBreaker::builder().build().unwrap());
+    // Settings no other breaker has: a `Live` of its own each.
+    let unique_n = std::cell::Cell::new(1000);
+    let unique = per(&|| {
+        unique_n.set(unique_n.get() + 1);
+        CircuitBreaker::builder()
+            .consecutive_failures(unique_n.get())
+            .build()
+            .unwrap()
+    });
     let count100 = per(&|| {
         CircuitBreaker::builder()
             .failure_rate(0.5)
@@ -80,12 +89,16 @@ fn heap_per_breaker() {
             .build()
             .unwrap()
     });
-    println!("heap per idle breaker: consecutive {consecutive} B, count_window(100) {count100} B, time_window(10s) {time} B");
-    // 216 / 572 / 1928 B in a default build (16 more with every feature):
-    // the consecutive breakers share their settings (equal ones), the
-    // 256-byte target; the other bounds with a little room, so that growth
-    // is noticed.
+    println!("heap per idle breaker: consecutive {consecutive} B ({unique} B with settings of its own), count_window(100) {count100} B, time_window(10s) {time} B");
+    // 216 (434 unshared) / 572 / 1928 B in a default build (16 more with
+    // every feature): the consecutive breakers share their settings (equal
+    // ones), the 256-byte target; the other bounds with a little room, so
+    // that growth is noticed.
     assert!(consecutive <= 256, "consecutive: {consecutive} B");
+    assert!(
+        unique <= 450,
+        "consecutive, settings of its own: {unique} B"
+    );
     assert!(count100 <= 420 + 2 * 100, "count_window(100): {count100} B");
     assert!(time <= 2000, "time_window(10s): {time} B");
     // A breaker's refusal counters take their cells when it first refuses.

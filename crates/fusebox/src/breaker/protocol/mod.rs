@@ -48,10 +48,7 @@ const SHARED_MAX: usize = 64;
 /// equal settings share, made if none is left.
 #[cfg(not(loom))]
 fn shared_live(settings: Settings) -> Arc<Live> {
-    let mut table = crate::sync::lock(&SHARED);
-    // Weak::strong_count is a load: dropped entries go without touching
-    // the counts of the live ones.
-    table.retain(|(_, live)| live.strong_count() > 0);
+    let mut table = shared_table();
     if let Some(live) = table
         .iter()
         .find(|(s, _)| *s == settings)
@@ -66,12 +63,19 @@ fn shared_live(settings: Settings) -> Arc<Live> {
     live
 }
 
+/// [`SHARED`], locked, its dropped entries purged (`Weak::strong_count` is
+/// a load: without touching the counts of the live ones).
+#[cfg(not(loom))]
+fn shared_table() -> crate::sync::MutexGuard<'static, Vec<(Settings, std::sync::Weak<Live>)>> {
+    let mut table = crate::sync::lock(&SHARED);
+    table.retain(|(_, live)| live.strong_count() > 0);
+    table
+}
+
 /// How many shared `Live`s are held (for tests).
 #[cfg(all(test, not(loom)))]
 pub(crate) fn shared_lives() -> usize {
-    let mut table = crate::sync::lock(&SHARED);
-    table.retain(|(_, live)| live.strong_count() > 0);
-    table.len()
+    shared_table().len()
 }
 
 /// The address that identifies a `Live` in [`Core::current`].
@@ -255,8 +259,7 @@ pub(crate) struct Tuning {
     pub(crate) successes: u32,
     pub(crate) mode: Mode,
     /// The half-open deadline: probes out for this long without a break
-    /// count as failed (`None`: no deadline). Last, so the fields the hot
-    /// path reads keep their places.
+    /// count as failed (`None`: no deadline).
     pub(crate) max_wait: Option<NonZeroU64>,
 }
 

@@ -7,7 +7,6 @@
 use super::{Counted, Needs, Period, TripRule, Verdict};
 use crate::breaker::types::Reason;
 use crate::sync::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
 /// Trip after `n` failures in a row (`consecutive_failures`); any success
 /// starts the count again.
@@ -39,18 +38,6 @@ impl TripRule for Consecutive {
     }
 
     fn new_cells(&self) {}
-
-    /// No cells: every breaker shares one empty `Arc`.
-    fn arm_cells(&self) -> Arc<()> {
-        static NONE: OnceLock<Arc<()>> = OnceLock::new();
-        Arc::clone(NONE.get_or_init(|| Arc::new(())))
-    }
-
-    fn armed_bytes(&self) -> usize {
-        0
-    }
-
-    const OWN_CELLS: bool = false;
 
     fn keeps_cells_of(&self, _: &Self) -> bool {
         true

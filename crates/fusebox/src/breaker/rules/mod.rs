@@ -154,24 +154,6 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
         size_of::<Self::Cells>()
     }
 
-    /// [`new_cells`](TripRule::new_cells) in the `Arc` a [`Live`] holds
-    /// them in (a rule without cells may share one).
-    ///
-    /// [`Live`]: crate::breaker::protocol::Live
-    fn arm_cells(&self) -> Arc<Self::Cells> {
-        Arc::new(self.new_cells())
-    }
-
-    /// Whether the rule keeps cells of a breaker's own among the settings in
-    /// force (a rule whose counts are all resident keeps none: breakers of
-    /// equal settings may then share them).
-    const OWN_CELLS: bool = true;
-
-    /// The bytes [`arm_cells`](TripRule::arm_cells) allocates.
-    fn armed_bytes(&self) -> usize {
-        (2 * size_of::<usize>()).saturating_add(self.cells_bytes())
-    }
-
     /// Whether the cells made for `old` serve this rule as they are (a
     /// reconfigure then keeps their counts).
     fn keeps_cells_of(&self, old: &Self) -> bool;
@@ -284,7 +266,7 @@ impl<R: TripRule> Armed<R> {
     fn new(rule: R, old: Option<&Armed<R>>) -> Self {
         let cells = match old {
             Some(old) if rule.keeps_cells_of(&old.rule) => Arc::clone(&old.cells),
-            _ => rule.arm_cells(),
+            _ => Arc::new(rule.new_cells()),
         };
         Armed { rule, cells }
     }
@@ -344,16 +326,20 @@ macro_rules! trip_rules {
             }
 
             /// The bytes [`arm`](Rules::arm) allocates for these rules'
-            /// cells (each in an `Arc`, [`TripRule::armed_bytes`]), from
-            /// scratch.
+            /// cells (each in an `Arc`), from scratch.
             pub(crate) fn cells_bytes(&self) -> usize {
-                0usize $( .saturating_add(self.$name.map_or(0, |rule| rule.armed_bytes())) )*
+                let arc = 2 * size_of::<usize>();
+                0usize $( .saturating_add(
+                    self.$name.map_or(0, |rule| arc.saturating_add(rule.cells_bytes()))
+                ) )*
             }
 
-            /// Whether no rule in force keeps cells of a breaker's own
-            /// ([`TripRule::OWN_CELLS`]).
+            /// Whether no rule in force keeps cells among the settings (a
+            /// rule whose `Cells` are `()` keeps its counts, if any, in the
+            /// breaker's resident cells): breakers of equal such settings
+            /// may share them.
             pub(crate) fn keeps_no_cells(&self) -> bool {
-                true $( && (self.$name.is_none() || !<$rule as TripRule>::OWN_CELLS) )*
+                true $( && (self.$name.is_none() || size_of::<<$rule as TripRule>::Cells>() == 0) )*
             }
 
             /// These rules armed: with the cells of `old` that still serve,
