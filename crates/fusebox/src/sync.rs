@@ -52,11 +52,8 @@ pub(crate) type SwapGuard<T> = std::sync::Arc<T>;
 
 #[cfg(not(loom))]
 impl<T> Swap<T> {
-    pub(crate) fn new(value: T) -> Self {
-        Swap(arc_swap::ArcSwap::from_pointee(value))
-    }
     /// Holding `value`, which others may hold too.
-    pub(crate) fn from_arc(value: Arc<T>) -> Self {
+    pub(crate) fn new(value: Arc<T>) -> Self {
         Swap(arc_swap::ArcSwap::new(value))
     }
     /// The current value; a later `store` does not change what it points at.
@@ -80,10 +77,7 @@ pub(crate) struct Swap<T>(Mutex<std::sync::Arc<T>>);
 
 #[cfg(loom)]
 impl<T> Swap<T> {
-    pub(crate) fn new(value: T) -> Self {
-        Swap(Mutex::new(std::sync::Arc::new(value)))
-    }
-    pub(crate) fn from_arc(value: std::sync::Arc<T>) -> Self {
+    pub(crate) fn new(value: std::sync::Arc<T>) -> Self {
         Swap(Mutex::new(value))
     }
     pub(crate) fn load(&self) -> SwapGuard<T> {

@@ -276,7 +276,7 @@ impl Builder {
         let clock = GovernorClock(self.clock.unwrap_or_else(|| Arc::new(MonotonicClock)));
         Ok(RateLimiter {
             inner: Arc::new(Inner {
-                limiter: Swap::new(Limiter::new(config, quota, &clock)),
+                limiter: Swap::new(Arc::new(Limiter::new(config, quota, &clock))),
                 mode: ModeCell::new(config.mode),
                 counters: Counters::default(),
                 clock,

@@ -36,17 +36,14 @@ const LIVE_SLOTS: usize = 8;
 /// each beside its settings: at most [`SHARED_MAX`] at once (the breakers
 /// of more distinct settings than that get `Live`s of their own), dropped
 /// ones purged at the next look.
-#[cfg(not(loom))]
 static SHARED: std::sync::Mutex<Vec<(Settings, std::sync::Weak<Live>)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// See [`SHARED`].
-#[cfg(not(loom))]
 const SHARED_MAX: usize = 64;
 
 /// The `Live` of `settings` (whose rules keep no cells) that breakers of
 /// equal settings share, made if none is left.
-#[cfg(not(loom))]
 fn shared_live(settings: Settings) -> Arc<Live> {
     let mut table = shared_table();
     if let Some(live) = table
@@ -65,15 +62,17 @@ fn shared_live(settings: Settings) -> Arc<Live> {
 
 /// [`SHARED`], locked, its dropped entries purged (`Weak::strong_count` is
 /// a load: without touching the counts of the live ones).
-#[cfg(not(loom))]
-fn shared_table() -> crate::sync::MutexGuard<'static, Vec<(Settings, std::sync::Weak<Live>)>> {
-    let mut table = crate::sync::lock(&SHARED);
+fn shared_table() -> std::sync::MutexGuard<'static, Vec<(Settings, std::sync::Weak<Live>)>> {
+    // Poison ignored: the table is a cache, whole after any panic.
+    let mut table = SHARED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     table.retain(|(_, live)| live.strong_count() > 0);
     table
 }
 
 /// How many shared `Live`s are held (for tests).
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
 pub(crate) fn shared_lives() -> usize {
     shared_table().len()
 }
@@ -289,7 +288,6 @@ impl Live {
     /// of a breaker's own (the consecutive count lives in the breaker), one
     /// that the breakers of equal settings share ([`SHARED`]).
     fn arm(settings: Settings, old: Option<&Cells>) -> Arc<Live> {
-        #[cfg(not(loom))]
         if settings.rules.keeps_no_cells() {
             return shared_live(settings);
         }
@@ -431,7 +429,7 @@ impl Core {
             .as_ref()
             .filter(|armed| matches!(*armed.cells, Window::Count(_)))
             .map(|armed| Arc::clone(&armed.cells));
-        let live = Swap::from_arc(live);
+        let live = Swap::new(live);
         let current = AtomicUsize::new(live_addr(&live.load()));
         let core = Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
