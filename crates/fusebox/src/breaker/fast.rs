@@ -49,12 +49,17 @@ impl Now for LazyNow<'_> {
 /// The clock's reading: the default clock's directly, any other through its
 /// `dyn Clock`.
 #[inline(always)]
-fn read_clock(clock: &Option<Arc<dyn Clock>>) -> Nanos {
+fn read_clock(clock: &OwnClock) -> Nanos {
     match clock {
         None => MonotonicClock.now_nanos(),
         Some(clock) => clock.now_nanos(),
     }
 }
+
+/// A clock of the breaker's own (`None`: [`MonotonicClock`], read without
+/// a virtual call), boxed so that a breaker on the default clock keeps one
+/// word for it rather than a fat pointer.
+pub(crate) type OwnClock = Option<Box<Arc<dyn Clock>>>;
 
 /// How far the breaker's time may run ahead of [`Inner::seen`] before it is
 /// written again (1 ms).
@@ -196,8 +201,8 @@ impl Sampler {
 /// the listeners and the name.
 pub(crate) struct Inner {
     pub(crate) core: Core,
-    /// `None`: [`MonotonicClock`], read without a virtual call.
-    pub(crate) clock: Option<Arc<dyn Clock>>,
+    /// See [`OwnClock`].
+    pub(crate) clock: OwnClock,
     listeners: Box<[Arc<dyn Listener>]>,
     /// With [`SAMPLED`], which admissions are timed: one in the smallest
     /// [`Timing::one_in`](super::listener::Timing::one_in) of the
@@ -234,6 +239,7 @@ impl Inner {
         listeners: Box<[Arc<dyn Listener>]>,
         name: Option<String>,
     ) -> Inner {
+        let clock = clock.map(Box::new);
         let start = read_clock(&clock);
         let core = Core::new(settings, start);
         let sample = listeners

@@ -94,8 +94,9 @@ impl CircuitBreaker {
     }
 
     /// The bytes a breaker of `settings` allocates when built (the name
-    /// and listeners aside), reckoned without building it: its shared
-    /// state and, through [`Rules::cells_bytes`](rules::Rules::cells_bytes),
+    /// and listeners aside), reckoned without building it, at most: its
+    /// shared state (its settings counted as its own, though breakers of
+    /// equal settings may share them) and, through [`Rules::cells_bytes`](rules::Rules::cells_bytes),
     /// the cells its rules count in, which grow with their settings (a
     /// count window's slots, a time window's buckets on every stripe, the
     /// failure times of `failures_within`), and the counters' cells that
@@ -663,14 +664,14 @@ impl CircuitBreaker {
     /// # Ok::<(), fusebox::ConfigError>(())
     /// ```
     pub fn clock(&self) -> &dyn Clock {
-        self.inner.clock.as_deref().unwrap_or(&MonotonicClock)
+        self.custom_clock().unwrap_or(&MonotonicClock)
     }
 
     /// The clock set with [`Builder::clock`], `None` for the default one
     /// (which compositions read on its raw counter).
     #[inline]
     pub(crate) fn custom_clock(&self) -> Option<&dyn Clock> {
-        self.inner.clock.as_deref()
+        self.inner.clock.as_deref().map(|clock| &**clock)
     }
 
     /// Admission for a composition that gives the verdict later (the

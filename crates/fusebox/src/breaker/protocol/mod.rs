@@ -10,7 +10,7 @@
 //! and then publish the word with a release store.
 
 use super::open_period::OpenPeriod;
-use super::rules::{Cells, Counted, Period, Resident, Rules, Verdict};
+use super::rules::{Armed, Cells, Counted, Period, Resident, Rules, Verdict};
 #[cfg(feature = "fleet")]
 use super::tally::TallyCells;
 use super::types::{Outcome, Reason, Rejected, State, Transition};
@@ -42,9 +42,10 @@ static SHARED: std::sync::Mutex<Vec<(Settings, std::sync::Weak<Live>)>> =
 /// See [`SHARED`].
 const SHARED_MAX: usize = 64;
 
-/// The `Live` of `settings` (whose rules keep no cells) that breakers of
-/// equal settings share, made if none is left.
-fn shared_live(settings: Settings) -> Arc<Live> {
+/// The `Live` of `settings` that breakers of equal settings share (its
+/// rules armed with resident cells alone, `cells`: see [`Live::arm`]), made
+/// from `cells` if none is left.
+fn shared_live(settings: Settings, cells: Cells) -> Arc<Live> {
     let mut table = shared_table();
     if let Some(live) = table
         .iter()
@@ -53,7 +54,10 @@ fn shared_live(settings: Settings) -> Arc<Live> {
     {
         return live;
     }
-    let live = Arc::new(Live::new(settings, None));
+    let live = Arc::new(Live {
+        tuning: settings.tuning,
+        cells,
+    });
     if table.len() < SHARED_MAX {
         table.push((settings, Arc::downgrade(&live)));
     }
@@ -275,23 +279,21 @@ pub(crate) struct Live {
 
 impl Live {
     /// `settings` put in force, with the cells of `old` that still serve
-    /// their rules.
-    fn new(settings: Settings, old: Option<&Cells>) -> Live {
-        Live {
+    /// their rules (`old` is `None` at the breaker's build) and the
+    /// breaker's `resident` ones: a `Live` of its own, or, when every rule
+    /// finds its cells among the resident ones (the consecutive count, the
+    /// window the breaker was built with), so that the `Live` keeps
+    /// nothing of one breaker's, one that the breakers of equal settings
+    /// share ([`SHARED`]).
+    fn arm(settings: Settings, old: Option<&Cells>, resident: &Resident) -> Arc<Live> {
+        let cells = settings.rules.arm(old, resident);
+        if cells.all_resident() {
+            return shared_live(settings, cells);
+        }
+        Arc::new(Live {
             tuning: settings.tuning,
-            cells: settings.rules.arm(old),
-        }
-    }
-
-    /// `settings` put in force (with the cells of `old` that still serve
-    /// their rules): a `Live` of its own, or, when the rules keep no cells
-    /// of a breaker's own (the consecutive count lives in the breaker), one
-    /// that the breakers of equal settings share ([`SHARED`]).
-    fn arm(settings: Settings, old: Option<&Cells>) -> Arc<Live> {
-        if settings.rules.keeps_no_cells() {
-            return shared_live(settings);
-        }
-        Arc::new(Live::new(settings, old))
+            cells,
+        })
     }
 
     /// The settings in force, rules and all.
@@ -347,8 +349,12 @@ pub(crate) struct Core {
     word: AtomicU64,
     /// When the current open period ends (meaningful while Open).
     open_until: AtomicU64,
-    /// The rules' cells kept for the breaker's life (the consecutive
-    /// count), each tagged with the generation it counts for.
+    /// The rules' cells kept for the breaker's life: the consecutive
+    /// count, tagged with the generation it counts for, and the window the
+    /// breaker was built with, its rules' cells for as long as a
+    /// reconfigure keeps them, which the hot path reaches without the
+    /// `Live` while it is a count window in force ([`Core::ring`]); a
+    /// reconfigure to another window leaves it out of force for good.
     resident: Resident,
     /// Refusals decided, shadowed ones included (a fleet's demand).
     rejected: Striped,
@@ -379,12 +385,6 @@ pub(crate) struct Core {
     /// Cumulative closed-state verdicts, once something asked for them.
     #[cfg(feature = "fleet")]
     tally: LazyBox<TallyCells>,
-    /// The count window the breaker was built with (its rules' cells, in
-    /// its first `Live`), kept for its life so that the hot path can reach
-    /// it without the `Live` while it is in force (see
-    /// [`Core::ring_in_force`]); a reconfigure to another window leaves it
-    /// out of force for good.
-    ring: Option<Arc<Window>>,
     /// `generation + 1` of a closed period whose rules' cells were found
     /// settled (a count window full of plain successes), or 0: lets such a
     /// success settle without the settings (see [`Core::window_full`]).
@@ -422,19 +422,13 @@ impl fmt::Debug for Core {
 
 impl Core {
     pub(crate) fn new(settings: Settings, now: Nanos) -> Core {
-        let live = Live::arm(settings, None);
-        let ring = live
-            .cells
-            .windowed
-            .as_ref()
-            .filter(|armed| matches!(*armed.cells, Window::Count(_)))
-            .map(|armed| Arc::clone(&armed.cells));
-        let live = Swap::new(live);
+        let resident = Resident::new(&settings.rules);
+        let live = Swap::new(Live::arm(settings, None, &resident));
         let current = AtomicUsize::new(live_addr(&live.load()));
         let core = Core {
             word: AtomicU64::new(Word::new(0, State::Closed).0),
             open_until: AtomicU64::new(0),
-            resident: Resident::default(),
+            resident,
             rejected: Striped::new(),
             last_transition: AtomicU64::new(now),
             recorders: Striped::new(),
@@ -446,7 +440,6 @@ impl Core {
             cold: LazyBox::new(),
             #[cfg(feature = "fleet")]
             tally: LazyBox::new(),
-            ring,
             full: AtomicU64::new(0),
         };
         // Under loom allocated at once, as `Striped` cells are: the models
@@ -498,7 +491,7 @@ impl Core {
         let old_settings = old.settings();
         let settings = change(&old_settings);
         let same_rules = old_settings.rules == settings.rules;
-        let new = Live::arm(settings, Some(&old.cells));
+        let new = Live::arm(settings, Some(&old.cells), &self.resident);
         let addr = live_addr(&new);
         self.live.store(new);
         // Relaxed: only compared with the address of a `Live` a thread already
@@ -542,7 +535,7 @@ impl Core {
     /// not: see [`Core::ring_in_force`]).
     #[inline(always)]
     pub(crate) fn ring(&self) -> Option<&CountWindow> {
-        match self.ring.as_deref() {
+        match self.resident.windowed.as_deref() {
             Some(Window::Count(w)) => Some(w),
             _ => None,
         }
@@ -552,14 +545,10 @@ impl Core {
     /// window, the one the breaker was built with, and no other rule.
     pub(crate) fn ring_in_force(&self, live: &Live) -> bool {
         let cells = &live.cells;
-        match (&self.ring, &cells.windowed) {
-            (Some(ring), Some(armed)) => {
-                Arc::ptr_eq(ring, &armed.cells)
-                    && cells.consecutive.is_none()
-                    && cells.failures_within.is_none()
-            }
-            _ => false,
-        }
+        self.ring().is_some()
+            && cells.windowed.as_ref().is_some_and(Armed::in_resident)
+            && cells.consecutive.is_none()
+            && cells.failures_within.is_none()
     }
 
     /// The closed period (or other state's) generation in force.
@@ -699,7 +688,7 @@ impl Core {
         // AcqRel: see above.
         self.full.swap(token, Ordering::AcqRel);
         // Relaxed: ordered after the swap's Acquire.
-        let valid = live.cells.cells_settled()
+        let valid = live.cells.cells_settled(&self.resident)
             && self.current.load(Ordering::Relaxed) == std::ptr::from_ref(live) as usize;
         if !valid {
             // Relaxed: withdrawing only ever makes calls take the full path.
@@ -877,7 +866,7 @@ impl Core {
                 crate::sync::spin_wait();
             }
         }
-        live.cells.clear();
+        live.cells.clear(&self.resident);
         let t = self.publish_as(generation, from.state(), State::Closed, now, reason);
         // Release: whoever sees the seal gone also sees the new generation.
         for cell in self.recorders.all() {
@@ -1012,10 +1001,13 @@ impl Core {
             failed,
             slow: false,
         };
-        match armed
-            .rule
-            .record_claimed_inline(&armed.cells, i, verdict, &period, &mut trip)
-        {
+        match armed.rule.record_claimed_inline(
+            armed.cells(&self.resident.windowed),
+            i,
+            verdict,
+            &period,
+            &mut trip,
+        ) {
             Counted::Stale => None,
             Counted::Fresh => self.trip_checked(generation, trip, now),
         }
@@ -1202,7 +1194,7 @@ impl Core {
             .cells
             .windowed
             .as_ref()
-            .map(|win| win.cells.totals(now))
+            .map(|win| win.cells(&self.resident.windowed).totals(now))
             .unwrap_or_default();
         let consecutive = if state == State::Closed {
             self.resident.consecutive.count(w.generation())
@@ -1334,7 +1326,7 @@ mod tests {
     }
 
     #[test]
-    fn breakers_of_equal_consecutive_settings_share_their_live_and_no_more() {
+    fn breakers_of_equal_settings_share_their_live_and_no_more() {
         let three = || CircuitBreaker::builder().consecutive_failures(3);
         let (a, b) = (three().build().unwrap(), three().build().unwrap());
         assert!(Arc::ptr_eq(&live_of(&a), &live_of(&b)), "equal settings");
@@ -1346,10 +1338,57 @@ mod tests {
             !Arc::ptr_eq(&live_of(&a), &live_of(&four)),
             "other settings"
         );
-        // A window's counts are a breaker's own: never shared.
-        let window = || CircuitBreaker::builder().failure_rate(0.5).count_window(4);
+        // A window's counts are a breaker's own (among its resident cells):
+        // its settings are shared, its counts are not.
+        let window = || {
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .min_calls(2)
+                .count_window(4)
+        };
         let (w1, w2) = (window().build().unwrap(), window().build().unwrap());
-        assert!(!Arc::ptr_eq(&live_of(&w1), &live_of(&w2)));
+        assert!(Arc::ptr_eq(&live_of(&w1), &live_of(&w2)), "equal windows");
+        let _ = w1.call(|| Err::<(), _>(()));
+        assert_eq!(w1.snapshot().failures, 1);
+        assert_eq!(w2.snapshot().failures, 0, "the other window's own count");
+        let _ = w1.call(|| Err::<(), _>(()));
+        assert_eq!(w1.state(), State::Open);
+        assert_eq!(w2.state(), State::Closed);
+        // Another window's cells are the breaker's own: its settings too.
+        // Back to the window it was built with, its first cells stay out of
+        // force (what they hold is stale): still a `Live` of its own, and an
+        // empty window.
+        let w3 = window().build().unwrap();
+        let _ = w3.call(|| Err::<(), _>(()));
+        w3.reconfigure(window().count_window(8)).unwrap();
+        assert!(
+            !Arc::ptr_eq(&live_of(&w3), &live_of(&w2)),
+            "a resized window"
+        );
+        w3.reconfigure(window()).unwrap();
+        assert!(!Arc::ptr_eq(&live_of(&w3), &live_of(&w2)));
+        assert_eq!(w3.snapshot().failures, 0, "a new window, empty");
+        let _ = w3.call(|| Err::<(), _>(()));
+        assert_eq!(w3.state(), State::Closed, "one failure of 1 call");
+        assert_eq!(w3.snapshot().failures, 1);
+        let times = || {
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .time_window(std::time::Duration::from_secs(10))
+        };
+        let (t1, t2) = (times().build().unwrap(), times().build().unwrap());
+        assert!(
+            Arc::ptr_eq(&live_of(&t1), &live_of(&t2)),
+            "equal time windows"
+        );
+        let _ = t1.call(|| Err::<(), _>(()));
+        assert_eq!((t1.snapshot().failures, t2.snapshot().failures), (1, 0));
+        // A rule with cells that cannot be resident (failure times): never
+        // shared.
+        let within =
+            || CircuitBreaker::builder().failures_within(3, std::time::Duration::from_secs(1));
+        let (f1, f2) = (within().build().unwrap(), within().build().unwrap());
+        assert!(!Arc::ptr_eq(&live_of(&f1), &live_of(&f2)));
         // The count is each breaker's own.
         for _ in 0..3 {
             let _ = a.call(|| Err::<(), _>(()));

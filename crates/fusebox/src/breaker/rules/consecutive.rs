@@ -12,17 +12,20 @@ use crate::sync::{AtomicU64, Ordering};
 /// starts the count again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Consecutive {
-    n: u32,
+    /// Non-zero, so that an armed rule in an `Option` takes no more room.
+    n: std::num::NonZeroU32,
 }
 
 impl Consecutive {
     /// `n` is validated (at least 1).
     pub(crate) fn new(n: u32) -> Self {
-        Consecutive { n }
+        Consecutive {
+            n: std::num::NonZeroU32::new(n).unwrap_or(std::num::NonZeroU32::MIN),
+        }
     }
 
     pub(crate) fn n(&self) -> u32 {
-        self.n
+        self.n.get()
     }
 }
 
@@ -38,6 +41,12 @@ impl TripRule for Consecutive {
     }
 
     fn new_cells(&self) {}
+
+    /// No cells but the resident streak.
+    #[inline(always)]
+    fn resident_cells(_: &Streak) -> Option<&()> {
+        Some(&())
+    }
 
     fn keeps_cells_of(&self, _: &Self) -> bool {
         true
@@ -55,11 +64,11 @@ impl TripRule for Consecutive {
         if verdict.failed && !period.is_current() {
             return Counted::Stale; // this permit's closed period is over
         }
-        streak.record(period.generation(), verdict.failed, self.n, trip)
+        streak.record(period.generation(), verdict.failed, self.n(), trip)
     }
 
     fn reached(&self, streak: &Streak, _: &(), period: &impl Period) -> Option<Reason> {
-        streak.reached(period.generation(), self.n)
+        streak.reached(period.generation(), self.n())
     }
 
     fn owns(reason: &Reason) -> bool {
@@ -70,7 +79,7 @@ impl TripRule for Consecutive {
     /// only a reconfigure that raised the threshold above them does.
     fn confirm(&self, reason: Reason, _: &Streak, _: &(), _: &impl Period) -> Option<Reason> {
         match reason {
-            Reason::ConsecutiveFailures { count } if count >= self.n => Some(reason),
+            Reason::ConsecutiveFailures { count } if count >= self.n() => Some(reason),
             _ => None,
         }
     }

@@ -18,18 +18,22 @@ use std::time::Duration;
 /// Trip on the `count`th failure within `within` ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FailuresWithin {
-    count: u32,
+    /// Non-zero, so that an armed rule in an `Option` takes no more room.
+    count: std::num::NonZeroU32,
     within: u64,
 }
 
 impl FailuresWithin {
     /// Both validated: `count` at least 1, `within` above zero.
     pub(crate) fn new(count: u32, within: u64) -> Self {
-        FailuresWithin { count, within }
+        FailuresWithin {
+            count: std::num::NonZeroU32::new(count).unwrap_or(std::num::NonZeroU32::MIN),
+            within,
+        }
     }
 
     pub(crate) fn count(&self) -> u32 {
-        self.count
+        self.count.get()
     }
 
     /// The period, in ns.
@@ -39,7 +43,7 @@ impl FailuresWithin {
 
     fn reason(&self) -> Reason {
         Reason::FailuresWithin {
-            count: self.count,
+            count: self.count.get(),
             within: Duration::from_nanos(self.within),
         }
     }
@@ -58,11 +62,11 @@ impl TripRule for FailuresWithin {
     }
 
     fn cells_bytes(&self) -> usize {
-        size_of::<FailureTimes>().saturating_add(FailureTimes::heap_bytes(self.count as usize))
+        size_of::<FailureTimes>().saturating_add(FailureTimes::heap_bytes(self.count.get() as usize))
     }
 
     fn new_cells(&self) -> FailureTimes {
-        FailureTimes::new(self.count as usize)
+        FailureTimes::new(self.count.get() as usize)
     }
 
     /// A ring of the same size keeps its times, whatever the period.
@@ -96,7 +100,9 @@ impl TripRule for FailuresWithin {
     /// Under the lock: the ring holds the last `count` failures (racing
     /// ones aside); all of them within the period is a trip.
     fn reached(&self, _: &(), times: &FailureTimes, period: &impl Period) -> Option<Reason> {
-        (times.within(period.now(), self.within) >= self.count).then(|| self.reason())
+        (times.within(period.now(), self.within) 
+            >= self.count.get())
+        .then(|| self.reason())
     }
 
     fn owns(reason: &Reason) -> bool {

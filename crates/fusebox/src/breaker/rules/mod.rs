@@ -17,9 +17,14 @@
 //! A rule keeps its counts in one of two places, by what reads them:
 //! [`TripRule::Resident`] cells live as long as the breaker, tagged with
 //! the closed period they count for, so that the hot path can read them
-//! without the settings (the consecutive count); [`TripRule::Cells`] live
-//! with the settings in force, are replaced when the rule's shape changes
-//! and are emptied by every close (windows, failure times).
+//! without the settings (the consecutive count); [`TripRule::Cells`] are
+//! armed with the settings in force, are replaced when the rule's shape
+//! changes and are emptied by every close (windows, failure times). A
+//! rule's `Cells` may be held among its resident ones
+//! ([`TripRule::resident_cells`]: the window a breaker is built with, for
+//! as long as reconfigures keep it): settings whose rules all find their
+//! cells there keep nothing of one breaker's, and the breakers of equal
+//! settings share them.
 
 pub(crate) mod failure_rate;
 pub(crate) mod slow_calls;
@@ -234,6 +239,25 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
         true
     }
 
+    /// The resident cells of a breaker built with `rule` (`None`: not in
+    /// force at its build).
+    fn new_resident(rule: Option<&Self>) -> Self::Resident {
+        let _ = rule;
+        Self::Resident::default()
+    }
+
+    /// The rule's [`Cells`](TripRule::Cells) when the resident cells hold
+    /// them (a window the breaker keeps for its life, from its build; `()`
+    /// for a rule that has none), `None` when they cannot: a [`Live`]
+    /// whose rules all find their cells there keeps nothing of a breaker's
+    /// own, and breakers of equal settings share it.
+    ///
+    /// [`Live`]: crate::breaker::protocol::Live
+    fn resident_cells(resident: &Self::Resident) -> Option<&Self::Cells> {
+        let _ = resident;
+        None
+    }
+
     /// Starts the resident cells of `generation` (every transition does).
     #[inline(always)]
     fn reset_resident(resident: &Self::Resident, generation: u64) {
@@ -258,17 +282,44 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
 #[derive(Debug)]
 pub(crate) struct Armed<R: TripRule> {
     pub(crate) rule: R,
-    pub(crate) cells: Arc<R::Cells>,
+    /// `None`: the cells are the breaker's resident ones
+    /// ([`TripRule::resident_cells`]).
+    own: Option<Arc<R::Cells>>,
 }
 
 impl<R: TripRule> Armed<R> {
-    /// `rule` with the cells of `old` if they serve it, new ones otherwise.
-    fn new(rule: R, old: Option<&Armed<R>>) -> Self {
-        let cells = match old {
-            Some(old) if rule.keeps_cells_of(&old.rule) => Arc::clone(&old.cells),
-            _ => Arc::new(rule.new_cells()),
+    /// `rule` with the cells of `old` if they serve it; else, at the
+    /// breaker's build (`building`) or for a rule without cells, the
+    /// resident ones if they hold the rule's; new ones otherwise. Resident
+    /// cells are only taken at the build and kept through reconfigures
+    /// that keep them: cells out of force once hold stale counts.
+    fn new(rule: R, old: Option<&Armed<R>>, resident: &R::Resident, building: bool) -> Self {
+        let own = match old {
+            Some(old) if rule.keeps_cells_of(&old.rule) => old.own.clone(),
+            _ if (building || size_of::<R::Cells>() == 0)
+                && R::resident_cells(resident).is_some() =>
+            {
+                None
+            }
+            _ => Some(Arc::new(rule.new_cells())),
         };
-        Armed { rule, cells }
+        Armed { rule, own }
+    }
+
+    /// The rule's cells: its own, or the breaker's resident ones.
+    #[inline(always)]
+    pub(crate) fn cells<'a>(&'a self, resident: &'a R::Resident) -> &'a R::Cells {
+        match &self.own {
+            Some(cells) => cells,
+            None => R::resident_cells(resident)
+                .expect("a rule is armed on resident cells only where they are"),
+        }
+    }
+
+    /// Whether its cells are the breaker's resident ones.
+    #[inline(always)]
+    pub(crate) fn in_resident(&self) -> bool {
+        self.own.is_none()
     }
 }
 
@@ -292,7 +343,7 @@ macro_rules! trip_rules {
         }
 
         /// The rules' cells that live as long as the breaker.
-        #[derive(Debug, Default)]
+        #[derive(Debug)]
         pub(crate) struct Resident {
             $( pub(crate) $name: <$rule as TripRule>::Resident, )*
         }
@@ -305,6 +356,13 @@ macro_rules! trip_rules {
         }
 
         impl Resident {
+            /// The resident cells of a breaker built with `rules`.
+            pub(crate) fn new(rules: &Rules) -> Resident {
+                Resident {
+                    $( $name: <$rule as TripRule>::new_resident(rules.$name.as_ref()), )*
+                }
+            }
+
             /// Whether a plain success of `generation` leaves every resident
             /// cell as it is.
             #[inline(always)]
@@ -325,8 +383,10 @@ macro_rules! trip_rules {
                 [$( <$rule as TripRule>::KEYS ),*].into_iter().flatten().copied()
             }
 
-            /// The bytes [`arm`](Rules::arm) allocates for these rules'
-            /// cells (each in an `Arc`), from scratch.
+            /// At most the bytes [`arm`](Rules::arm) and [`Resident::new`]
+            /// allocate for these rules' cells, from scratch: each counted in
+            /// an `Arc` (cells among the resident ones are in a `Box`, 16
+            /// bytes less; a rule without cells allocates nothing).
             pub(crate) fn cells_bytes(&self) -> usize {
                 let arc = 2 * size_of::<usize>();
                 0usize $( .saturating_add(
@@ -334,20 +394,18 @@ macro_rules! trip_rules {
                 ) )*
             }
 
-            /// Whether no rule in force keeps cells among the settings (a
-            /// rule whose `Cells` are `()` keeps its counts, if any, in the
-            /// breaker's resident cells): breakers of equal such settings
-            /// may share them.
-            pub(crate) fn keeps_no_cells(&self) -> bool {
-                true $( && (self.$name.is_none() || size_of::<<$rule as TripRule>::Cells>() == 0) )*
-            }
-
             /// These rules armed: with the cells of `old` that still serve,
-            /// new ones for the rest.
-            pub(crate) fn arm(&self, old: Option<&Cells>) -> Cells {
+            /// else (`old` is `None` at the breaker's build) the resident
+            /// ones that can, new ones for the rest.
+            pub(crate) fn arm(&self, old: Option<&Cells>, resident: &Resident) -> Cells {
                 Cells {
                     $( $name: self.$name.map(|rule| {
-                        Armed::new(rule, old.and_then(|old| old.$name.as_ref()))
+                        Armed::new(
+                            rule,
+                            old.and_then(|old| old.$name.as_ref()),
+                            &resident.$name,
+                            old.is_none(),
+                        )
                     }), )*
                 }
             }
@@ -359,6 +417,13 @@ macro_rules! trip_rules {
                 Rules {
                     $( $name: self.$name.as_ref().map(|armed| armed.rule), )*
                 }
+            }
+
+            /// Whether every rule in force finds its cells among the resident
+            /// ones: these then keep nothing of one breaker's, and breakers of
+            /// equal settings may share them.
+            pub(crate) fn all_resident(&self) -> bool {
+                true $( && self.$name.as_ref().is_none_or(Armed::in_resident) )*
             }
 
             /// What the hot path must do for the rules in force.
@@ -396,7 +461,7 @@ macro_rules! trip_rules {
                 trip: &mut Option<Reason>,
             ) -> Counted {
                 $( if let Some(armed) = &self.$name {
-                    let counted = armed.rule.record(&resident.$name, &armed.cells, verdict, period, trip);
+                    let counted = armed.rule.record(&resident.$name, armed.cells(&resident.$name), verdict, period, trip);
                     if counted == Counted::Stale {
                         return Counted::Stale;
                     }
@@ -414,7 +479,7 @@ macro_rules! trip_rules {
                 trip: &mut Option<Reason>,
             ) -> Counted {
                 $( if let Some(armed) = &self.$name {
-                    let counted = armed.rule.record_success(&resident.$name, &armed.cells, period, trip);
+                    let counted = armed.rule.record_success(&resident.$name, armed.cells(&resident.$name), period, trip);
                     if counted == Counted::Stale {
                         return Counted::Stale;
                     }
@@ -425,7 +490,7 @@ macro_rules! trip_rules {
             /// The first reason to trip on the counts as they are.
             pub(crate) fn reached(&self, resident: &Resident, period: &impl Period) -> Option<Reason> {
                 $( if let Some(armed) = &self.$name {
-                    if let Some(reason) = armed.rule.reached(&resident.$name, &armed.cells, period) {
+                    if let Some(reason) = armed.rule.reached(&resident.$name, armed.cells(&resident.$name), period) {
                         return Some(reason);
                     }
                 } )*
@@ -442,7 +507,7 @@ macro_rules! trip_rules {
             ) -> Option<Reason> {
                 $( if <$rule as TripRule>::owns(&reason) {
                     let armed = self.$name.as_ref()?;
-                    return armed.rule.confirm(reason, &resident.$name, &armed.cells, period);
+                    return armed.rule.confirm(reason, &resident.$name, armed.cells(&resident.$name), period);
                 } )*
                 None
             }
@@ -453,21 +518,21 @@ macro_rules! trip_rules {
             pub(crate) fn settled(&self, resident: &Resident, generation: u64) -> bool {
                 true $( && self.$name.as_ref().is_none_or(|armed| {
                     <$rule as TripRule>::resident_settled(&resident.$name, generation)
-                        && armed.rule.settled(&armed.cells)
+                        && armed.rule.settled(armed.cells(&resident.$name))
                 }) )*
             }
 
             /// Whether a plain success leaves the cells of every rule in
             /// force as they are (the resident ones aside).
             #[inline]
-            pub(crate) fn cells_settled(&self) -> bool {
-                true $( && self.$name.as_ref().is_none_or(|armed| armed.rule.settled(&armed.cells)) )*
+            pub(crate) fn cells_settled(&self, resident: &Resident) -> bool {
+                true $( && self.$name.as_ref().is_none_or(|armed| armed.rule.settled(armed.cells(&resident.$name))) )*
             }
 
             /// Empties the cells of every rule in force.
-            pub(crate) fn clear(&self) {
+            pub(crate) fn clear(&self, resident: &Resident) {
                 $( if let Some(armed) = &self.$name {
-                    <$rule as TripRule>::clear(&armed.cells);
+                    <$rule as TripRule>::clear(armed.cells(&resident.$name));
                 } )*
             }
         }

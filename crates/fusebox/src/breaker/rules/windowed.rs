@@ -134,8 +134,21 @@ impl TripRule for Windowed {
     /// The rate rules' keys and the window's.
     const KEYS: &'static [&'static str] =
         &concat::<7>([FailureRate::KEYS, SlowCalls::KEYS, WINDOW_KEYS]);
-    type Resident = ();
+    /// The window the breaker was built with, if any: its cells for as
+    /// long as a reconfigure keeps them (see [`TripRule::resident_cells`]),
+    /// and the count window the hot path reaches without the settings
+    /// (`Core::ring`).
+    type Resident = Option<Box<Window>>;
     type Cells = Window;
+
+    fn new_resident(rule: Option<&Self>) -> Option<Box<Window>> {
+        rule.map(|rule| Box::new(rule.new_cells()))
+    }
+
+    #[inline(always)]
+    fn resident_cells(resident: &Option<Box<Window>>) -> Option<&Window> {
+        resident.as_deref()
+    }
 
     fn needs(&self) -> Needs {
         Needs {
@@ -173,7 +186,7 @@ impl TripRule for Windowed {
     #[inline(never)]
     fn record(
         &self,
-        _: &(),
+        _: &Option<Box<Window>>,
         window: &Window,
         verdict: Verdict,
         period: &impl Period,
@@ -202,13 +215,13 @@ impl TripRule for Windowed {
     #[inline(always)]
     fn record_success(
         &self,
-        _: &(),
+        resident: &Option<Box<Window>>,
         window: &Window,
         period: &impl Period,
         trip: &mut Option<Reason>,
     ) -> Counted {
         let Window::Count(w) = window else {
-            return self.record(&(), window, Verdict::PLAIN_SUCCESS, period, trip);
+            return self.record(resident, window, Verdict::PLAIN_SUCCESS, period, trip);
         };
         if !period.is_current() {
             return Counted::Stale; // see `record`
@@ -220,7 +233,7 @@ impl TripRule for Windowed {
         self.record_claimed(window, i, Verdict::PLAIN_SUCCESS, period, trip)
     }
 
-    fn reached(&self, _: &(), window: &Window, period: &impl Period) -> Option<Reason> {
+    fn reached(&self, _: &Option<Box<Window>>, window: &Window, period: &impl Period) -> Option<Reason> {
         self.judge(&window.totals(period.now()))
     }
 
