@@ -93,9 +93,9 @@ fn heap_per_breaker() {
     // 208 (409 unshared) / 356 / 1712 B in a default build (16 more with
     // every feature): breakers of equal settings share them, their counts
     // (the consecutive count, the window they were built with) being
-    // their own. The 256-byte target for a consecutive breaker, and 256
-    // bytes and one per slot for a count window; the other bounds with a
-    // little room, so that growth is noticed.
+    // their own. The targets as bounds (256 bytes for a consecutive
+    // breaker; 256 bytes and one a slot for a count window, met exactly);
+    // the other bounds with a little room, so that growth is noticed.
     assert!(consecutive <= 256, "consecutive: {consecutive} B");
     assert!(
         unique <= 430,

@@ -70,7 +70,8 @@ const SEEN_STEP: Nanos = 1_000_000;
 const TIME_CALLS: u16 = 1;
 /// Bit of [`Inner::path`]: a closed-state success may be settled by
 /// [`Core::success_is_noop`] alone (no rule in force counts successes
-/// beyond its resident cells, as the consecutive rule does; no listener).
+/// beyond its tagged resident counts, as the consecutive rule does; no
+/// listener).
 const QUIET: u16 = 2;
 
 /// Bit of [`Inner::path`]: the settings use a time window, which counts
@@ -663,7 +664,7 @@ impl Inner {
             if path & RING != 0 {
                 return self.finish_ring::<false>(ticket.generation());
             }
-            return self.finish_success(ticket.generation());
+            return self.finish_success(ticket.generation(), path & TIME_WINDOW == 0);
         }
         if path & RING != 0 && outcome == Outcome::Failure && ticket.is_normal() {
             return self.finish_ring::<true>(ticket.generation());
@@ -745,13 +746,16 @@ impl Inner {
     }
 
     /// A closed-state success with [`DIRECT`]: recorded by
-    /// [`Core::record_plain_success`], in one visit to the live settings.
+    /// [`Core::record_plain_success`], in one visit to the live settings;
+    /// `may_settle` false (with [`TIME_WINDOW`], which counts every call)
+    /// records it without first asking whether it would change nothing. A
+    /// stale bit only costs a count window's success that look.
     #[inline(never)]
-    fn finish_success(&self, generation: u64) {
+    fn finish_success(&self, generation: u64, may_settle: bool) {
         self.core.with_live(|live| {
-            let transition = self
-                .core
-                .record_plain_success(live, generation, &LazyNow::new(self));
+            let transition =
+                self.core
+                    .record_plain_success(live, generation, may_settle, &LazyNow::new(self));
             self.emit(transition);
         })
     }

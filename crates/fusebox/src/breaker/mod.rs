@@ -140,10 +140,11 @@ impl CircuitBreaker {
     ///   size, buckets) is unchanged, and starts empty when it changes; the
     ///   consecutive-failure count is kept. The new thresholds decide from
     ///   now on: counts that already reach them trip the breaker at once.
-    ///   The count window a breaker was built with stays allocated for the
-    ///   breaker's life, also once a change of size replaced it (its hot
-    ///   path reaches that window directly): a breaker built with a large
-    ///   count window and changed to another size holds both.
+    ///   The window a breaker was built with stays allocated for the
+    ///   breaker's life, also once a change of shape replaced it (the
+    ///   breaker keeps it in itself, so that breakers of equal settings can
+    ///   share those): a breaker built with a large window and changed to
+    ///   another shape holds both.
     /// - Open: the open period in progress is finished as it was set; the
     ///   new settings decide everything after it (half-open probes, closing,
     ///   the length of the next open period).

@@ -268,12 +268,14 @@ pub(crate) struct Tuning {
 
 /// The settings in force and their rules armed with their cells, replaced
 /// whole by a reconfigure. A verdict reads one `Live` and decides by it
-/// alone.
+/// and the breaker's resident cells alone.
 #[derive(Debug)]
 pub(crate) struct Live {
     pub(crate) tuning: Tuning,
     /// The rules in force, each armed with its cells: the one copy of the
-    /// rules a breaker keeps (see [`Live::settings`]).
+    /// rules a breaker keeps (see [`Live::settings`]; shared with the
+    /// breakers of equal settings when they are all armed with resident
+    /// cells, see [`Live::arm`]).
     pub(crate) cells: Cells,
 }
 
@@ -632,7 +634,8 @@ impl Core {
     }
 
     /// Whether a success of `ticket` would change none of the rules'
-    /// resident cells: a closed-state permit of the current closed period
+    /// tagged resident counts (not the cells of a window held among them):
+    /// a closed-state permit of the current closed period
     /// with no failure counted. One load.
     #[inline]
     pub(crate) fn success_is_noop(&self, ticket: &Ticket) -> bool {
@@ -957,15 +960,17 @@ impl Core {
     /// (a count window holding failures takes a success over a success
     /// with a claim and a compare). Cells found settled are marked so (see
     /// [`Core::mark_full`]), as a settled success on the full path marks
-    /// them.
+    /// them; `may_settle` false skips the look (a time window's record
+    /// never settles: it counts every call).
     #[inline(always)]
     pub(crate) fn record_plain_success(
         &self,
         live: &Live,
         generation: u64,
+        may_settle: bool,
         now: &impl Now,
     ) -> Option<Transition> {
-        if self.settled(live, generation) {
+        if may_settle && self.settled(live, generation) {
             self.mark_full(live, generation);
             return None;
         }
@@ -994,20 +999,14 @@ impl Core {
         failed: bool,
         now: &impl Now,
     ) -> Option<Transition> {
-        let armed = live.cells.windowed.as_ref()?;
+        let (rule, cells) = Armed::with_cells(&live.cells.windowed, &self.resident.windowed)?;
         let period = ClosedPeriod::new(self, generation, now);
         let mut trip = None;
         let verdict = Verdict {
             failed,
             slow: false,
         };
-        match armed.rule.record_claimed_inline(
-            armed.cells(&self.resident.windowed),
-            i,
-            verdict,
-            &period,
-            &mut trip,
-        ) {
+        match rule.record_claimed_inline(cells, i, verdict, &period, &mut trip) {
             Counted::Stale => None,
             Counted::Fresh => self.trip_checked(generation, trip, now),
         }
@@ -1194,7 +1193,8 @@ impl Core {
             .cells
             .windowed
             .as_ref()
-            .map(|win| win.cells(&self.resident.windowed).totals(now))
+            .and_then(|win| win.cells(&self.resident.windowed))
+            .map(|window| window.totals(now))
             .unwrap_or_default();
         let consecutive = if state == State::Closed {
             self.resident.consecutive.count(w.generation())
@@ -1407,6 +1407,66 @@ mod tests {
         b.set_mode(crate::Mode::Shadow);
         assert_eq!(b.mode(), crate::Mode::Shadow);
         assert_eq!(a.mode(), crate::Mode::Enforce);
+    }
+
+    #[test]
+    fn breakers_sharing_a_window_s_settings_keep_their_own_counts_and_marks() {
+        let window = || {
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .min_calls(4)
+                .count_window(4)
+        };
+        let (a, b) = (window().build().unwrap(), window().build().unwrap());
+        assert!(Arc::ptr_eq(&live_of(&a), &live_of(&b)));
+        let full = |x: &CircuitBreaker| x.inner().core.full.load(Ordering::Relaxed);
+        let ring = |x: &CircuitBreaker| {
+            let core = &x.inner().core;
+            core.ring_in_force(&core.live())
+        };
+        assert!(ring(&a) && ring(&b), "each on its own window, the ring");
+        // In turn on one thread: the second finds the first's entry in the
+        // per-thread cache of settings, and still counts into its own window.
+        for _ in 0..4 {
+            a.call(|| Ok::<_, ()>(())).unwrap();
+            b.call(|| Ok::<_, ()>(())).unwrap();
+        }
+        assert_eq!((full(&a), full(&b)), (1, 1), "both windows full of successes");
+        let _ = b.call(|| Err::<(), _>(()));
+        assert_eq!((full(&a), full(&b)), (1, 0), "only b's mark withdrawn");
+        assert_eq!((a.snapshot().failures, b.snapshot().failures), (0, 1));
+        let _ = a.call(|| Err::<(), _>(()));
+        let _ = a.call(|| Err::<(), _>(()));
+        assert_eq!(a.state(), State::Open, "2 failures of a's last 4");
+        assert_eq!(b.state(), State::Closed, "1 of b's");
+        // A reconfigure that keeps the window's shape keeps its counts, and
+        // its settings are those a breaker built with them gets.
+        let c = window().build().unwrap();
+        let _ = c.call(|| Err::<(), _>(()));
+        c.reconfigure(window().failure_rate(0.9)).unwrap();
+        assert_eq!(c.snapshot().failures, 1, "the window kept");
+        assert!(ring(&c));
+        let d = window().failure_rate(0.9).build().unwrap();
+        assert!(Arc::ptr_eq(&live_of(&c), &live_of(&d)));
+        // Resized and resized back: the ring is out of force for good.
+        c.reconfigure(window().count_window(8)).unwrap();
+        assert!(!ring(&c));
+        c.reconfigure(window().failure_rate(0.9)).unwrap();
+        assert!(!ring(&c), "the first window holds stale counts");
+        assert_eq!(c.snapshot().failures, 0);
+        // A consecutive rule beside the window keeps its count in the
+        // breaker too: shared. Added later, the window is the breaker's own;
+        // removed again, the settings are shared once more.
+        let both = || window().consecutive_failures(3);
+        let (e, f) = (both().build().unwrap(), both().build().unwrap());
+        assert!(Arc::ptr_eq(&live_of(&e), &live_of(&f)));
+        let plain = || CircuitBreaker::builder().consecutive_failures(3);
+        let g = plain().build().unwrap();
+        g.reconfigure(both()).unwrap();
+        assert!(!Arc::ptr_eq(&live_of(&g), &live_of(&e)), "a window of its own");
+        g.reconfigure(plain()).unwrap();
+        let h = plain().build().unwrap();
+        assert!(Arc::ptr_eq(&live_of(&g), &live_of(&h)));
     }
 
     #[test]

@@ -100,9 +100,8 @@ impl TripRule for FailuresWithin {
     /// Under the lock: the ring holds the last `count` failures (racing
     /// ones aside); all of them within the period is a trip.
     fn reached(&self, _: &(), times: &FailureTimes, period: &impl Period) -> Option<Reason> {
-        (times.within(period.now(), self.within) 
-            >= self.count.get())
-        .then(|| self.reason())
+        let within = times.within(period.now(), self.within);
+        (within >= self.count.get()).then(|| self.reason())
     }
 
     fn owns(reason: &Reason) -> bool {

@@ -15,9 +15,10 @@
 //! Every call is static: a rule not in force costs one test of its field.
 //!
 //! A rule keeps its counts in one of two places, by what reads them:
-//! [`TripRule::Resident`] cells live as long as the breaker, tagged with
-//! the closed period they count for, so that the hot path can read them
-//! without the settings (the consecutive count); [`TripRule::Cells`] are
+//! [`TripRule::Resident`] cells live as long as the breaker: counts tagged
+//! with the closed period they count for, so that the hot path can read
+//! them without the settings (the consecutive count), and the rule's
+//! `Cells` when they are held there (below); [`TripRule::Cells`] are
 //! armed with the settings in force, are replaced when the rule's shape
 //! changes and are emptied by every close (windows, failure times). A
 //! rule's `Cells` may be held among its resident ones
@@ -39,8 +40,9 @@ use std::sync::Arc;
 pub(crate) struct Needs {
     /// It needs every call's duration (the slow-call rule).
     pub(crate) times_calls: bool,
-    /// A plain success may change its [`TripRule::Cells`]: a closed-state
-    /// success then cannot settle on the resident cells alone.
+    /// A plain success may change its [`TripRule::Cells`] (wherever they
+    /// are held): a closed-state success then cannot settle on the tagged
+    /// resident counts alone ([`TripRule::resident_settled`]).
     pub(crate) counts_successes: bool,
     /// It records every call, successes over successes included (a time
     /// window: its buckets move with time), so a success never settles
@@ -136,9 +138,10 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
     /// The config keys (of `BreakerConfig`) that set this rule.
     const KEYS: &'static [&'static str];
 
-    /// Cells kept for the breaker's life (`()` for none): tagged with the
-    /// generation they count for, read by the hot path without the
-    /// settings.
+    /// Cells kept for the breaker's life (`()` for none): counts tagged
+    /// with the generation they count for, read by the hot path without
+    /// the settings, and the rule's [`Cells`](TripRule::Cells) when they
+    /// are held here ([`TripRule::resident_cells`]).
     type Resident: Default + fmt::Debug + Send + Sync;
 
     /// Cells kept with the settings in force (`()` for none).
@@ -231,8 +234,10 @@ pub(crate) trait TripRule: Copy + PartialEq + fmt::Debug {
         None
     }
 
-    /// Whether a plain success of `generation` leaves the resident cells as
-    /// they are (the hot path asks, without the settings).
+    /// Whether a plain success of `generation` leaves the tagged resident
+    /// counts as they are (the hot path asks, without the settings); the
+    /// rule's `Cells` held among the resident ones are asked by
+    /// [`settled`](TripRule::settled), as anywhere else.
     #[inline(always)]
     fn resident_settled(resident: &Self::Resident, generation: u64) -> bool {
         let _ = (resident, generation);
@@ -306,14 +311,25 @@ impl<R: TripRule> Armed<R> {
         Armed { rule, own }
     }
 
-    /// The rule's cells: its own, or the breaker's resident ones.
+    /// The rule's cells: its own, or the breaker's resident ones (`None`
+    /// never: a rule is armed on resident cells only where they are; not
+    /// a panic, so that a use that ignores the cells costs nothing).
     #[inline(always)]
-    pub(crate) fn cells<'a>(&'a self, resident: &'a R::Resident) -> &'a R::Cells {
+    pub(crate) fn cells<'a>(&'a self, resident: &'a R::Resident) -> Option<&'a R::Cells> {
         match &self.own {
-            Some(cells) => cells,
-            None => R::resident_cells(resident)
-                .expect("a rule is armed on resident cells only where they are"),
+            Some(cells) => Some(cells),
+            None => R::resident_cells(resident),
         }
+    }
+
+    /// The rule and its cells, if it is in force (see [`Armed::cells`]).
+    #[inline(always)]
+    pub(crate) fn with_cells<'a>(
+        armed: &'a Option<Armed<R>>,
+        resident: &'a R::Resident,
+    ) -> Option<(&'a R, &'a R::Cells)> {
+        let armed = armed.as_ref()?;
+        Some((&armed.rule, armed.cells(resident)?))
     }
 
     /// Whether its cells are the breaker's resident ones.
@@ -363,8 +379,9 @@ macro_rules! trip_rules {
                 }
             }
 
-            /// Whether a plain success of `generation` leaves every resident
-            /// cell as it is.
+            /// Whether a plain success of `generation` leaves every rule's
+            /// tagged resident counts as they are (not the `Cells` held among
+            /// them: see [`Cells::settled`]).
             #[inline(always)]
             pub(crate) fn settled(&self, generation: u64) -> bool {
                 true $( && <$rule as TripRule>::resident_settled(&self.$name, generation) )*
@@ -460,8 +477,8 @@ macro_rules! trip_rules {
                 period: &impl Period,
                 trip: &mut Option<Reason>,
             ) -> Counted {
-                $( if let Some(armed) = &self.$name {
-                    let counted = armed.rule.record(&resident.$name, armed.cells(&resident.$name), verdict, period, trip);
+                $( if let Some((rule, cells)) = Armed::with_cells(&self.$name, &resident.$name) {
+                    let counted = rule.record(&resident.$name, cells, verdict, period, trip);
                     if counted == Counted::Stale {
                         return Counted::Stale;
                     }
@@ -478,8 +495,8 @@ macro_rules! trip_rules {
                 period: &impl Period,
                 trip: &mut Option<Reason>,
             ) -> Counted {
-                $( if let Some(armed) = &self.$name {
-                    let counted = armed.rule.record_success(&resident.$name, armed.cells(&resident.$name), period, trip);
+                $( if let Some((rule, cells)) = Armed::with_cells(&self.$name, &resident.$name) {
+                    let counted = rule.record_success(&resident.$name, cells, period, trip);
                     if counted == Counted::Stale {
                         return Counted::Stale;
                     }
@@ -489,8 +506,8 @@ macro_rules! trip_rules {
 
             /// The first reason to trip on the counts as they are.
             pub(crate) fn reached(&self, resident: &Resident, period: &impl Period) -> Option<Reason> {
-                $( if let Some(armed) = &self.$name {
-                    if let Some(reason) = armed.rule.reached(&resident.$name, armed.cells(&resident.$name), period) {
+                $( if let Some((rule, cells)) = Armed::with_cells(&self.$name, &resident.$name) {
+                    if let Some(reason) = rule.reached(&resident.$name, cells, period) {
                         return Some(reason);
                     }
                 } )*
@@ -506,8 +523,8 @@ macro_rules! trip_rules {
                 period: &impl Period,
             ) -> Option<Reason> {
                 $( if <$rule as TripRule>::owns(&reason) {
-                    let armed = self.$name.as_ref()?;
-                    return armed.rule.confirm(reason, &resident.$name, armed.cells(&resident.$name), period);
+                    let (rule, cells) = Armed::with_cells(&self.$name, &resident.$name)?;
+                    return rule.confirm(reason, &resident.$name, cells, period);
                 } )*
                 None
             }
@@ -518,21 +535,24 @@ macro_rules! trip_rules {
             pub(crate) fn settled(&self, resident: &Resident, generation: u64) -> bool {
                 true $( && self.$name.as_ref().is_none_or(|armed| {
                     <$rule as TripRule>::resident_settled(&resident.$name, generation)
-                        && armed.rule.settled(armed.cells(&resident.$name))
+                        && armed.cells(&resident.$name).is_none_or(|cells| armed.rule.settled(cells))
                 }) )*
             }
 
             /// Whether a plain success leaves the cells of every rule in
-            /// force as they are (the resident ones aside).
+            /// force as they are, wherever they are held (the tagged resident
+            /// counts aside).
             #[inline]
             pub(crate) fn cells_settled(&self, resident: &Resident) -> bool {
-                true $( && self.$name.as_ref().is_none_or(|armed| armed.rule.settled(armed.cells(&resident.$name))) )*
+                true $( && self.$name.as_ref().is_none_or(|armed| {
+                    armed.cells(&resident.$name).is_none_or(|cells| armed.rule.settled(cells))
+                }) )*
             }
 
             /// Empties the cells of every rule in force.
             pub(crate) fn clear(&self, resident: &Resident) {
-                $( if let Some(armed) = &self.$name {
-                    <$rule as TripRule>::clear(armed.cells(&resident.$name));
+                $( if let Some((_, cells)) = Armed::with_cells(&self.$name, &resident.$name) {
+                    <$rule as TripRule>::clear(cells);
                 } )*
             }
         }
