@@ -1325,9 +1325,11 @@ impl Builder {
 
 impl BreakerConfig {
     /// About how many bytes a breaker built from this config allocates,
-    /// worked out from the settings alone (nothing is allocated): its fixed
-    /// state (under 2 KiB; 4 KiB more with feature `fleet`, for the counts
-    /// a fleet reads) plus what grows with a setting, which is where
+    /// worked out from the settings alone (nothing is allocated), at most:
+    /// its fixed state (under 2 KiB, its settings counted as its own,
+    /// though breakers of equal settings share them; 4 KiB more with
+    /// feature `fleet`, for the counts a fleet reads) plus what grows with a
+    /// setting, which is where
     /// nearly all of a large breaker's memory goes:
     ///
     /// - a `count_window` of N: one byte per call;

@@ -1431,7 +1431,11 @@ mod tests {
             a.call(|| Ok::<_, ()>(())).unwrap();
             b.call(|| Ok::<_, ()>(())).unwrap();
         }
-        assert_eq!((full(&a), full(&b)), (1, 1), "both windows full of successes");
+        assert_eq!(
+            (full(&a), full(&b)),
+            (1, 1),
+            "both windows full of successes"
+        );
         let _ = b.call(|| Err::<(), _>(()));
         assert_eq!((full(&a), full(&b)), (1, 0), "only b's mark withdrawn");
         assert_eq!((a.snapshot().failures, b.snapshot().failures), (0, 1));
@@ -1463,7 +1467,10 @@ mod tests {
         let plain = || CircuitBreaker::builder().consecutive_failures(3);
         let g = plain().build().unwrap();
         g.reconfigure(both()).unwrap();
-        assert!(!Arc::ptr_eq(&live_of(&g), &live_of(&e)), "a window of its own");
+        assert!(
+            !Arc::ptr_eq(&live_of(&g), &live_of(&e)),
+            "a window of its own"
+        );
         g.reconfigure(plain()).unwrap();
         let h = plain().build().unwrap();
         assert!(Arc::ptr_eq(&live_of(&g), &live_of(&h)));
