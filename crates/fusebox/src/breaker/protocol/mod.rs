@@ -1383,6 +1383,15 @@ mod tests {
         );
         let _ = t1.call(|| Err::<(), _>(()));
         assert_eq!((t1.snapshot().failures, t2.snapshot().failures), (1, 0));
+        // A time window reconfigured away (to a count window) and back: the
+        // first stays out of force, its failure with it.
+        t1.reconfigure(CircuitBreaker::builder().failure_rate(0.5).count_window(8))
+            .unwrap();
+        t1.reconfigure(times()).unwrap();
+        assert!(!Arc::ptr_eq(&live_of(&t1), &live_of(&t2)));
+        assert_eq!(t1.snapshot().failures, 0, "a new time window, empty");
+        let _ = t1.call(|| Err::<(), _>(()));
+        assert_eq!((t1.snapshot().failures, t2.snapshot().failures), (1, 0));
         // A rule with cells that cannot be resident (failure times): never
         // shared.
         let within =
