@@ -337,6 +337,59 @@ fn full_window_mark_racing_a_reconfigure() {
     });
 }
 
+/// Two breakers of equal count-window settings share them (each counting
+/// in its own window). One, full of plain successes, has the success that
+/// marks it so racing a failure and a reconfigure to other rates and back:
+/// its settings leave the shared ones and come back to them, at the same
+/// address (the other breaker holds them), which is what the mark is
+/// checked against. The mark never outlives the failure (two successes
+/// then push it out of the last two calls), and the other breaker's
+/// window is untouched.
+#[test]
+fn full_window_mark_racing_a_failure_and_a_reconfigure_away_and_back() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(|| {
+        let other = full_two_call_window();
+        let b = full_two_call_window();
+        let marker = {
+            let b = b.clone();
+            thread::spawn(move || b.call(|| Ok::<(), ()>(())).unwrap())
+        };
+        let writer = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.reconfigure(
+                    CircuitBreaker::builder()
+                        .failure_rate(0.9)
+                        .count_window(2)
+                        .min_calls(2),
+                )
+                .unwrap();
+                b.reconfigure(
+                    CircuitBreaker::builder()
+                        .failure_rate(1.0)
+                        .count_window(2)
+                        .min_calls(2),
+                )
+                .unwrap();
+            })
+        };
+        let p = b.try_acquire().unwrap();
+        p.failure();
+        marker.join().unwrap();
+        writer.join().unwrap();
+        let s = b.snapshot();
+        assert_eq!((s.calls, s.failures, s.state), (2, 1, State::Closed));
+        b.call(|| Ok::<(), ()>(())).unwrap();
+        b.call(|| Ok::<(), ()>(())).unwrap();
+        let s = b.snapshot();
+        assert_eq!((s.calls, s.failures), (2, 0), "the failure slid out");
+        let o = other.snapshot();
+        assert_eq!((o.calls, o.failures), (1, 0), "the other window, its own");
+    });
+}
+
 /// Two reconfigures racing (no window, then a count window): the hot
 /// path's mode ends up matching the settings left in force, so successes
 /// over the count window are recorded in it rather than settled as a
