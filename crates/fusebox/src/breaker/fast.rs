@@ -909,7 +909,58 @@ impl Inner {
 
 #[cfg(test)]
 mod tests {
-    use super::Sampler;
+    use super::{Ordering, Sampler, RING};
+    use crate::CircuitBreaker;
+
+    /// A stale `RING` bit, as a verdict racing a reconfigure may read it,
+    /// on a breaker whose first count window is out of force for good (a
+    /// resize and back): a verdict over one of the same outcome in the
+    /// first window changes nothing, as if it had come before the
+    /// reconfigure (which emptied the window); any other is recorded in
+    /// the window in force.
+    #[test]
+    fn a_stale_ring_bit_records_into_the_window_in_force_or_nowhere() {
+        let window = |n| {
+            CircuitBreaker::builder()
+                .failure_rate(0.5)
+                .min_calls(4)
+                .count_window(n)
+        };
+        let b = window(4).build().unwrap();
+        for _ in 0..3 {
+            let _ = b.call(|| Err::<(), _>(()));
+        }
+        assert_eq!(b.snapshot().failures, 3, "min_calls not reached");
+        b.reconfigure(window(8)).unwrap();
+        b.reconfigure(window(4)).unwrap();
+        let path = &b.inner().core.path;
+        let bits = path.load(Ordering::Relaxed);
+        assert_eq!(bits & RING, 0, "the first window out of force");
+        path.store(bits | RING, Ordering::Relaxed);
+        // The first window's next position is empty: a success over it is
+        // recorded under the settings in force; the next position holds a
+        // failure: a failure over it changes nothing.
+        b.call(|| Ok::<_, ()>(())).unwrap();
+        let _ = b.call(|| Err::<(), _>(()));
+        let s = b.snapshot();
+        assert_eq!(
+            (s.calls, s.failures),
+            (1, 0),
+            "the success, in the new window"
+        );
+        // A success over a failure: recorded in the new window too.
+        b.call(|| Ok::<_, ()>(())).unwrap();
+        assert_eq!(b.snapshot().calls, 2);
+        path.store(bits, Ordering::Relaxed);
+        for _ in 0..2 {
+            let _ = b.call(|| Err::<(), _>(()));
+        }
+        assert_eq!(
+            b.state(),
+            crate::State::Open,
+            "2 failures of the new window's 4"
+        );
+    }
 
     #[test]
     fn the_sampler_finds_multiples_without_dividing() {
