@@ -664,7 +664,7 @@ impl Inner {
             if path & RING != 0 {
                 return self.finish_ring::<false>(ticket.generation());
             }
-            return self.finish_success(ticket.generation(), path & TIME_WINDOW == 0);
+            return self.finish_success(ticket.generation());
         }
         if path & RING != 0 && outcome == Outcome::Failure && ticket.is_normal() {
             return self.finish_ring::<true>(ticket.generation());
@@ -746,16 +746,13 @@ impl Inner {
     }
 
     /// A closed-state success with [`DIRECT`]: recorded by
-    /// [`Core::record_plain_success`], in one visit to the live settings;
-    /// `may_settle` false (with [`TIME_WINDOW`], which counts every call)
-    /// records it without first asking whether it would change nothing. A
-    /// stale bit only costs a count window's success that look.
+    /// [`Core::record_plain_success`], in one visit to the live settings.
     #[inline(never)]
-    fn finish_success(&self, generation: u64, may_settle: bool) {
+    fn finish_success(&self, generation: u64) {
         self.core.with_live(|live| {
-            let transition =
-                self.core
-                    .record_plain_success(live, generation, may_settle, &LazyNow::new(self));
+            let transition = self
+                .core
+                .record_plain_success(live, generation, &LazyNow::new(self));
             self.emit(transition);
         })
     }

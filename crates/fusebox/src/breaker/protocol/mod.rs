@@ -960,17 +960,15 @@ impl Core {
     /// (a count window holding failures takes a success over a success
     /// with a claim and a compare). Cells found settled are marked so (see
     /// [`Core::mark_full`]), as a settled success on the full path marks
-    /// them; `may_settle` false skips the look (a time window's record
-    /// never settles: it counts every call).
+    /// them.
     #[inline(always)]
     pub(crate) fn record_plain_success(
         &self,
         live: &Live,
         generation: u64,
-        may_settle: bool,
         now: &impl Now,
     ) -> Option<Transition> {
-        if may_settle && self.settled(live, generation) {
+        if self.settled(live, generation) {
             self.mark_full(live, generation);
             return None;
         }

@@ -332,6 +332,17 @@ impl<R: TripRule> Armed<R> {
         Some((&armed.rule, armed.cells(resident)?))
     }
 
+    /// Whether a plain success leaves its cells as they are: never for a
+    /// rule that records every call (decided on the rule, without looking
+    /// for its cells).
+    #[inline(always)]
+    fn settled(&self, resident: &R::Resident) -> bool {
+        !self.rule.needs().records_every_call
+            && self
+                .cells(resident)
+                .is_none_or(|cells| self.rule.settled(cells))
+    }
+
     /// Whether its cells are the breaker's resident ones.
     #[inline(always)]
     pub(crate) fn in_resident(&self) -> bool {
@@ -535,7 +546,7 @@ macro_rules! trip_rules {
             pub(crate) fn settled(&self, resident: &Resident, generation: u64) -> bool {
                 true $( && self.$name.as_ref().is_none_or(|armed| {
                     <$rule as TripRule>::resident_settled(&resident.$name, generation)
-                        && armed.cells(&resident.$name).is_none_or(|cells| armed.rule.settled(cells))
+                        && armed.settled(&resident.$name)
                 }) )*
             }
 
@@ -544,9 +555,7 @@ macro_rules! trip_rules {
             /// counts aside).
             #[inline]
             pub(crate) fn cells_settled(&self, resident: &Resident) -> bool {
-                true $( && self.$name.as_ref().is_none_or(|armed| {
-                    armed.cells(&resident.$name).is_none_or(|cells| armed.rule.settled(cells))
-                }) )*
+                true $( && self.$name.as_ref().is_none_or(|armed| armed.settled(&resident.$name)) )*
             }
 
             /// Empties the cells of every rule in force.
