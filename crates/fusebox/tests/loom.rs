@@ -228,6 +228,18 @@ fn full_two_call_window() -> CircuitBreaker {
     b
 }
 
+/// A count window of 2 holding a success and a failure, closed: two more
+/// successes push the failure out of the last two calls (which they could
+/// not if a stale mark of a full window let them settle unrecorded).
+fn assert_the_failure_slides_out(b: &CircuitBreaker) {
+    let s = b.snapshot();
+    assert_eq!((s.calls, s.failures, s.state), (2, 1, State::Closed));
+    b.call(|| Ok::<(), ()>(())).unwrap();
+    b.call(|| Ok::<(), ()>(())).unwrap();
+    let s = b.snapshot();
+    assert_eq!((s.calls, s.failures), (2, 0), "the failure slid out");
+}
+
 /// A success that marks its count window full of plain successes (so that
 /// later successes settle without a record), racing a failure recorded in
 /// that window (whichever takes the empty position): the mark never
@@ -246,12 +258,7 @@ fn full_window_mark_racing_a_failure() {
         let failure = thread::spawn(move || p.failure());
         marker.join().unwrap();
         failure.join().unwrap();
-        let s = b.snapshot();
-        assert_eq!((s.calls, s.failures, s.state), (2, 1, State::Closed));
-        b.call(|| Ok::<(), ()>(())).unwrap();
-        b.call(|| Ok::<(), ()>(())).unwrap();
-        let s = b.snapshot();
-        assert_eq!((s.calls, s.failures), (2, 0), "the failure slid out");
+        assert_the_failure_slides_out(&b);
     });
 }
 
@@ -294,12 +301,7 @@ fn full_window_mark_racing_a_failure_with_a_sampling_listener() {
         let failure = thread::spawn(move || p.failure());
         marker.join().unwrap();
         failure.join().unwrap();
-        let s = b.snapshot();
-        assert_eq!((s.calls, s.failures, s.state), (2, 1, State::Closed));
-        b.call(|| Ok::<(), ()>(())).unwrap();
-        b.call(|| Ok::<(), ()>(())).unwrap();
-        let s = b.snapshot();
-        assert_eq!((s.calls, s.failures), (2, 0), "the failure slid out");
+        assert_the_failure_slides_out(&b);
         assert_eq!(heard.load(Ordering::SeqCst), 6, "every call heard");
     });
 }
@@ -379,12 +381,7 @@ fn full_window_mark_racing_a_failure_and_a_reconfigure_away_and_back() {
         p.failure();
         marker.join().unwrap();
         writer.join().unwrap();
-        let s = b.snapshot();
-        assert_eq!((s.calls, s.failures, s.state), (2, 1, State::Closed));
-        b.call(|| Ok::<(), ()>(())).unwrap();
-        b.call(|| Ok::<(), ()>(())).unwrap();
-        let s = b.snapshot();
-        assert_eq!((s.calls, s.failures), (2, 0), "the failure slid out");
+        assert_the_failure_slides_out(&b);
         let o = other.snapshot();
         assert_eq!((o.calls, o.failures), (1, 0), "the other window, its own");
     });
